@@ -1,0 +1,9 @@
+//! qhost: a durable task runner that runs every task as a sandboxed WebAssembly component.
+//!
+//! A map of the crate:
+//! - [`runtime`]: the wasmtime engine, the fixed pool of instance slots, the sandbox and
+//!   the limits that every task attempt runs under.
+//! - [`cli`]: the `qhost` command line, one file per subcommand.
+
+pub mod cli;
+pub mod runtime;

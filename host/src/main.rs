@@ -1,0 +1,18 @@
+//! The `qhost` binary: parses the command line, runs the subcommand, and turns an error
+//! into its message chain and an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    qhost::cli::quiet_library_backtraces();
+    let cli = qhost::cli::Cli::parse();
+    match qhost::cli::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(qhost::cli::EXIT_ERROR)
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Per-task resource limits, their defaults, and the memory limiter that enforces them.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub const KIB: u64 = 1024;
+pub const MIB: u64 = 1024 * KIB;
+pub const GIB: u64 = 1024 * MIB;
+
+/// The limits one task attempt runs under. A breach ends only that attempt, with its own
+/// outcome (`timeout`, `memory-limit`, `output-too-large`); captured stdout, stderr and
+/// logs are cut at their limit instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLimits {
+    /// Linear memory of all of the component's memories together, in bytes.
+    pub memory: u64,
+    /// Wall-clock time for one attempt.
+    #[serde(with = "humantime_serde_compat")]
+    pub timeout: Duration,
+    /// Output bytes `run` may return.
+    pub output: u64,
+    /// Bytes of stdout kept; the rest is dropped and counted.
+    pub stdout: u64,
+    /// Bytes of stderr kept; the rest is dropped and counted.
+    pub stderr: u64,
+    /// Bytes of log messages kept; further lines are dropped and counted.
+    pub log: u64,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            memory: 64 * MIB,
+            timeout: Duration::from_secs(30),
+            output: MIB,
+            stdout: 64 * KIB,
+            stderr: 64 * KIB,
+            log: 64 * KIB,
+        }
+    }
+}
+
+impl TaskLimits {
+    /// The largest limits a server accepts unless its operator sets others.
+    pub fn default_maxima() -> Self {
+        TaskLimits {
+            memory: 4 * GIB,
+            timeout: Duration::from_secs(24 * 3600),
+            output: 64 * MIB,
+            stdout: 16 * MIB,
+            stderr: 16 * MIB,
+            log: 16 * MIB,
+        }
+    }
+
+    /// Checks every limit against `maxima`, naming the first one out of range.
+    pub fn check_within(&self, maxima: &TaskLimits) -> Result<(), LimitError> {
+        let checks = [
+            ("memory", self.memory, maxima.memory),
+            ("output", self.output, maxima.output),
+            ("stdout", self.stdout, maxima.stdout),
+            ("stderr", self.stderr, maxima.stderr),
+            ("log", self.log, maxima.log),
+        ];
+        for (name, value, max) in checks {
+            if value > max {
+                return Err(LimitError::AboveMaximum {
+                    name,
+                    value: bytesize::ByteSize(value).to_string(),
+                    max: bytesize::ByteSize(max).to_string(),
+                });
+            }
+        }
+        if self.memory < 64 * KIB {
+            return Err(LimitError::BelowMinimum {
+                name: "memory",
+                value: bytesize::ByteSize(self.memory).to_string(),
+                min: "64 KiB (one wasm page)".into(),
+            });
+        }
+        if self.timeout.is_zero() {
+            return Err(LimitError::BelowMinimum {
+                name: "timeout",
+                value: "0s".into(),
+                min: "1ms".into(),
+            });
+        }
+        if self.timeout > maxima.timeout {
+            return Err(LimitError::AboveMaximum {
+                name: "timeout",
+                value: humantime::format_duration(self.timeout).to_string(),
+                max: humantime::format_duration(maxima.timeout).to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LimitError {
+    #[error("limit `{name}` is {value}, above the maximum of {max}")]
+    AboveMaximum {
+        name: &'static str,
+        value: String,
+        max: String,
+    },
+    #[error("limit `{name}` is {value}, below the minimum of {min}")]
+    BelowMinimum {
+        name: &'static str,
+        value: String,
+        min: String,
+    },
+}
+
+/// Parses a byte size such as `64MiB`, `512 KiB` or `1048576`.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<bytesize::ByteSize>()
+        .map(|size| size.as_u64())
+        .map_err(|e| format!("`{text}` is not a byte size like 64MiB or 512KiB: {e}"))
+}
+
+/// Parses a duration such as `500ms`, `30s` or `2m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("`{text}` is not a duration like 500ms, 30s or 2m: {e}"))
+}
+
+/// Durations travel as humantime text (`"30s"`) in JSON and TOML.
+mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        super::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Enforces a task's memory limit over all of its linear memories, and remembers that a
+/// growth was refused so a later trap is reported as `memory-limit`.
+pub(crate) struct MemoryLimiter {
+    limit: usize,
+    in_use: usize,
+    pub(crate) refused: bool,
+}
+
+impl MemoryLimiter {
+    pub(crate) fn new(limit: u64) -> Self {
+        MemoryLimiter {
+            limit: usize::try_from(limit).unwrap_or(usize::MAX),
+            in_use: 0,
+            refused: false,
+        }
+    }
+}
+
+/// Table elements one task may have: far more than real components use, and a bound on
+/// the host memory a hostile one can take.
+const MAX_TABLE_ELEMENTS: usize = 1_000_000;
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let after = self.in_use - current.min(self.in_use) + desired;
+        if after > self.limit {
+            self.refused = true;
+            return Ok(false);
+        }
+        self.in_use = after;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes_and_durations() {
+        assert_eq!(parse_bytes("64MiB").unwrap(), 64 * MIB);
+        assert_eq!(parse_bytes("512 KiB").unwrap(), 512 * KIB);
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_bytes("lots").unwrap_err().contains("`lots`"));
+        assert!(parse_duration("soon").unwrap_err().contains("`soon`"));
+    }
+
+    #[test]
+    fn limits_above_the_maxima_are_named() {
+        let maxima = TaskLimits::default_maxima();
+        let too_big = TaskLimits {
+            memory: 8 * GIB,
+            ..TaskLimits::default()
+        };
+        let err = too_big.check_within(&maxima).unwrap_err();
+        assert!(err.to_string().contains("`memory`"), "{err}");
+        let zero = TaskLimits {
+            timeout: Duration::ZERO,
+            ..TaskLimits::default()
+        };
+        assert!(
+            zero.check_within(&maxima)
+                .unwrap_err()
+                .to_string()
+                .contains("`timeout`")
+        );
+        assert!(TaskLimits::default().check_within(&maxima).is_ok());
+    }
+
+    #[test]
+    fn memory_limit_counts_all_memories() {
+        use wasmtime::ResourceLimiter;
+        let mut limiter = MemoryLimiter::new(MIB);
+        assert!(limiter.memory_growing(0, 600 * 1024, None).unwrap());
+        assert!(!limiter.memory_growing(0, 600 * 1024, None).unwrap());
+        assert!(limiter.refused);
+    }
+}

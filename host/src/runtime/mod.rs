@@ -1,0 +1,446 @@
+//! The task runtime: loads components, and runs each task attempt in a fresh, sandboxed
+//! `Store` on one of a fixed number of instance slots.
+//!
+//! - [`engine`]: the one `Engine`, with its pooling allocator.
+//! - [`artifacts`]: precompiled components cached on disk.
+//! - [`sandbox`]: the WASI context, mounts and the `qhost:task/host` implementation.
+//! - [`limits`], [`capture`], [`epoch`]: what bounds a run and how it is enforced.
+//! - [`outcome`]: how a run ended.
+
+mod artifacts;
+mod bindings;
+mod capture;
+mod engine;
+mod epoch;
+pub mod limits;
+pub mod outcome;
+pub mod sandbox;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use anyhow::Context;
+use sha2::{Digest as _, Sha256};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Store, UpdateDeadline};
+
+use artifacts::ArtifactCache;
+use bindings::TaskPre;
+use capture::{LogCapture, OutputCapture};
+use epoch::EpochTicker;
+use limits::MemoryLimiter;
+pub use limits::TaskLimits;
+pub use outcome::{Captured, LogLevel, LogLine, Outcome, RunReport};
+use sandbox::TaskState;
+pub use sandbox::{Mount, MountGrant};
+
+/// The sha256 of a component's bytes: its identity everywhere in qhost.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Digest(pub [u8; 32]);
+
+impl Digest {
+    pub fn of(bytes: &[u8]) -> Self {
+        Digest(Sha256::digest(bytes).into())
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    pub fn from_hex(text: &str) -> Result<Self, String> {
+        let mut digest = [0u8; 32];
+        hex::decode_to_slice(text, &mut digest)
+            .map_err(|_| format!("`{text}` is not a sha256 digest (64 hex digits)"))?;
+        Ok(Digest(digest))
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Digest({})", self.to_hex())
+    }
+}
+
+/// How a runtime is set up.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Instance slots: at most this many tasks execute at once.
+    pub workers: usize,
+    /// Where precompiled components are kept; `None` compiles on every start.
+    pub cache_dir: Option<PathBuf>,
+    /// The largest limits a task may ask for; the memory maximum sizes the slots.
+    pub max_limits: TaskLimits,
+    /// Wasm stack of every task, in bytes.
+    pub max_wasm_stack: usize,
+    /// The directories the operator offers to tasks by name.
+    pub mounts: Vec<Mount>,
+}
+
+impl RuntimeConfig {
+    pub fn with_workers(workers: usize) -> Self {
+        RuntimeConfig {
+            workers,
+            cache_dir: None,
+            max_limits: TaskLimits::default_maxima(),
+            max_wasm_stack: 512 * 1024,
+            mounts: Vec::new(),
+        }
+    }
+}
+
+/// Why a component was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("not a WebAssembly file: it does not start with the `\\0asm` magic bytes")]
+    NotWasm,
+    #[error(
+        "this is a core WebAssembly module, not a component; build for wasm32-wasip2 \
+         (or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    #[error("not a valid component: {0}")]
+    Invalid(String),
+    #[error(
+        "the component imports something qhost does not provide: {0}; a task may import \
+         qhost:task/host@0.1.x and WASI 0.2 interfaces only"
+    )]
+    UnsupportedImport(String),
+    #[error("the component does not export the qhost:task world's `run` function: {0}")]
+    WrongExports(String),
+}
+
+/// A loaded component, ready to be instantiated for each task.
+pub struct TaskModule {
+    digest: Digest,
+    pre: TaskPre<TaskState>,
+}
+
+impl TaskModule {
+    pub fn digest(&self) -> Digest {
+        self.digest
+    }
+}
+
+/// What one attempt is given by the scheduler (or `qhost run`).
+#[derive(Debug, Clone, Default)]
+pub struct TaskInfo {
+    pub id: u64,
+    pub batch: u64,
+    pub attempt: u32,
+    pub order: i64,
+    pub group: Option<String>,
+}
+
+/// One attempt to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub input: Vec<u8>,
+    pub info: TaskInfo,
+    pub limits: TaskLimits,
+    pub mounts: Vec<MountGrant>,
+    /// Cancelling it stops the run promptly with outcome `cancelled`.
+    pub cancel: CancellationToken,
+}
+
+/// Loads components and runs tasks on a fixed pool of instance slots.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<TaskState>,
+    config: RuntimeConfig,
+    slots: SlotPool,
+    artifacts: Option<ArtifactCache>,
+    loaded: Mutex<HashMap<Digest, Arc<TaskModule>>>,
+    ticker: EpochTicker,
+}
+
+impl Runtime {
+    pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
+        anyhow::ensure!(config.workers >= 1, "workers must be at least 1");
+        let engine = engine::build(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        bindings::Task::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+            &mut linker,
+            |state: &mut TaskState| state,
+        )?;
+        let artifacts = match &config.cache_dir {
+            Some(dir) => Some(ArtifactCache::open(dir, &engine)?),
+            None => None,
+        };
+        let ticker = EpochTicker::start(engine.weak()).context("starting the epoch thread")?;
+        Ok(Runtime {
+            slots: SlotPool::new(config.workers),
+            engine,
+            linker,
+            config,
+            artifacts,
+            loaded: Mutex::new(HashMap::new()),
+            ticker,
+        })
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// How many slots are running a task right now.
+    pub fn busy_slots(&self) -> usize {
+        self.config.workers - self.slots.permits.available_permits()
+    }
+
+    /// Reads and loads a component file.
+    pub fn load_file(&self, path: &Path) -> anyhow::Result<Arc<TaskModule>> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        self.load(&bytes)
+            .with_context(|| format!("loading {}", path.display()))
+    }
+
+    /// Validates and compiles a component (or takes its cached artifact), and checks that
+    /// it is a qhost task. Compiling is CPU-heavy: call it off the async executor.
+    pub fn load(&self, bytes: &[u8]) -> Result<Arc<TaskModule>, LoadError> {
+        if !bytes.starts_with(b"\0asm") {
+            return Err(LoadError::NotWasm);
+        }
+        // The 4 bytes after the magic are the version: 1 for a core module.
+        if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
+            return Err(LoadError::CoreModule);
+        }
+        let digest = Digest::of(bytes);
+        if let Some(module) = self.loaded.lock().expect("loaded lock").get(&digest) {
+            return Ok(module.clone());
+        }
+        let component = self.compile(&digest, bytes)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::UnsupportedImport(format!("{e:#}")))?;
+        let pre = TaskPre::new(pre).map_err(|e| LoadError::WrongExports(format!("{e:#}")))?;
+        let module = Arc::new(TaskModule { digest, pre });
+        self.loaded
+            .lock()
+            .expect("loaded lock")
+            .insert(digest, module.clone());
+        Ok(module)
+    }
+
+    fn compile(&self, digest: &Digest, bytes: &[u8]) -> Result<Component, LoadError> {
+        if let Some(component) = self
+            .artifacts
+            .as_ref()
+            .and_then(|cache| cache.load(&self.engine, digest))
+        {
+            return Ok(component);
+        }
+        let component = Component::new(&self.engine, bytes)
+            .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        if let Some(cache) = &self.artifacts
+            && let Err(err) = cache.store(digest, &component)
+        {
+            tracing::warn!(%digest, "could not cache the compiled component: {err:#}");
+        }
+        Ok(component)
+    }
+
+    /// Runs one attempt. Waits for a free slot first: the slots bound parallelism and a run
+    /// never fails for lack of one. Errors only for a host-side failure (a mount that cannot
+    /// be opened); everything the task does ends in the report's outcome.
+    pub async fn run(&self, module: &TaskModule, request: RunRequest) -> anyhow::Result<RunReport> {
+        let slot = self.slots.acquire().await;
+        let _ticking = self.ticker.running();
+        let started_at = SystemTime::now();
+        let started = Instant::now();
+        let limits = request.limits;
+
+        let stdout = OutputCapture::new(limits.stdout);
+        let stderr = OutputCapture::new(limits.stderr);
+        let wasi = sandbox::wasi_context(&self.config.mounts, &request.mounts, &stdout, &stderr)?;
+        let mut store = Store::new(
+            &self.engine,
+            TaskState {
+                wasi,
+                table: ResourceTable::new(),
+                limiter: MemoryLimiter::new(limits.memory),
+                log: LogCapture::new(limits.log, started),
+            },
+        );
+        store.limiter(|state| &mut state.limiter);
+        // Yield to the executor at every epoch tick, so that the timeout and cancellation
+        // below are noticed even while the guest spins.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
+
+        let info = bindings::qhost::task::types::TaskInfo {
+            id: request.info.id,
+            batch: request.info.batch,
+            attempt: request.info.attempt,
+            order: request.info.order,
+            group: request.info.group.clone(),
+        };
+        let ended = {
+            let call = async {
+                let task = module.pre.instantiate_async(&mut store).await?;
+                task.call_run(&mut store, &request.input, &info).await
+            };
+            tokio::select! {
+                result = tokio::time::timeout(limits.timeout, call) => match result {
+                    Ok(result) => Ended::Returned(result),
+                    Err(_) => Ended::TimedOut,
+                },
+                () = request.cancel.cancelled() => Ended::Cancelled,
+            }
+        };
+        let duration = started.elapsed();
+        let state = store.into_data();
+        let stderr = stderr.take();
+        let (outcome, output, error) = classify(ended, &state.limiter, &limits, &stderr);
+        Ok(RunReport {
+            outcome,
+            output,
+            error,
+            logs: state.log.lines,
+            logs_dropped: state.log.dropped,
+            stdout: stdout.take(),
+            stderr,
+            slot: slot.index,
+            started_at,
+            duration,
+        })
+    }
+}
+
+enum Ended {
+    Returned(wasmtime::Result<Result<Vec<u8>, String>>),
+    TimedOut,
+    Cancelled,
+}
+
+fn classify(
+    ended: Ended,
+    limiter: &MemoryLimiter,
+    limits: &TaskLimits,
+    stderr: &Captured,
+) -> (Outcome, Option<Vec<u8>>, Option<String>) {
+    match ended {
+        Ended::Returned(Ok(Ok(output))) if output.len() as u64 > limits.output => (
+            Outcome::OutputTooLarge,
+            None,
+            Some(format!(
+                "returned {} of output, over the limit of {}",
+                bytesize::ByteSize(output.len() as u64),
+                bytesize::ByteSize(limits.output)
+            )),
+        ),
+        Ended::Returned(Ok(Ok(output))) => (Outcome::Succeeded, Some(output), None),
+        Ended::Returned(Ok(Err(message))) => (Outcome::GuestError, None, Some(message)),
+        Ended::Returned(Err(trap)) => {
+            let mut message = match trap.downcast_ref::<wasmtime::Trap>() {
+                Some(code) => code.to_string(),
+                None => format!("{trap:#}"),
+            };
+            if let Some(tail) = stderr_tail(&stderr.bytes) {
+                message = format!("{message} (stderr: {tail})");
+            }
+            if limiter.refused {
+                let limit = bytesize::ByteSize(limits.memory);
+                (
+                    Outcome::MemoryLimit,
+                    None,
+                    Some(format!("memory limit of {limit} reached: {message}")),
+                )
+            } else {
+                (Outcome::Trap, None, Some(message))
+            }
+        }
+        Ended::TimedOut => (
+            Outcome::Timeout,
+            None,
+            Some(format!(
+                "ran longer than its timeout of {}",
+                humantime::format_duration(limits.timeout)
+            )),
+        ),
+        Ended::Cancelled => (
+            Outcome::Cancelled,
+            None,
+            Some("cancelled while running".into()),
+        ),
+    }
+}
+
+/// The last lines a trapping guest wrote to stderr: for Rust, the panic and its message.
+fn stderr_tail(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines: Vec<&str> = text
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(3)
+        .collect();
+    lines.reverse();
+    let tail = lines.join(" / ");
+    let start = tail.len().saturating_sub(500);
+    let start = (start..=tail.len())
+        .find(|&i| tail.is_char_boundary(i))
+        .unwrap_or(0);
+    (!tail.is_empty()).then(|| tail[start..].to_owned())
+}
+
+/// The instance slots: a semaphore bounds how many tasks run, and a free list names the
+/// slot each one runs in, for the execution log.
+struct SlotPool {
+    permits: Arc<Semaphore>,
+    free: Arc<Mutex<Vec<usize>>>,
+}
+
+struct Slot {
+    index: usize,
+    free: Arc<Mutex<Vec<usize>>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl SlotPool {
+    fn new(slots: usize) -> Self {
+        SlotPool {
+            permits: Arc::new(Semaphore::new(slots)),
+            free: Arc::new(Mutex::new((0..slots).rev().collect())),
+        }
+    }
+
+    async fn acquire(&self) -> Slot {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the slot semaphore is never closed");
+        let index = self
+            .free
+            .lock()
+            .expect("slot lock")
+            .pop()
+            .expect("a permit always has a free slot");
+        Slot {
+            index,
+            free: self.free.clone(),
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // Runs before the permit is released, so the next holder finds this index free.
+        self.free.lock().expect("slot lock").push(self.index);
+    }
+}

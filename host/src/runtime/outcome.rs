@@ -1,0 +1,143 @@
+//! How one run of a task ended: the closed set of outcomes and the report a run produces.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+/// How an attempt ended. The runtime produces every variant but `Cancelled` and `Lost`
+/// on its own; the scheduler records `Cancelled` when a caller cancels a running task
+/// and `Lost` when the node that ran it died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// `run` returned `ok` within every limit.
+    Succeeded,
+    /// `run` returned `err(message)`: the task itself reported a failure.
+    GuestError,
+    /// The component trapped: `unreachable`, stack overflow, a Rust panic, ...
+    Trap,
+    /// The run exceeded its wall-clock limit and was stopped by the host.
+    Timeout,
+    /// The component tried to grow its linear memory past its limit and then trapped.
+    MemoryLimit,
+    /// `run` returned more output bytes than the output limit.
+    OutputTooLarge,
+    /// The run was stopped because its task was cancelled.
+    Cancelled,
+    /// The node running the attempt died; the attempt's end is unknown.
+    Lost,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Succeeded,
+        Outcome::GuestError,
+        Outcome::Trap,
+        Outcome::Timeout,
+        Outcome::MemoryLimit,
+        Outcome::OutputTooLarge,
+        Outcome::Cancelled,
+        Outcome::Lost,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::GuestError => "guest-error",
+            Outcome::Trap => "trap",
+            Outcome::Timeout => "timeout",
+            Outcome::MemoryLimit => "memory-limit",
+            Outcome::OutputTooLarge => "output-too-large",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Lost => "lost",
+        }
+    }
+
+    pub fn is_success(self) -> bool {
+        self == Outcome::Succeeded
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == s)
+            .ok_or_else(|| {
+                let allowed: Vec<_> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+                format!(
+                    "unknown outcome `{s}`; expected one of {}",
+                    allowed.join(", ")
+                )
+            })
+    }
+}
+
+/// Severity of a task's log line, as the `qhost:task/host` interface defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Trace => "trace",
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+        }
+    }
+}
+
+/// One line a task logged through `qhost:task/host.log`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogLine {
+    /// Time since the attempt started.
+    pub at_micros: u64,
+    pub level: LogLevel,
+    pub message: String,
+}
+
+/// Bytes a task wrote to stdout or stderr, kept up to a limit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Captured {
+    pub bytes: Vec<u8>,
+    /// How many bytes were written past the limit and dropped.
+    pub dropped: u64,
+}
+
+/// What one run of a task produced.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub outcome: Outcome,
+    /// The output of a `succeeded` run.
+    pub output: Option<Vec<u8>>,
+    /// Why the run did not succeed: the guest's own message, the trap, or the limit hit.
+    pub error: Option<String>,
+    pub logs: Vec<LogLine>,
+    /// Log lines dropped because the attempt's log limit was reached.
+    pub logs_dropped: u64,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    /// The instance slot that ran the task.
+    pub slot: usize,
+    pub started_at: SystemTime,
+    pub duration: Duration,
+}

@@ -1,0 +1,218 @@
+//! What a task may touch: the per-attempt WASI context (deny by default), the operator's
+//! named mounts, and the host side of the `qhost:task/host` interface.
+//!
+//! A fresh context gets no arguments, no environment, no stdin, no network and no
+//! directories; stdout and stderr go to bounded captures. The only capability a task can
+//! be granted is a directory mount the operator defined by name, read-only unless the
+//! operator allowed writes. Paths inside a mount are resolved by cap-std, so `..` and
+//! symbolic links never lead outside it.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::bindings::qhost::task::{host, types};
+use super::capture::{LogCapture, OutputCapture};
+use super::limits::MemoryLimiter;
+use super::outcome::LogLevel;
+
+/// A directory the operator offers to tasks under a name (`NAME=DIR[:ro|:rw]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mount {
+    pub name: String,
+    pub dir: PathBuf,
+    /// Whether tasks may be granted write access at all.
+    pub writable: bool,
+}
+
+impl FromStr for Mount {
+    type Err = String;
+
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let (name, rest) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("mount `{spec}` is not of the form NAME=DIR[:ro|:rw]"))?;
+        check_mount_name(name)?;
+        let (dir, writable) = match rest.rsplit_once(':') {
+            Some((dir, "ro")) => (dir, false),
+            Some((dir, "rw")) => (dir, true),
+            _ => (rest, false),
+        };
+        if dir.is_empty() {
+            return Err(format!("mount `{spec}` names no directory"));
+        }
+        Ok(Mount {
+            name: name.to_owned(),
+            dir: PathBuf::from(dir),
+            writable,
+        })
+    }
+}
+
+impl fmt::Display for Mount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mode = if self.writable { "rw" } else { "ro" };
+        write!(f, "{}={}:{mode}", self.name, self.dir.display())
+    }
+}
+
+/// Mount names are also the guest path (`/NAME`): keep them plain.
+pub fn check_mount_name(name: &str) -> Result<(), String> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if name.is_empty() || name.len() > 64 || !name.chars().all(plain) {
+        return Err(format!(
+            "mount name `{name}` must be 1 to 64 letters, digits, `-` or `_`"
+        ));
+    }
+    Ok(())
+}
+
+/// A task's request to use one of the operator's mounts, seen by the guest at `/NAME`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountGrant {
+    pub name: String,
+    #[serde(default)]
+    pub writable: bool,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MountError {
+    #[error("no mount is named `{name}`; the operator defined: {defined}")]
+    Unknown { name: String, defined: String },
+    #[error("mount `{name}` is read-only; the operator did not allow tasks to write to it")]
+    ReadOnly { name: String },
+}
+
+/// Checks `grants` against the operator's `mounts`.
+pub fn check_grants(mounts: &[Mount], grants: &[MountGrant]) -> Result<(), MountError> {
+    for grant in grants {
+        let mount = find_mount(mounts, &grant.name)?;
+        if grant.writable && !mount.writable {
+            return Err(MountError::ReadOnly {
+                name: grant.name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn find_mount<'a>(mounts: &'a [Mount], name: &str) -> Result<&'a Mount, MountError> {
+    mounts
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| MountError::Unknown {
+            name: name.to_owned(),
+            defined: if mounts.is_empty() {
+                "none".to_owned()
+            } else {
+                let names: Vec<_> = mounts.iter().map(|m| m.name.as_str()).collect();
+                names.join(", ")
+            },
+        })
+}
+
+/// Builds the WASI context of one attempt: nothing but captured stdout and stderr and the
+/// granted mounts.
+pub(crate) fn wasi_context(
+    mounts: &[Mount],
+    grants: &[MountGrant],
+    stdout: &OutputCapture,
+    stderr: &OutputCapture,
+) -> anyhow::Result<WasiCtx> {
+    check_grants(mounts, grants)?;
+    let mut builder = WasiCtxBuilder::new();
+    builder
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
+    for grant in grants {
+        let mount = find_mount(mounts, &grant.name)?;
+        let perms = if grant.writable {
+            FsPerms::ReadWrite
+        } else {
+            FsPerms::ReadOnly
+        };
+        builder
+            .preopened_dir(&mount.dir, format!("/{}", mount.name), perms)
+            .map_err(anyhow::Error::from)
+            .map_err(|e| e.context(format!("opening mount `{mount}`")))?;
+    }
+    Ok(builder.build())
+}
+
+/// Everything one attempt's `Store` holds.
+pub(crate) struct TaskState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) log: LogCapture,
+}
+
+impl WasiView for TaskState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl types::Host for TaskState {}
+
+impl host::Host for TaskState {
+    fn log(&mut self, level: types::Level, message: String) {
+        let level = match level {
+            types::Level::Trace => LogLevel::Trace,
+            types::Level::Debug => LogLevel::Debug,
+            types::Level::Info => LogLevel::Info,
+            types::Level::Warn => LogLevel::Warn,
+            types::Level::Error => LogLevel::Error,
+        };
+        self.log.push(level, message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_mount_specs() {
+        let ro: Mount = "data=/srv/data".parse().unwrap();
+        assert_eq!((ro.name.as_str(), ro.writable), ("data", false));
+        let rw: Mount = "out=/tmp/out:rw".parse().unwrap();
+        assert_eq!((rw.dir, rw.writable), (PathBuf::from("/tmp/out"), true));
+        assert!(
+            "../x=/tmp"
+                .parse::<Mount>()
+                .unwrap_err()
+                .contains("mount name")
+        );
+        assert!("data".parse::<Mount>().unwrap_err().contains("NAME=DIR"));
+    }
+
+    #[test]
+    fn grants_must_name_a_mount_and_respect_its_mode() {
+        let mounts = vec!["data=/srv/data:ro".parse::<Mount>().unwrap()];
+        let write = MountGrant {
+            name: "data".into(),
+            writable: true,
+        };
+        assert!(matches!(
+            check_grants(&mounts, &[write]),
+            Err(MountError::ReadOnly { .. })
+        ));
+        let other = MountGrant {
+            name: "etc".into(),
+            writable: false,
+        };
+        let err = check_grants(&mounts, &[other]).unwrap_err();
+        assert!(err.to_string().contains("operator defined: data"), "{err}");
+    }
+}

@@ -1,0 +1,126 @@
+//! `misbehave`: a task that does what its input says, including everything a task must
+//! not do. Input is `COMMAND` or `COMMAND:ARGUMENT`:
+//!
+//! | command | what it does |
+//! |---|---|
+//! | `ok` | returns `ok` |
+//! | `spin` | loops forever |
+//! | `alloc` | allocates 1 MiB blocks without bound |
+//! | `trap` | executes `unreachable` |
+//! | `panic` | panics (a trap, with the message on stderr) |
+//! | `recurse` | recurses without bound |
+//! | `error` | returns `err("asked to fail")` |
+//! | `stdout:N` / `stderr:N` | writes N bytes to stdout / stderr, then returns `ok` |
+//! | `log:N` | logs N lines, then returns `ok` |
+//! | `output:N` | returns N bytes |
+//! | `sleep:MS` | sleeps MS milliseconds, returns `ok` |
+//! | `info` | returns the task info it was given |
+//! | `sandbox` | returns what it can see: arguments, environment, stdin, preopens |
+//! | `read:PATH` | returns the contents of the file PATH |
+//! | `write:PATH` | writes `written` to PATH, returns `ok` |
+
+use std::hint::black_box;
+use std::io::{Read, Write};
+
+use qhost::task::host::log;
+use qhost::task::types::Level;
+
+wit_bindgen::generate!({ path: "../../../wit", world: "qhost:task/task" });
+
+struct Misbehave;
+
+impl Guest for Misbehave {
+    fn run(input: Vec<u8>, info: TaskInfo) -> Result<Vec<u8>, String> {
+        let input = String::from_utf8(input).map_err(|e| e.to_string())?;
+        let (command, argument) = input.split_once(':').unwrap_or((&input, ""));
+        let count = || {
+            argument
+                .parse::<usize>()
+                .map_err(|e| format!("{argument}: {e}"))
+        };
+        match command {
+            "ok" => Ok(b"ok".to_vec()),
+            "spin" => loop {
+                black_box(());
+            },
+            "alloc" => {
+                let mut blocks = Vec::new();
+                loop {
+                    blocks.push(black_box(vec![1u8; 1 << 20]));
+                }
+            }
+            "trap" => core::arch::wasm32::unreachable(),
+            "panic" => panic!("asked to panic"),
+            "recurse" => Ok(recurse(black_box(1)).to_le_bytes().to_vec()),
+            "error" => Err("asked to fail".into()),
+            "stdout" | "stderr" => {
+                let line = [b'x'; 99];
+                let mut left = count()?;
+                while left > 0 {
+                    let n = left.min(100);
+                    let chunk: Vec<u8> = line[..n - 1].iter().copied().chain([b'\n']).collect();
+                    if command == "stdout" {
+                        std::io::stdout()
+                            .write_all(&chunk)
+                            .map_err(|e| e.to_string())?;
+                    } else {
+                        std::io::stderr()
+                            .write_all(&chunk)
+                            .map_err(|e| e.to_string())?;
+                    }
+                    left -= n;
+                }
+                Ok(b"ok".to_vec())
+            }
+            "log" => {
+                for i in 0..count()? {
+                    log(Level::Info, &format!("line {i}"));
+                }
+                Ok(b"ok".to_vec())
+            }
+            "output" => Ok(vec![b'o'; count()?]),
+            "sleep" => {
+                std::thread::sleep(std::time::Duration::from_millis(count()? as u64));
+                Ok(b"ok".to_vec())
+            }
+            "info" => Ok(format!(
+                "id={} batch={} attempt={} order={} group={}",
+                info.id,
+                info.batch,
+                info.attempt,
+                info.order,
+                info.group.as_deref().unwrap_or("-")
+            )
+            .into_bytes()),
+            "sandbox" => {
+                let mut stdin = Vec::new();
+                let stdin_result = std::io::stdin().read_to_end(&mut stdin);
+                let root = std::fs::read_dir("/").map(|d| d.count()).unwrap_or(0);
+                let net = std::net::TcpStream::connect("127.0.0.1:80").is_ok();
+                Ok(format!(
+                    "args={} env={} stdin={} root_entries={root} network={net}",
+                    std::env::args().count(),
+                    std::env::vars().count(),
+                    stdin_result
+                        .map(|n| n.to_string())
+                        .unwrap_or_else(|_| "closed".into()),
+                )
+                .into_bytes())
+            }
+            "read" => std::fs::read(argument).map_err(|e| format!("reading {argument}: {e}")),
+            "write" => std::fs::write(argument, b"written")
+                .map(|()| b"ok".to_vec())
+                .map_err(|e| format!("writing {argument}: {e}")),
+            other => Err(format!("unknown command `{other}`")),
+        }
+    }
+}
+
+/// Recurses through a function pointer, so the compiler cannot turn it into a loop, and
+/// without locals in linear memory, so it exhausts the wasm call stack itself.
+fn recurse(depth: u64) -> u64 {
+    let next: fn(u64) -> u64 = black_box(recurse);
+    next(depth + 1).wrapping_mul(3)
+}
+
+export!(Misbehave);

@@ -1,0 +1,435 @@
+//! The runtime, driven with real components: every outcome produced by a misbehaving
+//! guest (and the host healthy afterwards), the slot bound on parallelism, the sandbox and
+//! its mounts, bounded captures, refused components and the artifact cache.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use qhost::runtime::limits::{KIB, MIB};
+use qhost::runtime::{
+    LoadError, Mount, MountGrant, Outcome, RunReport, RunRequest, Runtime, RuntimeConfig, TaskInfo,
+    TaskLimits, TaskModule,
+};
+use qhost_tests::guest;
+
+fn runtime(workers: usize) -> Runtime {
+    Runtime::new(RuntimeConfig::with_workers(workers)).expect("runtime")
+}
+
+fn request(input: &str) -> RunRequest {
+    RunRequest {
+        input: input.as_bytes().to_vec(),
+        ..RunRequest::default()
+    }
+}
+
+async fn run(runtime: &Runtime, module: &TaskModule, request: RunRequest) -> RunReport {
+    runtime.run(module, request).await.expect("run")
+}
+
+fn text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).expect("utf-8")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_returns_its_input() {
+    let rt = runtime(1);
+    let echo = rt.load_file(&guest("echo")).unwrap();
+    let report = run(&rt, &echo, request("hello, qhost")).await;
+    assert_eq!(report.outcome, Outcome::Succeeded);
+    assert_eq!(report.output.as_deref(), Some(&b"hello, qhost"[..]));
+    assert_eq!(report.error, None);
+}
+
+/// Each misbehaviour ends with its own outcome, and the same single slot then runs a
+/// normal task fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_breach_has_its_outcome_and_the_host_stays_healthy() {
+    let rt = runtime(1);
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let limits = TaskLimits {
+        timeout: Duration::from_millis(300),
+        memory: 32 * MIB,
+        output: 64 * KIB,
+        ..TaskLimits::default()
+    };
+    let cases: [(&str, Outcome, &str); 7] = [
+        ("spin", Outcome::Timeout, "timeout of 300ms"),
+        ("alloc", Outcome::MemoryLimit, "memory limit of 32.0 MiB"),
+        ("trap", Outcome::Trap, "unreachable"),
+        ("panic", Outcome::Trap, "asked to panic"),
+        ("recurse", Outcome::Trap, "call stack exhausted"),
+        ("error", Outcome::GuestError, "asked to fail"),
+        (
+            "output:100000",
+            Outcome::OutputTooLarge,
+            "over the limit of 64.0 KiB",
+        ),
+    ];
+    for (input, outcome, message) in cases {
+        let report = run(
+            &rt,
+            &bad,
+            RunRequest {
+                limits,
+                ..request(input)
+            },
+        )
+        .await;
+        assert_eq!(report.outcome, outcome, "{input}: {:?}", report.error);
+        let error = report.error.unwrap_or_default();
+        assert!(
+            error.contains(message),
+            "{input}: error `{error}` lacks `{message}`"
+        );
+        assert_eq!(report.output, None, "{input}");
+
+        let healthy = run(&rt, &bad, request("ok")).await;
+        assert_eq!(healthy.outcome, Outcome::Succeeded, "after {input}");
+        assert_eq!(healthy.slot, 0);
+    }
+}
+
+/// With N slots and many more tasks at once, never more than N execute at the same time,
+/// the slots are all used, and two overlapping runs never share a slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slots_bound_parallelism() {
+    const SLOTS: usize = 3;
+    for round in 0..5 {
+        let rt = Arc::new(runtime(SLOTS));
+        let sleep = rt.load_file(&guest("sleep")).unwrap();
+        let mut runs = Vec::new();
+        for _ in 0..24 {
+            let (rt, sleep) = (rt.clone(), sleep.clone());
+            runs.push(tokio::spawn(async move {
+                run(&rt, &sleep, request("20")).await
+            }));
+        }
+        let mut spans = Vec::new();
+        for handle in runs {
+            let report = handle.await.unwrap();
+            assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+            assert!(report.slot < SLOTS);
+            spans.push((
+                report.started_at,
+                report.started_at + report.duration,
+                report.slot,
+            ));
+        }
+        let peak = peak_overlap(&spans);
+        assert!(
+            peak <= SLOTS,
+            "round {round}: {peak} tasks ran at once on {SLOTS} slots"
+        );
+        assert_eq!(peak, SLOTS, "round {round}: the slots were not all used");
+        for (i, a) in spans.iter().enumerate() {
+            for b in &spans[i + 1..] {
+                let overlap = a.0 < b.1 && b.0 < a.1;
+                assert!(
+                    !(overlap && a.2 == b.2),
+                    "slot {} ran two tasks at once",
+                    a.2
+                );
+            }
+        }
+        assert_eq!(rt.busy_slots(), 0);
+    }
+}
+
+fn peak_overlap(spans: &[(SystemTime, SystemTime, usize)]) -> usize {
+    let mut events: Vec<(SystemTime, i32)> = Vec::new();
+    for (start, end, _) in spans {
+        events.push((*start, 1));
+        events.push((*end, -1));
+    }
+    // Ends sort before starts at the same instant: touching spans do not overlap.
+    events.sort();
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, delta) in events {
+        now += delta;
+        peak = peak.max(now);
+    }
+    peak as usize
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captured_output_and_logs_stay_bounded() {
+    let rt = runtime(1);
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let limits = TaskLimits {
+        stdout: 64 * KIB,
+        stderr: KIB,
+        log: 10 * KIB,
+        ..TaskLimits::default()
+    };
+    let report = run(
+        &rt,
+        &bad,
+        RunRequest {
+            limits,
+            ..request("stdout:5000000")
+        },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert_eq!(report.stdout.bytes.len() as u64, 64 * KIB);
+    assert_eq!(report.stdout.dropped, 5_000_000 - 64 * KIB);
+
+    let report = run(
+        &rt,
+        &bad,
+        RunRequest {
+            limits,
+            ..request("stderr:3000")
+        },
+    )
+    .await;
+    assert_eq!(report.stderr.bytes.len() as u64, KIB);
+
+    let report = run(
+        &rt,
+        &bad,
+        RunRequest {
+            limits,
+            ..request("log:100000")
+        },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Succeeded);
+    let kept: usize = report.logs.iter().map(|l| l.message.len()).sum();
+    assert!(kept as u64 <= 10 * KIB, "kept {kept} bytes of log");
+    assert_eq!(report.logs.len() as u64 + report.logs_dropped, 100_000);
+    assert_eq!(report.logs[0].message, "line 0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_task_sees_its_info() {
+    let rt = runtime(1);
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let info = TaskInfo {
+        id: 42,
+        batch: 7,
+        attempt: 3,
+        order: -5,
+        group: Some("billing".into()),
+    };
+    let report = run(
+        &rt,
+        &bad,
+        RunRequest {
+            info,
+            ..request("info")
+        },
+    )
+    .await;
+    assert_eq!(
+        text(&report.output.unwrap()),
+        "id=42 batch=7 attempt=3 order=-5 group=billing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_grants_nothing_by_default() {
+    let rt = runtime(1);
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let report = run(&rt, &bad, request("sandbox")).await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert_eq!(
+        text(&report.output.unwrap()),
+        "args=0 env=0 stdin=0 root_entries=0 network=false"
+    );
+    let report = run(&rt, &bad, request("read:/etc/passwd")).await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mounts_are_granted_by_name_and_never_escaped() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("hello.txt"), "hello from the host").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), data.path().join("link"))
+        .unwrap();
+
+    let mut config = RuntimeConfig::with_workers(1);
+    config.mounts = vec![
+        Mount {
+            name: "data".into(),
+            dir: data.path().into(),
+            writable: false,
+        },
+        Mount {
+            name: "out".into(),
+            dir: outside.path().into(),
+            writable: true,
+        },
+    ];
+    let rt = Runtime::new(config).unwrap();
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let read_only = vec![MountGrant {
+        name: "data".into(),
+        writable: false,
+    }];
+    let with = |input: &str, mounts: &Vec<MountGrant>| RunRequest {
+        mounts: mounts.clone(),
+        ..request(input)
+    };
+
+    let report = run(&rt, &bad, with("read:/data/hello.txt", &read_only)).await;
+    assert_eq!(text(&report.output.unwrap()), "hello from the host");
+    for escape in [
+        "read:/data/../secret.txt",
+        "read:/data/link",
+        "read:/out/secret.txt",
+    ] {
+        let report = run(&rt, &bad, with(escape, &read_only)).await;
+        assert_eq!(report.outcome, Outcome::GuestError, "{escape} was readable");
+    }
+    let report = run(&rt, &bad, with("write:/data/new.txt", &read_only)).await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+    assert!(!data.path().join("new.txt").exists());
+
+    let writable = vec![MountGrant {
+        name: "out".into(),
+        writable: true,
+    }];
+    let report = run(&rt, &bad, with("write:/out/new.txt", &writable)).await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("new.txt")).unwrap(),
+        "written"
+    );
+
+    let write_to_read_only = vec![MountGrant {
+        name: "data".into(),
+        writable: true,
+    }];
+    let err = rt
+        .run(&bad, with("ok", &write_to_read_only))
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("mount `data` is read-only"),
+        "{err:#}"
+    );
+    let unknown = vec![MountGrant {
+        name: "etc".into(),
+        writable: false,
+    }];
+    let err = rt.run(&bad, with("ok", &unknown)).await.unwrap_err();
+    assert!(
+        format!("{err:#}").contains("no mount is named `etc`"),
+        "{err:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_stops_a_spinning_task() {
+    let rt = Arc::new(runtime(1));
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let req = request("spin");
+    let cancel = req.cancel.clone();
+    let running = {
+        let (rt, bad) = (rt.clone(), bad.clone());
+        tokio::spawn(async move { run(&rt, &bad, req).await })
+    };
+    while rt.busy_slots() == 0 {
+        tokio::task::yield_now().await;
+    }
+    cancel.cancel();
+    // The default timeout is 30 s: `cancelled` proves the cancellation stopped it.
+    let report = running.await.unwrap();
+    assert_eq!(report.outcome, Outcome::Cancelled);
+    assert_eq!(
+        run(&rt, &bad, request("ok")).await.outcome,
+        Outcome::Succeeded
+    );
+}
+
+#[test]
+fn components_qhost_cannot_run_are_refused_with_the_reason() {
+    let rt = runtime(1);
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("text", b"hello".to_vec(), "not a WebAssembly file"),
+        (
+            "core module",
+            b"\0asm\x01\0\0\0".to_vec(),
+            "core WebAssembly module",
+        ),
+        (
+            "truncated",
+            b"\0asm\x0d\0\x01\0\x01".to_vec(),
+            "not a valid component",
+        ),
+        (
+            "wrong export",
+            std::fs::read(guest("wrong-export")).unwrap(),
+            "`run`",
+        ),
+    ];
+    for (name, bytes, reason) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let err = rt.load_file(&path).err().expect(name);
+        assert!(format!("{err:#}").contains(reason), "{name}: {err:#}");
+    }
+    let foreign = std::fs::read(guest("foreign-import")).unwrap();
+    match rt.load(&foreign) {
+        Err(LoadError::UnsupportedImport(detail)) => {
+            assert!(detail.contains("test:foreign/vault"), "{detail}")
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok(_) => panic!("a component with a foreign import was accepted"),
+    }
+    let wrong = std::fs::read(guest("wrong-export")).unwrap();
+    assert!(matches!(rt.load(&wrong), Err(LoadError::WrongExports(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compiled_components_are_cached_on_disk() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = RuntimeConfig::with_workers(1);
+    config.cache_dir = Some(cache.path().to_owned());
+    let echo_bytes = std::fs::read(guest("echo")).unwrap();
+
+    let first = Runtime::new(config.clone()).unwrap();
+    let digest = first.load(&echo_bytes).unwrap().digest();
+    let artifacts: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(artifacts.len(), 1);
+    let artifact = &artifacts[0];
+    assert!(
+        artifact
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with(&digest.to_hex())
+    );
+    drop(first);
+
+    let second = Runtime::new(config.clone()).unwrap();
+    let echo = second.load(&echo_bytes).unwrap();
+    assert_eq!(
+        run(&second, &echo, request("cached")).await.output.unwrap(),
+        b"cached"
+    );
+    drop((echo, second));
+
+    // A damaged artifact is not trusted: the component is compiled again.
+    std::fs::remove_file(artifact).unwrap();
+    std::fs::write(artifact, b"garbage").unwrap();
+    let third = Runtime::new(config).unwrap();
+    let echo = third.load(&echo_bytes).unwrap();
+    assert_eq!(
+        run(&third, &echo, request("recompiled"))
+            .await
+            .output
+            .unwrap(),
+        b"recompiled"
+    );
+    assert!(std::fs::metadata(artifact).unwrap().len() > 1000);
+}
