@@ -3,7 +3,11 @@
 //! A map of the crate:
 //! - [`runtime`]: the wasmtime engine, the fixed pool of instance slots, the sandbox and
 //!   the limits that every task attempt runs under.
+//! - [`store`]: the durable store: the driver trait and the SQLite driver.
+//! - [`scheduler`]: batches, tasks and their rules; the node that claims and runs tasks.
 //! - [`cli`]: the `qhost` command line, one file per subcommand.
 
 pub mod cli;
 pub mod runtime;
+pub mod scheduler;
+pub mod store;

@@ -1,7 +1,9 @@
 //! Helpers shared by qhost's integration tests and benchmarks: where the wasm guests and
 //! the `qhost` binary are.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
 
 /// The component built from the guest crate `name` (`echo`, `misbehave`, ...).
 pub fn guest(name: &str) -> PathBuf {
@@ -31,3 +33,43 @@ pub fn qhost_binary() -> PathBuf {
     );
     path
 }
+
+/// The wordcount example in each other language: (name, component file stem).
+pub const LANGUAGE_GUESTS: [(&str, &str); 4] = [
+    ("python", "wordcount-python"),
+    ("javascript (QuickJS)", "wordcount-js"),
+    ("javascript (SpiderMonkey)", "wordcount-js-spidermonkey"),
+    ("c", "wordcount-c"),
+];
+
+/// The folder of the Python, JavaScript and C wordcount components, built once per process
+/// by `guest-examples/build-languages.sh` (which keeps components that are up to date).
+pub fn language_guests() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = PathBuf::from(env!("QHOST_GUESTS_DIR")).join("../../languages");
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-examples/build-languages.sh");
+        let result = Command::new("bash")
+            .arg(&script)
+            .arg(&out)
+            .output()
+            .unwrap_or_else(|e| panic!("could not run {}: {e}", script.display()));
+        assert!(
+            result.status.success(),
+            "building the Python, JavaScript and C guests failed; install their toolchains \
+             with scripts/guest-toolchains.sh\n{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        out
+    })
+}
+
+/// The component of one of [`LANGUAGE_GUESTS`], built on first use.
+pub fn language_guest(stem: &str) -> PathBuf {
+    let path = language_guests().join(format!("{stem}.wasm"));
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+pub mod conformance;

@@ -1,0 +1,413 @@
+//! The scheduler: what callers do with batches, tasks, modules and groups (checked and
+//! authorized here), and the node that claims tasks and runs them ([`node`]).
+//!
+//! - [`rules`]: the scheduling rules as plain functions over the execution log.
+//! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
+
+pub mod node;
+pub mod rules;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest as _, Sha256};
+use tokio::sync::{Notify, broadcast};
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::limits::KIB;
+use crate::runtime::sandbox::check_grants;
+use crate::runtime::{Digest, Runtime, TaskLimits, TaskModule};
+use crate::store::*;
+
+/// Who is asking: an admin may do anything; a batch handle opens only its own batch.
+#[derive(Debug, Clone)]
+pub enum Access {
+    Admin,
+    Handle(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("this batch handle does not open batch {0}")]
+    Forbidden(BatchId),
+    #[error("internal error: {0:#}")]
+    Internal(anyhow::Error),
+}
+
+impl From<StoreError> for Error {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound { .. } => Error::NotFound(err.to_string()),
+            StoreError::Invalid(m) => Error::Invalid(m),
+            StoreError::Conflict(m) => Error::Conflict(m),
+            StoreError::Forbidden(batch) => Error::Forbidden(batch),
+            StoreError::Internal(e) => Error::Internal(e),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How a node schedules.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// This node's name in leases and the execution log.
+    pub node: String,
+    /// Tasks a node may hold beyond its free slots, claimed ahead to keep slots busy.
+    /// They count as running for every rule.
+    pub prefetch: usize,
+    /// How long a claim stays valid without renewal.
+    pub lease: Duration,
+    /// Limits of a task that sets none.
+    pub default_limits: TaskLimits,
+    /// Ended tasks and their attempts are deleted this long after they end.
+    pub retention: Option<Duration>,
+    /// How often to look for other nodes' expired leases; `None` on a single node.
+    pub rescue_every: Option<Duration>,
+}
+
+impl SchedulerConfig {
+    pub fn new(node: impl Into<String>) -> Self {
+        SchedulerConfig {
+            node: node.into(),
+            prefetch: 32,
+            lease: Duration::from_secs(30),
+            default_limits: TaskLimits::default(),
+            retention: None,
+            rescue_every: None,
+        }
+    }
+}
+
+/// Something that happened to a batch's tasks, for waiters.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchEvent {
+    pub batch: BatchId,
+}
+
+pub const MAX_TASKS_PER_SUBMIT: usize = 100_000;
+pub const MAX_INPUT: usize = 16 * 1024 * 1024;
+pub const MAX_ATTEMPTS: u32 = 100;
+const MAX_GROUP_KEY: usize = 200;
+const MAX_NAME: usize = 200;
+
+pub struct Scheduler {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) config: SchedulerConfig,
+    /// Wakes the claim loop: new work may be claimable.
+    pub(crate) wake: Notify,
+    pub(crate) events: broadcast::Sender<BatchEvent>,
+    /// Runs on this node that can be cancelled, by task.
+    pub(crate) running: Mutex<HashMap<TaskId, (BatchId, CancellationToken)>>,
+    modules: Mutex<HashMap<Digest, Arc<TaskModule>>>,
+}
+
+impl Scheduler {
+    pub fn new(store: Arc<dyn Store>, runtime: Arc<Runtime>, config: SchedulerConfig) -> Arc<Self> {
+        Arc::new(Scheduler {
+            store,
+            runtime,
+            config,
+            wake: Notify::new(),
+            events: broadcast::channel(4096).0,
+            running: Mutex::new(HashMap::new()),
+            modules: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<BatchEvent> {
+        self.events.subscribe()
+    }
+
+    pub(crate) fn notify_batch(&self, batch: BatchId) {
+        let _ = self.events.send(BatchEvent { batch });
+    }
+
+    /// Validates, compiles and stores a component.
+    pub async fn module_add(
+        &self,
+        bytes: Vec<u8>,
+        name: Option<String>,
+        tag: Option<String>,
+    ) -> Result<ModuleInfo> {
+        check_name("name", name.as_deref())?;
+        check_name("tag", tag.as_deref())?;
+        let runtime = self.runtime.clone();
+        let (bytes, module) = tokio::task::spawn_blocking(move || {
+            let module = runtime.load(&bytes);
+            (bytes, module)
+        })
+        .await
+        .map_err(|e| Error::Internal(e.into()))?;
+        let module = module.map_err(|e| Error::Invalid(format!("module refused: {e}")))?;
+        self.modules
+            .lock()
+            .expect("modules lock")
+            .insert(module.digest(), module);
+        Ok(self
+            .store
+            .module_put(bytes, name, tag, now_micros())
+            .await?)
+    }
+
+    /// The loaded module for a digest: from memory, else from the store.
+    pub(crate) async fn module(&self, digest: Digest) -> anyhow::Result<Arc<TaskModule>> {
+        if let Some(module) = self.modules.lock().expect("modules lock").get(&digest) {
+            return Ok(module.clone());
+        }
+        let bytes = self.store.module_bytes(digest).await?;
+        let runtime = self.runtime.clone();
+        let module = tokio::task::spawn_blocking(move || runtime.load(&bytes)).await??;
+        self.modules
+            .lock()
+            .expect("modules lock")
+            .insert(digest, module.clone());
+        Ok(module)
+    }
+
+    pub async fn module_delete(&self, digest: Digest) -> Result<()> {
+        self.store.module_delete(digest).await?;
+        self.modules.lock().expect("modules lock").remove(&digest);
+        Ok(())
+    }
+
+    /// Opens a batch; returns it with its handle, the capability to use it.
+    pub async fn batch_open(&self, spec: BatchSpec) -> Result<(BatchInfo, String)> {
+        check_name("name", spec.name.as_deref())?;
+        if spec.max_parallel == Some(0) {
+            return Err(Error::Invalid(
+                "field `max_parallel` must be at least 1 (or absent for no limit)".into(),
+            ));
+        }
+        // A placeholder hash until the id is known: the handle names its batch.
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret)
+            .map_err(|e| Error::Internal(anyhow::anyhow!("random source: {e}")))?;
+        let mut info = self.store.batch_open(spec, secret, now_micros()).await?;
+        let handle = format!("qhb_{}_{}", info.id, hex::encode(secret));
+        self.store
+            .batch_set_handle(info.id, hash_handle(&handle))
+            .await?;
+        info.progress = Progress::default();
+        Ok((info, handle))
+    }
+
+    /// Checks that `access` may change `batch`.
+    pub async fn authorize(&self, access: &Access, batch: BatchId) -> Result<()> {
+        match access {
+            Access::Admin => Ok(()),
+            Access::Handle(handle) => {
+                if handle_batch(handle) != Some(batch) {
+                    return Err(Error::Forbidden(batch));
+                }
+                Ok(self
+                    .store
+                    .batch_authorize(batch, hash_handle(handle))
+                    .await?)
+            }
+        }
+    }
+
+    /// Submits tasks into a batch, all or none.
+    pub async fn submit(
+        &self,
+        access: &Access,
+        batch: BatchId,
+        tasks: Vec<TaskSpec>,
+    ) -> Result<Vec<TaskId>> {
+        self.authorize(access, batch).await?;
+        if tasks.is_empty() {
+            return Err(Error::Invalid("no tasks to submit".into()));
+        }
+        if tasks.len() > MAX_TASKS_PER_SUBMIT {
+            return Err(Error::Invalid(format!(
+                "{} tasks in one submission; at most {MAX_TASKS_PER_SUBMIT} are allowed",
+                tasks.len()
+            )));
+        }
+        for (index, task) in tasks.iter().enumerate() {
+            self.check_task(task)
+                .map_err(|e| Error::Invalid(format!("task {index}: {e}")))?;
+        }
+        let ids = self.store.task_submit(batch, tasks, now_micros()).await?;
+        self.wake.notify_one();
+        Ok(ids)
+    }
+
+    fn check_task(&self, task: &TaskSpec) -> Result<(), String> {
+        if task.input.len() > MAX_INPUT {
+            return Err(format!(
+                "field `input` is {} bytes; at most {MAX_INPUT} are allowed",
+                task.input.len()
+            ));
+        }
+        if let Some(group) = &task.group
+            && (group.is_empty() || group.len() > MAX_GROUP_KEY)
+        {
+            return Err(format!("field `group` must be 1 to {MAX_GROUP_KEY} bytes"));
+        }
+        if !(1..=MAX_ATTEMPTS).contains(&task.max_attempts) {
+            return Err(format!(
+                "field `max_attempts` is {}; it must be 1 to {MAX_ATTEMPTS}",
+                task.max_attempts
+            ));
+        }
+        if task.backoff > Duration::from_secs(3600) {
+            return Err("field `backoff` must be at most 1h".into());
+        }
+        task.limits
+            .check_within(&self.runtime.config().max_limits)
+            .map_err(|e| format!("field `limits`: {e}"))?;
+        if task.limits.log < KIB {
+            return Err("field `limits`: limit `log` must be at least 1 KiB".into());
+        }
+        check_grants(&self.runtime.config().mounts, &task.mounts)
+            .map_err(|e| format!("field `mounts`: {e}"))?;
+        Ok(())
+    }
+
+    pub async fn batch_get(&self, batch: BatchId) -> Result<BatchInfo> {
+        Ok(self.store.batch_get(batch).await?)
+    }
+
+    pub async fn batch_seal(&self, access: &Access, batch: BatchId) -> Result<()> {
+        self.authorize(access, batch).await?;
+        self.store.batch_seal(batch).await?;
+        self.notify_batch(batch);
+        Ok(())
+    }
+
+    pub async fn batch_set_priority(
+        &self,
+        access: &Access,
+        batch: BatchId,
+        priority: i32,
+    ) -> Result<u64> {
+        self.authorize(access, batch).await?;
+        Ok(self.store.batch_set_priority(batch, priority).await?)
+    }
+
+    /// Cancels a batch's pending tasks and stops its running ones.
+    pub async fn batch_cancel(&self, access: &Access, batch: BatchId) -> Result<u64> {
+        self.authorize(access, batch).await?;
+        let cancelled = self.store.batch_cancel(batch, now_micros()).await?;
+        for (task_batch, token) in self.running.lock().expect("running lock").values() {
+            if *task_batch == batch {
+                token.cancel();
+            }
+        }
+        self.notify_batch(batch);
+        Ok(cancelled)
+    }
+
+    pub async fn batch_release(&self, access: &Access, batch: BatchId) -> Result<()> {
+        self.authorize(access, batch).await?;
+        Ok(self.store.batch_release(batch).await?)
+    }
+
+    /// Waits until every task of the batch has ended, or `timeout` passes; returns the
+    /// batch's progress either way.
+    pub async fn batch_wait(&self, batch: BatchId, timeout: Duration) -> Result<BatchInfo> {
+        let mut events = self.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let info = self.store.batch_get(batch).await?;
+            if info.progress.is_done() {
+                return Ok(info);
+            }
+            loop {
+                match tokio::time::timeout_at(deadline, events.recv()).await {
+                    Err(_) => return Ok(self.store.batch_get(batch).await?),
+                    Ok(Ok(event)) if event.batch != batch => continue,
+                    Ok(_) => break,
+                }
+            }
+        }
+    }
+
+    pub async fn task_get(&self, task: TaskId) -> Result<TaskInfo> {
+        Ok(self.store.task_get(task).await?)
+    }
+
+    pub async fn task_set_priority(
+        &self,
+        access: &Access,
+        task: TaskId,
+        priority: i32,
+    ) -> Result<()> {
+        let info = self.store.task_get(task).await?;
+        self.authorize(access, info.batch).await?;
+        Ok(self.store.task_set_priority(task, priority).await?)
+    }
+
+    pub async fn task_cancel(&self, access: &Access, task: TaskId) -> Result<CancelResult> {
+        let info = self.store.task_get(task).await?;
+        self.authorize(access, info.batch).await?;
+        let result = self.store.task_cancel(task, now_micros()).await?;
+        if result == CancelResult::Requested
+            && let Some((_, token)) = self.running.lock().expect("running lock").get(&task)
+        {
+            token.cancel();
+        }
+        self.notify_batch(info.batch);
+        Ok(result)
+    }
+
+    pub async fn group_set_limit(&self, key: String, limit: u32) -> Result<()> {
+        if key.is_empty() || key.len() > MAX_GROUP_KEY {
+            return Err(Error::Invalid(format!(
+                "group key must be 1 to {MAX_GROUP_KEY} bytes"
+            )));
+        }
+        if limit == 0 {
+            return Err(Error::Invalid("field `limit` must be at least 1".into()));
+        }
+        self.store.group_set_limit(key, limit).await?;
+        self.wake.notify_one();
+        Ok(())
+    }
+}
+
+/// The store keeps only this hash of a handle.
+pub fn hash_handle(handle: &str) -> [u8; 32] {
+    Sha256::digest(handle.as_bytes()).into()
+}
+
+/// The batch a handle names (`qhb_<id>_<secret>`).
+pub fn handle_batch(handle: &str) -> Option<BatchId> {
+    let rest = handle.strip_prefix("qhb_")?;
+    let (id, secret) = rest.split_once('_')?;
+    (secret.len() == 64).then_some(())?;
+    id.parse().ok()
+}
+
+fn check_name(field: &str, value: Option<&str>) -> Result<()> {
+    if let Some(value) = value
+        && (value.is_empty() || value.len() > MAX_NAME)
+    {
+        return Err(Error::Invalid(format!(
+            "field `{field}` must be 1 to {MAX_NAME} bytes"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,440 @@
+//! A node: the loop that claims tasks and runs them on the runtime's slots, the writer
+//! that records completions in few transactions, and the keeper that renews leases.
+//!
+//! Nothing here sleeps to poll: the claim loop waits for a wake-up (a submission, a
+//! completion, a group limit raised) or for the next retry time; the lease keeper waits
+//! while nothing runs. An idle node uses no CPU.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::Scheduler;
+use crate::runtime::{RunRequest, TaskInfo as RunInfo};
+use crate::store::*;
+
+/// Completions written in one transaction at most.
+const COMPLETION_BATCH: usize = 2048;
+
+/// How a run left its task.
+enum Done {
+    Completed(Box<Completion>),
+    /// The node is stopping: the task goes back to the queue untouched.
+    HandedBack(TaskId, i64),
+}
+
+/// A running node. Stop it with [`Node::stop`].
+pub struct Node {
+    stop_claiming: CancellationToken,
+    grace: watch::Sender<Option<Duration>>,
+    main: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Node {
+    /// Rescues this node's attempts from an earlier life, then starts claiming.
+    pub async fn start(scheduler: Arc<Scheduler>) -> anyhow::Result<Node> {
+        let rescued = scheduler
+            .store
+            .lease_rescue(Some(scheduler.config.node.clone()), now_micros())
+            .await
+            .context("recovering the attempts of this node's previous run")?;
+        if !rescued.ended.is_empty() || rescued.retried > 0 {
+            tracing::warn!(
+                retried = rescued.retried,
+                failed = rescued.ended.len(),
+                "recovered attempts lost when this node last stopped"
+            );
+        }
+        for (_, batch) in rescued.ended {
+            scheduler.notify_batch(batch);
+        }
+        let stop_claiming = CancellationToken::new();
+        let (grace, grace_rx) = watch::channel(None);
+        let main = tokio::spawn(run(scheduler, stop_claiming.clone(), grace_rx));
+        Ok(Node {
+            stop_claiming,
+            grace,
+            main,
+        })
+    }
+
+    /// Stops claiming, lets running tasks finish within `grace`, hands back the rest so
+    /// that nothing is lost, and returns once every completion is written.
+    pub async fn stop(self, grace: Duration) -> anyhow::Result<()> {
+        let _ = self.grace.send(Some(grace));
+        self.stop_claiming.cancel();
+        self.main.await.context("the node's main task failed")?
+    }
+}
+
+async fn run(
+    scheduler: Arc<Scheduler>,
+    stop_claiming: CancellationToken,
+    mut grace: watch::Receiver<Option<Duration>>,
+) -> anyhow::Result<()> {
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    // Tasks this node holds: claimed and not yet completed in the store.
+    let (held_tx, held_rx) = watch::channel(0usize);
+    let held_tx = Arc::new(held_tx);
+    let hand_back = CancellationToken::new();
+    let writer = tokio::spawn(write_completions(
+        scheduler.clone(),
+        done_rx,
+        held_tx.clone(),
+    ));
+    let keeper = tokio::spawn(keep_leases(
+        scheduler.clone(),
+        held_rx.clone(),
+        hand_back.clone(),
+    ));
+    let maintenance = tokio::spawn(maintain(scheduler.clone(), hand_back.clone()));
+
+    let capacity = scheduler.runtime.config().workers + scheduler.config.prefetch;
+    let result = claim_loop(
+        &scheduler,
+        &stop_claiming,
+        &held_tx,
+        capacity,
+        &done_tx,
+        &hand_back,
+    )
+    .await;
+    if let Err(err) = &result {
+        tracing::error!("claim loop failed: {err:#}");
+    }
+
+    // Stopping: wait for the runs within the grace period, then hand back the rest.
+    let grace = grace
+        .wait_for(Option::is_some)
+        .await
+        .map(|g| g.unwrap_or_default())
+        .unwrap_or_default();
+    let mut held = held_rx.clone();
+    if tokio::time::timeout(grace, held.wait_for(|n| *n == 0))
+        .await
+        .is_err()
+    {
+        tracing::info!(
+            held = *held.borrow(),
+            "grace period over: handing back unfinished tasks"
+        );
+    }
+    hand_back.cancel();
+    drop(done_tx);
+    writer.await.context("completion writer")?;
+    keeper.await.context("lease keeper")?;
+    maintenance.await.context("maintenance")?;
+    result
+}
+
+async fn claim_loop(
+    scheduler: &Arc<Scheduler>,
+    stop: &CancellationToken,
+    held: &Arc<watch::Sender<usize>>,
+    capacity: usize,
+    done: &mpsc::UnboundedSender<Done>,
+    hand_back: &CancellationToken,
+) -> anyhow::Result<()> {
+    let config = &scheduler.config;
+    loop {
+        if stop.is_cancelled() {
+            return Ok(());
+        }
+        let room = capacity.saturating_sub(*held.borrow());
+        let mut full = room == 0;
+        if room > 0 {
+            let claimed = scheduler
+                .store
+                .task_claim(ClaimParams {
+                    node: config.node.clone(),
+                    max: room,
+                    now: now_micros(),
+                    lease: config.lease,
+                })
+                .await
+                .context("claiming tasks")?;
+            full = claimed.len() == room;
+            if !claimed.is_empty() {
+                held.send_modify(|n| *n += claimed.len());
+            }
+            for task in claimed {
+                tokio::spawn(run_one(
+                    scheduler.clone(),
+                    task,
+                    done.clone(),
+                    hand_back.clone(),
+                ));
+            }
+            if full {
+                // More may be claimable once a completion frees room.
+                tokio::task::yield_now().await;
+            }
+        }
+        // Nothing more to claim now: sleep until woken or until a retry becomes due.
+        let next_due = if full {
+            None
+        } else {
+            scheduler.store.task_next_ready_at(now_micros()).await?
+        };
+        let sleep = async {
+            match next_due {
+                Some(at) => tokio::time::sleep(micros_until(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = scheduler.wake.notified() => {}
+            () = sleep => {}
+            () = stop.cancelled() => return Ok(()),
+        }
+    }
+}
+
+fn micros_until(at: Micros) -> Duration {
+    Duration::from_micros(u64::try_from(at - now_micros()).unwrap_or(0))
+}
+
+async fn run_one(
+    scheduler: Arc<Scheduler>,
+    task: ClaimedTask,
+    done: mpsc::UnboundedSender<Done>,
+    hand_back: CancellationToken,
+) {
+    let cancel = CancellationToken::new();
+    scheduler
+        .running
+        .lock()
+        .expect("running lock")
+        .insert(task.id, (task.batch, cancel.clone()));
+    let run = async {
+        let module = scheduler.module(task.module).await?;
+        let request = RunRequest {
+            input: task.input.clone(),
+            info: RunInfo {
+                id: task.id as u64,
+                batch: task.batch as u64,
+                attempt: task.attempt,
+                order: task.order,
+                group: task.group.clone(),
+            },
+            limits: task.limits,
+            mounts: task.mounts.clone(),
+            cancel,
+        };
+        scheduler.runtime.run(&module, request).await
+    };
+    let ended = tokio::select! {
+        report = run => Some(report),
+        () = hand_back.cancelled() => None,
+    };
+    scheduler
+        .running
+        .lock()
+        .expect("running lock")
+        .remove(&task.id);
+    let node = scheduler.config.node.clone();
+    let message = match ended {
+        None => Done::HandedBack(task.id, task.lease_token),
+        Some(Ok(report)) => {
+            let started_at = to_micros(report.started_at);
+            Done::Completed(Box::new(Completion {
+                task: task.id,
+                lease_token: task.lease_token,
+                node,
+                slot: Some(report.slot),
+                started_at,
+                ended_at: started_at + duration_micros(report.duration),
+                outcome: report.outcome,
+                error: report.error,
+                output: report.output,
+                logs: report.logs,
+                stdout: report.stdout.bytes,
+                stderr: report.stderr.bytes,
+            }))
+        }
+        Some(Err(err)) => {
+            let now = now_micros();
+            Done::Completed(Box::new(Completion {
+                task: task.id,
+                lease_token: task.lease_token,
+                node,
+                slot: None,
+                started_at: now,
+                ended_at: now,
+                outcome: crate::runtime::Outcome::Trap,
+                error: Some(format!("the task could not start: {err:#}")),
+                output: None,
+                logs: Vec::new(),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+            }))
+        }
+    };
+    // The writer lives until every run has reported.
+    let _ = done.send(message);
+}
+
+/// Writes completions as they come, many per transaction, then wakes the claim loop and
+/// the waiters of the batches whose tasks ended.
+async fn write_completions(
+    scheduler: Arc<Scheduler>,
+    mut done: mpsc::UnboundedReceiver<Done>,
+    held: Arc<watch::Sender<usize>>,
+) {
+    let mut buffer = Vec::new();
+    while done.recv_many(&mut buffer, COMPLETION_BATCH).await > 0 {
+        let count = buffer.len();
+        let mut completions = Vec::with_capacity(count);
+        let mut handed_back = Vec::new();
+        for message in buffer.drain(..) {
+            match message {
+                Done::Completed(c) => completions.push(*c),
+                Done::HandedBack(task, token) => handed_back.push((task, token)),
+            }
+        }
+        let mut delay = Duration::from_millis(50);
+        loop {
+            match write(&scheduler, &completions, &handed_back).await {
+                Ok(batches) => {
+                    for batch in batches {
+                        scheduler.notify_batch(batch);
+                    }
+                    break;
+                }
+                Err(err) => {
+                    // Keep the completions: they are the only record of these attempts.
+                    tracing::error!("writing {count} completion(s) failed, retrying: {err:#}");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+        held.send_modify(|n| *n -= count);
+        scheduler.wake.notify_one();
+    }
+}
+
+async fn write(
+    scheduler: &Scheduler,
+    completions: &[Completion],
+    handed_back: &[(TaskId, i64)],
+) -> anyhow::Result<Vec<BatchId>> {
+    let mut batches = Vec::new();
+    if !completions.is_empty() {
+        let result = scheduler
+            .store
+            .task_complete(completions.to_vec(), now_micros())
+            .await?;
+        if result.stale > 0 {
+            tracing::warn!(
+                stale = result.stale,
+                "completions of rescued attempts were ignored"
+            );
+        }
+        batches.extend(result.ended.iter().map(|&(_, batch)| batch));
+    }
+    if !handed_back.is_empty() {
+        scheduler.store.task_release(handed_back.to_vec()).await?;
+    }
+    batches.sort_unstable();
+    batches.dedup();
+    Ok(batches)
+}
+
+/// Renews the leases of this node's tasks while it holds any, and stops the runs that
+/// were cancelled elsewhere.
+async fn keep_leases(
+    scheduler: Arc<Scheduler>,
+    mut held: watch::Receiver<usize>,
+    stop: CancellationToken,
+) {
+    let every = scheduler.config.lease / 3;
+    loop {
+        tokio::select! {
+            changed = held.wait_for(|n| *n > 0) => if changed.is_err() { return },
+            () = stop.cancelled() => return,
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = stop.cancelled() => return,
+        }
+        let until = now_micros() + duration_micros(scheduler.config.lease);
+        match scheduler
+            .store
+            .lease_renew(scheduler.config.node.clone(), until)
+            .await
+        {
+            Ok(cancelled) => {
+                let running = scheduler.running.lock().expect("running lock");
+                for task in cancelled {
+                    if let Some((_, token)) = running.get(&task) {
+                        token.cancel();
+                    }
+                }
+            }
+            Err(err) => tracing::error!("renewing leases failed: {err:#}"),
+        }
+    }
+}
+
+/// Rescues other nodes' expired leases and prunes ended tasks past their retention.
+async fn maintain(scheduler: Arc<Scheduler>, stop: CancellationToken) {
+    let config = &scheduler.config;
+    let every = match (config.rescue_every, config.retention) {
+        (None, None) => return,
+        (Some(rescue), None) => rescue,
+        (None, Some(retention)) => (retention / 10).max(Duration::from_secs(60)),
+        (Some(rescue), Some(retention)) => {
+            rescue.min((retention / 10).max(Duration::from_secs(60)))
+        }
+    };
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = stop.cancelled() => return,
+        }
+        if config.rescue_every.is_some() {
+            match scheduler.store.lease_rescue(None, now_micros()).await {
+                Ok(result) => {
+                    for (_, batch) in result.ended {
+                        scheduler.notify_batch(batch);
+                    }
+                    if result.retried > 0 {
+                        scheduler.wake.notify_one();
+                    }
+                }
+                Err(err) => tracing::error!("rescuing expired leases failed: {err:#}"),
+            }
+        }
+        if let Some(retention) = config.retention {
+            let before = now_micros() - duration_micros(retention);
+            prune(&scheduler, before, &stop).await;
+        }
+    }
+}
+
+/// Deletes ended work in bounded chunks, so claims are never stalled for long.
+pub async fn prune(scheduler: &Scheduler, before: Micros, stop: &CancellationToken) -> usize {
+    const CHUNK: usize = 1000;
+    let mut total = 0;
+    while !stop.is_cancelled() {
+        match scheduler.store.prune(before, CHUNK).await {
+            Ok(deleted) => {
+                total += deleted;
+                if deleted < CHUNK {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            Err(err) => {
+                tracing::error!("pruning ended tasks failed: {err:#}");
+                break;
+            }
+        }
+    }
+    total
+}

@@ -1,0 +1,178 @@
+//! The scheduling rules, stated once as plain functions over an execution log.
+//!
+//! The store drivers enforce these rules inside their atomic claim; these functions say
+//! what the rules mean, and the tests check every run's execution log against them.
+//! An interval is one attempt: the time it started and the time it ended.
+
+use std::collections::HashMap;
+
+use crate::store::{AttemptRecord, BatchId, Micros};
+
+/// One attempt as the rules see it.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub task: i64,
+    pub batch: BatchId,
+    pub order: i64,
+    pub group: Option<String>,
+    pub start: Micros,
+    pub end: Micros,
+}
+
+impl From<&AttemptRecord> for Span {
+    fn from(a: &AttemptRecord) -> Self {
+        Span {
+            task: a.task,
+            batch: a.batch,
+            order: a.order,
+            group: a.group.clone(),
+            start: a.started_at,
+            end: a.ended_at,
+        }
+    }
+}
+
+/// The largest number of spans that overlap at one instant (touching spans do not).
+pub fn peak_overlap<'a>(spans: impl IntoIterator<Item = &'a Span>) -> usize {
+    let mut events: Vec<(Micros, i32)> = Vec::new();
+    for span in spans {
+        events.push((span.start, 1));
+        events.push((span.end, -1));
+    }
+    // At equal times an end sorts before a start.
+    events.sort();
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, delta) in events {
+        now += delta;
+        peak = peak.max(now);
+    }
+    peak as usize
+}
+
+/// Rule 1, bounded parallelism: at most `slots` attempts run at once.
+pub fn check_parallelism(spans: &[Span], slots: usize) -> Result<(), String> {
+    let peak = peak_overlap(spans);
+    if peak > slots {
+        return Err(format!("{peak} attempts ran at once on {slots} slots"));
+    }
+    Ok(())
+}
+
+/// Rule 2, ordering gate: no attempt of order k starts before every attempt of a lower
+/// order in its batch has ended.
+pub fn check_gates(spans: &[Span]) -> Result<(), String> {
+    let mut by_batch: HashMap<BatchId, Vec<&Span>> = HashMap::new();
+    for span in spans {
+        by_batch.entry(span.batch).or_default().push(span);
+    }
+    for (batch, spans) in by_batch {
+        // The latest end of each order, then check every start against lower orders.
+        let mut last_end: HashMap<i64, Micros> = HashMap::new();
+        for s in &spans {
+            let end = last_end.entry(s.order).or_insert(s.end);
+            *end = (*end).max(s.end);
+        }
+        for s in &spans {
+            for (&order, &end) in &last_end {
+                if order < s.order && s.start < end {
+                    return Err(format!(
+                        "batch {batch}: task {} of order {} started at {} before order {order} ended at {end}",
+                        s.task, s.order, s.start
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rule 3, group locks: at most `limit(group)` attempts of a group run at once.
+pub fn check_group_limits(spans: &[Span], limit: impl Fn(&str) -> usize) -> Result<(), String> {
+    let mut by_group: HashMap<&str, Vec<Span>> = HashMap::new();
+    for span in spans {
+        if let Some(group) = &span.group {
+            by_group.entry(group).or_default().push(span.clone());
+        }
+    }
+    for (group, spans) in by_group {
+        let peak = peak_overlap(&spans);
+        if peak > limit(group) {
+            return Err(format!(
+                "group {group}: {peak} attempts ran at once, its limit is {}",
+                limit(group)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Rule 4, batch limit: at most `max_parallel(batch)` attempts of a batch run at once.
+pub fn check_batch_limits(
+    spans: &[Span],
+    max_parallel: impl Fn(BatchId) -> Option<usize>,
+) -> Result<(), String> {
+    let mut by_batch: HashMap<BatchId, Vec<Span>> = HashMap::new();
+    for span in spans {
+        by_batch.entry(span.batch).or_default().push(span.clone());
+    }
+    for (batch, spans) in by_batch {
+        if let Some(max) = max_parallel(batch) {
+            let peak = peak_overlap(&spans);
+            if peak > max {
+                return Err(format!(
+                    "batch {batch}: {peak} attempts ran at once, its max_parallel is {max}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(task: i64, order: i64, group: Option<&str>, start: Micros, end: Micros) -> Span {
+        Span {
+            task,
+            batch: 1,
+            order,
+            group: group.map(String::from),
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn gates_are_checked_against_every_lower_order() {
+        let ok = [
+            span(1, 1, None, 0, 10),
+            span(2, 1, None, 5, 20),
+            span(3, 2, None, 20, 30),
+        ];
+        assert!(check_gates(&ok).is_ok());
+        let crossed = [
+            span(1, 1, None, 0, 10),
+            span(2, 1, None, 5, 20),
+            span(3, 2, None, 15, 30),
+        ];
+        assert!(check_gates(&crossed).unwrap_err().contains("task 3"));
+    }
+
+    #[test]
+    fn group_limits_count_overlaps_only() {
+        let spans = [
+            span(1, 0, Some("a"), 0, 10),
+            span(2, 0, Some("a"), 10, 20),
+            span(3, 0, Some("b"), 5, 15),
+        ];
+        assert!(check_group_limits(&spans, |_| 1).is_ok());
+        let overlapping = [span(1, 0, Some("a"), 0, 10), span(2, 0, Some("a"), 9, 20)];
+        assert!(check_group_limits(&overlapping, |_| 1).is_err());
+        assert!(check_group_limits(&overlapping, |_| 2).is_ok());
+        assert_eq!(
+            check_parallelism(&spans, 1),
+            Err("2 attempts ran at once on 1 slots".into())
+        );
+    }
+}

@@ -1,0 +1,431 @@
+//! The durable store behind the scheduler: one driver trait, implemented per database.
+//!
+//! - [`sqlite`]: the embedded default, one file in WAL mode.
+//!
+//! Every scheduling rule (ordering gates, group limits, batch limits, priority, fairness)
+//! is enforced inside the driver's atomic claim; [`crate::scheduler::rules`] states the
+//! same rules as plain functions. Methods are named entity first (`task_claim`,
+//! `batch_open`) and take plain parameters or one params struct. Times are microseconds
+//! since the Unix epoch, passed in by the caller so that tests control the clock.
+
+pub mod sqlite;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::{Digest, LogLine, MountGrant, Outcome, TaskLimits};
+
+pub type TaskId = i64;
+pub type BatchId = i64;
+/// Microseconds since the Unix epoch.
+pub type Micros = i64;
+
+pub fn now_micros() -> Micros {
+    to_micros(SystemTime::now())
+}
+
+pub fn to_micros(time: SystemTime) -> Micros {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as Micros)
+        .unwrap_or(0)
+}
+
+pub fn duration_micros(d: Duration) -> Micros {
+    d.as_micros().try_into().unwrap_or(Micros::MAX)
+}
+
+/// Where a task is in its life. Each variant says who moves a task into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskState {
+    /// Submitted, behind its batch's gate: a lower order is still open. Moved to `Ready`
+    /// by the transaction that ends the last open task of the lower orders.
+    Waiting,
+    /// At its batch's gate, claimable once its group and batch have room and its
+    /// not-before time has come. Set by submit, by gate promotion, and by a retry.
+    Ready,
+    /// Claimed by a node under a lease (reserved or executing). Set by the claim.
+    Running,
+    /// Ended: an attempt succeeded. Set by a completion.
+    Succeeded,
+    /// Ended: the last attempt failed, or the task was lost with no attempts left.
+    Failed,
+    /// Ended: cancelled by its batch's holder or an admin, or by a halting batch.
+    Cancelled,
+}
+
+impl TaskState {
+    pub const ALL: [TaskState; 6] = [
+        TaskState::Waiting,
+        TaskState::Ready,
+        TaskState::Running,
+        TaskState::Succeeded,
+        TaskState::Failed,
+        TaskState::Cancelled,
+    ];
+
+    pub fn code(self) -> i64 {
+        self as i64
+    }
+
+    pub fn from_code(code: i64) -> Option<Self> {
+        Self::ALL.get(usize::try_from(code).ok()?).copied()
+    }
+
+    pub fn is_ended(self) -> bool {
+        matches!(
+            self,
+            TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Waiting => "waiting",
+            TaskState::Ready => "ready",
+            TaskState::Running => "running",
+            TaskState::Succeeded => "succeeded",
+            TaskState::Failed => "failed",
+            TaskState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// What a batch does when one of its tasks fails for good.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailurePolicy {
+    /// Later orders still run.
+    #[default]
+    Continue,
+    /// The batch's pending tasks are cancelled.
+    Halt,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct BatchSpec {
+    pub name: Option<String>,
+    pub priority: i32,
+    /// At most this many of the batch's tasks run at once.
+    pub max_parallel: Option<u32>,
+    pub failure_policy: FailurePolicy,
+}
+
+/// A task to submit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub module: Digest,
+    pub input: Vec<u8>,
+    pub order: i64,
+    pub group: Option<String>,
+    /// Defaults to the batch's priority.
+    pub priority: Option<i32>,
+    pub max_attempts: u32,
+    /// Delay before the first retry; doubled for each further one, with jitter.
+    pub backoff: Duration,
+    pub limits: TaskLimits,
+    pub mounts: Vec<MountGrant>,
+    pub not_before: Option<Micros>,
+}
+
+impl TaskSpec {
+    pub fn new(module: Digest, input: impl Into<Vec<u8>>) -> Self {
+        TaskSpec {
+            module,
+            input: input.into(),
+            order: 0,
+            group: None,
+            priority: None,
+            max_attempts: 3,
+            backoff: Duration::from_secs(1),
+            limits: TaskLimits::default(),
+            mounts: Vec::new(),
+            not_before: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModuleInfo {
+    pub digest: Digest,
+    pub name: Option<String>,
+    pub tag: Option<String>,
+    pub size: u64,
+    pub added_at: Micros,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchInfo {
+    pub id: BatchId,
+    pub name: Option<String>,
+    pub priority: i32,
+    pub max_parallel: Option<u32>,
+    pub failure_policy: FailurePolicy,
+    pub sealed: bool,
+    pub created_at: Micros,
+    pub progress: Progress,
+}
+
+/// How many of a batch's tasks are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub waiting: u64,
+    pub ready: u64,
+    pub running: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+}
+
+impl Progress {
+    pub fn total(&self) -> u64 {
+        self.waiting + self.ready + self.running + self.ended()
+    }
+
+    pub fn ended(&self) -> u64 {
+        self.succeeded + self.failed + self.cancelled
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.ended() == self.total()
+    }
+
+    pub(crate) fn add(&mut self, state: TaskState, count: u64) {
+        match state {
+            TaskState::Waiting => self.waiting += count,
+            TaskState::Ready => self.ready += count,
+            TaskState::Running => self.running += count,
+            TaskState::Succeeded => self.succeeded += count,
+            TaskState::Failed => self.failed += count,
+            TaskState::Cancelled => self.cancelled += count,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskInfo {
+    pub id: TaskId,
+    pub batch: BatchId,
+    pub module: Digest,
+    pub order: i64,
+    pub group: Option<String>,
+    pub priority: i32,
+    pub state: TaskState,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub submitted_at: Micros,
+    pub ended_at: Option<Micros>,
+    pub outcome: Option<Outcome>,
+    pub error: Option<String>,
+    pub output_size: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupInfo {
+    pub key: String,
+    pub limit: u32,
+    pub running: u64,
+    pub waiting: u64,
+}
+
+/// A task a node claimed, with all it needs to run it.
+#[derive(Debug, Clone)]
+pub struct ClaimedTask {
+    pub id: TaskId,
+    pub batch: BatchId,
+    pub attempt: u32,
+    pub module: Digest,
+    pub input: Vec<u8>,
+    pub order: i64,
+    pub group: Option<String>,
+    pub limits: TaskLimits,
+    pub mounts: Vec<MountGrant>,
+    pub lease_token: i64,
+    pub claimed_at: Micros,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClaimParams {
+    pub node: String,
+    pub max: usize,
+    pub now: Micros,
+    pub lease: Duration,
+}
+
+/// How one attempt ended, reported by the node that ran it.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub task: TaskId,
+    pub lease_token: i64,
+    pub node: String,
+    pub slot: Option<usize>,
+    pub started_at: Micros,
+    pub ended_at: Micros,
+    pub outcome: Outcome,
+    pub error: Option<String>,
+    pub output: Option<Vec<u8>>,
+    pub logs: Vec<LogLine>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// What a batch of completions did.
+#[derive(Debug, Clone, Default)]
+pub struct CompleteResult {
+    /// Completions whose lease was no longer held (the attempt was rescued): ignored.
+    pub stale: usize,
+    /// Tasks that ended for good, with their batches.
+    pub ended: Vec<(TaskId, BatchId)>,
+    /// Tasks put back for another attempt.
+    pub retried: usize,
+}
+
+/// One attempt in the execution log.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub task: TaskId,
+    pub batch: BatchId,
+    pub attempt: u32,
+    pub node: String,
+    pub slot: Option<usize>,
+    pub group: Option<String>,
+    pub order: i64,
+    pub started_at: Micros,
+    pub ended_at: Micros,
+    pub outcome: Outcome,
+    pub error: Option<String>,
+    pub logs: Vec<LogLine>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AttemptFilter {
+    pub batch: Option<BatchId>,
+    pub task: Option<TaskId>,
+    pub group: Option<String>,
+    pub outcome: Option<Outcome>,
+    pub since: Option<Micros>,
+    pub until: Option<Micros>,
+    /// Only attempts with a larger row position: for paging and following.
+    pub after: Option<i64>,
+    pub limit: Option<usize>,
+}
+
+/// A task running now, for the live view.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunningTask {
+    pub task: TaskId,
+    pub batch: BatchId,
+    pub node: String,
+    pub attempt: u32,
+    pub group: Option<String>,
+    pub order: i64,
+    pub since: Micros,
+    pub lease_expires: Micros,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{what} {id} does not exist")]
+    NotFound { what: &'static str, id: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the batch handle does not match batch {0}")]
+    Forbidden(BatchId),
+    #[error("store failure: {0:#}")]
+    Internal(#[from] anyhow::Error),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What `task_cancel` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelResult {
+    /// It was pending and is now cancelled.
+    Cancelled,
+    /// It is running; its node was asked to stop it.
+    Requested,
+    /// It had already ended.
+    AlreadyEnded,
+}
+
+/// The driver interface: one implementation per database.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    async fn module_put(
+        &self,
+        bytes: Vec<u8>,
+        name: Option<String>,
+        tag: Option<String>,
+        now: Micros,
+    ) -> StoreResult<ModuleInfo>;
+    async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>>;
+    async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>>;
+    /// Refused while a task that has not ended uses it.
+    async fn module_delete(&self, digest: Digest) -> StoreResult<()>;
+
+    async fn batch_open(
+        &self,
+        spec: BatchSpec,
+        handle_hash: [u8; 32],
+        now: Micros,
+    ) -> StoreResult<BatchInfo>;
+    /// Replaces the hash of the batch's handle (the handle names the batch's id, known
+    /// only once it is open).
+    async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()>;
+    async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo>;
+    /// Checks a handle's hash against the batch's.
+    async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()>;
+    async fn batch_seal(&self, batch: BatchId) -> StoreResult<()>;
+    /// Sets the priority of the batch and of all its pending tasks.
+    async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64>;
+    /// Cancels pending tasks and asks nodes to stop the running ones.
+    async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64>;
+    /// Removes an ended batch with its tasks and attempts.
+    async fn batch_release(&self, batch: BatchId) -> StoreResult<()>;
+
+    async fn task_submit(
+        &self,
+        batch: BatchId,
+        tasks: Vec<TaskSpec>,
+        now: Micros,
+    ) -> StoreResult<Vec<TaskId>>;
+    async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo>;
+    async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>>;
+    async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()>;
+    async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult>;
+
+    async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()>;
+    async fn group_get(&self, key: String) -> StoreResult<GroupInfo>;
+
+    /// Claims up to `max` tasks for a node, every scheduling rule checked in one
+    /// atomic transaction.
+    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Vec<ClaimedTask>>;
+    /// Records how attempts ended, in one transaction; a completion whose lease token no
+    /// longer matches changes nothing.
+    async fn task_complete(
+        &self,
+        completions: Vec<Completion>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult>;
+    /// Puts claimed tasks back as they were before the claim, attempt not counted: a node
+    /// stopping hands back what it could not finish.
+    async fn task_release(&self, tasks: Vec<(TaskId, i64)>) -> StoreResult<()>;
+    /// Extends the leases of a node's running tasks; returns those asked to stop.
+    async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>>;
+    /// Ends as `lost` the attempts whose lease expired, or all of `node`'s (a node
+    /// restarting), retrying their tasks while attempts remain.
+    async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult>;
+    /// When the next ready task's not-before time comes, if it is in the future.
+    async fn task_next_ready_at(&self, now: Micros) -> StoreResult<Option<Micros>>;
+
+    async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>>;
+    async fn running_list(&self) -> StoreResult<Vec<RunningTask>>;
+    /// Deletes up to `chunk` ended tasks (with their attempts) that ended before `before`.
+    async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize>;
+}

@@ -1,0 +1,413 @@
+//! The scheduling core in SQLite: the atomic claim, completions and lease rescue.
+//!
+//! The claim is one statement inside one write transaction. It scans ready tasks in
+//! priority, then fair-queueing (`vseq`), then submission order; skips tasks whose group
+//! or batch is full (no head-of-line blocking: a blocked task is passed over, never waited
+//! on); and ranks the candidates per group and per batch, so that one claim never takes
+//! more tasks of a group or batch than it has room for.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::{gate, internal};
+use crate::runtime::{MountGrant, Outcome, TaskLimits};
+use crate::store::*;
+
+const CLAIM_SQL: &str = "
+WITH candidates AS (
+    SELECT t.id, t.batch_id, t.group_key, t.priority, t.vseq,
+           b.max_parallel - b.running AS batch_room,
+           g.lim - g.running AS group_room
+    FROM tasks t
+    JOIN batches b ON b.id = t.batch_id
+    LEFT JOIN groups g ON g.key = t.group_key
+    WHERE t.state = 1
+      AND t.not_before <= ?1
+      AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+      AND (t.group_key IS NULL OR g.running < g.lim)
+    ORDER BY t.priority DESC, t.vseq, t.id
+    LIMIT ?2
+),
+ranked AS (
+    SELECT *,
+           ROW_NUMBER() OVER (PARTITION BY group_key ORDER BY priority DESC, vseq, id) AS group_rank,
+           ROW_NUMBER() OVER (PARTITION BY batch_id ORDER BY priority DESC, vseq, id) AS batch_rank
+    FROM candidates
+)
+SELECT id, vseq FROM ranked
+WHERE (group_key IS NULL OR group_rank <= group_room)
+  AND (batch_room IS NULL OR batch_rank <= batch_room)
+ORDER BY priority DESC, vseq, id
+LIMIT ?3";
+
+pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
+    if p.max == 0 {
+        return Ok(Vec::new());
+    }
+    let scan = p.max * 4 + 64;
+    let picked: Vec<(TaskId, i64)> = {
+        let mut stmt = tx.prepare_cached(CLAIM_SQL).map_err(internal)?;
+        let rows = stmt
+            .query_map(params![p.now, scan as i64, p.max as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(internal)?;
+        rows.collect::<Result<_, _>>().map_err(internal)?
+    };
+    if picked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let expires = p.now + duration_micros(p.lease);
+    let mut take = tx
+        .prepare_cached(
+            "UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, lease_node = ?2,
+                 lease_token = ?3, lease_expires = ?4
+             WHERE id = ?5
+             RETURNING batch_id, module, input, ord, group_key, limits, mounts, attempts",
+        )
+        .map_err(internal)?;
+    let mut batch_running = tx
+        .prepare_cached(
+            "UPDATE batches SET running = running + 1,
+                 max_started_order = max(coalesce(max_started_order, ?1), ?1)
+             WHERE id = ?2",
+        )
+        .map_err(internal)?;
+    let mut group_running = tx
+        .prepare_cached("UPDATE groups SET running = running + 1 WHERE key = ?")
+        .map_err(internal)?;
+    let mut claimed = Vec::with_capacity(picked.len());
+    for &(id, _) in &picked {
+        let lease_token = random_token();
+        let task = take
+            .query_row(params![p.now, p.node, lease_token, expires, id], |r| {
+                let limits: String = r.get(5)?;
+                let mounts: String = r.get(6)?;
+                Ok(ClaimedTask {
+                    id,
+                    batch: r.get(0)?,
+                    module: super::digest_of(r.get(1)?),
+                    input: r.get(2)?,
+                    order: r.get(3)?,
+                    group: r.get(4)?,
+                    limits: serde_json::from_str::<TaskLimits>(&limits).unwrap_or_default(),
+                    mounts: serde_json::from_str::<Vec<MountGrant>>(&mounts).unwrap_or_default(),
+                    attempt: r.get(7)?,
+                    lease_token,
+                    claimed_at: p.now,
+                })
+            })
+            .map_err(internal)?;
+        batch_running
+            .execute(params![task.order, task.batch])
+            .map_err(internal)?;
+        if let Some(group) = &task.group {
+            group_running.execute([group]).map_err(internal)?;
+        }
+        claimed.push(task);
+    }
+    let latest_vseq = picked.iter().map(|&(_, vseq)| vseq).max().unwrap_or(0);
+    tx.prepare_cached("UPDATE scheduler SET vtime = max(vtime, ?)")
+        .map_err(internal)?
+        .execute([latest_vseq])
+        .map_err(internal)?;
+    Ok(claimed)
+}
+
+/// What the completion of an attempt needs to know about its task.
+struct Running {
+    id: TaskId,
+    batch: BatchId,
+    order: i64,
+    group: Option<String>,
+    attempts: u32,
+    max_attempts: u32,
+    backoff_ms: i64,
+    cancel_requested: bool,
+    lease_token: i64,
+    lease_node: String,
+    claimed_at: Micros,
+}
+
+const RUNNING_COLUMNS: &str = "id, batch_id, ord, group_key, attempts, max_attempts, backoff_ms,
+    cancel_requested, lease_token, lease_node, claimed_at";
+
+fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
+    Ok(Running {
+        id: r.get(0)?,
+        batch: r.get(1)?,
+        order: r.get(2)?,
+        group: r.get(3)?,
+        attempts: r.get(4)?,
+        max_attempts: r.get(5)?,
+        backoff_ms: r.get(6)?,
+        cancel_requested: r.get(7)?,
+        lease_token: r.get(8)?,
+        lease_node: r.get(9)?,
+        claimed_at: r.get(10)?,
+    })
+}
+
+pub(super) fn complete(
+    tx: &Transaction<'_>,
+    completions: Vec<Completion>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    let sql = format!("SELECT {RUNNING_COLUMNS} FROM tasks WHERE id = ? AND state = 2");
+    for c in completions {
+        let task = tx
+            .prepare_cached(&sql)
+            .map_err(internal)?
+            .query_row([c.task], running_row)
+            .optional()
+            .map_err(internal)?;
+        let Some(task) = task.filter(|t| t.lease_token == c.lease_token) else {
+            result.stale += 1;
+            continue;
+        };
+        record_attempt(
+            tx,
+            &task,
+            &AttemptEnd {
+                node: &c.node,
+                slot: c.slot,
+                started_at: c.started_at,
+                ended_at: c.ended_at,
+                outcome: c.outcome,
+                error: c.error.as_deref(),
+                logs: &c.logs,
+                stdout: &c.stdout,
+                stderr: &c.stderr,
+            },
+        )?;
+        finish(tx, &task, c.outcome, c.error, c.output, now, &mut result)?;
+    }
+    Ok(result)
+}
+
+pub(super) fn rescue(
+    tx: &Transaction<'_>,
+    node: Option<&str>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    let lost: Vec<Running> = {
+        let sql = format!(
+            "SELECT {RUNNING_COLUMNS} FROM tasks
+             WHERE state = 2 AND (lease_expires < ?1 OR lease_node = ?2)"
+        );
+        let mut stmt = tx.prepare_cached(&sql).map_err(internal)?;
+        let rows = stmt
+            .query_map(params![now, node], running_row)
+            .map_err(internal)?;
+        rows.collect::<Result<_, _>>().map_err(internal)?
+    };
+    for task in lost {
+        let error = if Some(task.lease_node.as_str()) == node {
+            format!("node {} restarted while the attempt ran", task.lease_node)
+        } else {
+            format!(
+                "node {} stopped renewing the attempt's lease",
+                task.lease_node
+            )
+        };
+        record_attempt(
+            tx,
+            &task,
+            &AttemptEnd {
+                node: &task.lease_node,
+                slot: None,
+                started_at: task.claimed_at,
+                ended_at: now,
+                outcome: Outcome::Lost,
+                error: Some(&error),
+                logs: &[],
+                stdout: &[],
+                stderr: &[],
+            },
+        )?;
+        finish(
+            tx,
+            &task,
+            Outcome::Lost,
+            Some(error),
+            None,
+            now,
+            &mut result,
+        )?;
+    }
+    Ok(result)
+}
+
+pub(super) fn release(tx: &Transaction<'_>, tasks: &[(TaskId, i64)]) -> StoreResult<()> {
+    let sql = format!("SELECT {RUNNING_COLUMNS} FROM tasks WHERE id = ? AND state = 2");
+    for &(id, token) in tasks {
+        let task = tx
+            .prepare_cached(&sql)
+            .map_err(internal)?
+            .query_row([id], running_row)
+            .optional()
+            .map_err(internal)?;
+        let Some(task) = task.filter(|t| t.lease_token == token) else {
+            continue;
+        };
+        release_slots(tx, &task)?;
+        tx.prepare_cached(
+            "UPDATE tasks SET state = 1, attempts = attempts - 1, claimed_at = NULL,
+                 lease_node = NULL, lease_token = NULL, lease_expires = NULL
+             WHERE id = ?",
+        )
+        .map_err(internal)?
+        .execute([id])
+        .map_err(internal)?;
+    }
+    Ok(())
+}
+
+fn release_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<()> {
+    tx.prepare_cached("UPDATE batches SET running = running - 1 WHERE id = ?")
+        .map_err(internal)?
+        .execute([task.batch])
+        .map_err(internal)?;
+    if let Some(group) = &task.group {
+        tx.prepare_cached("UPDATE groups SET running = running - 1 WHERE key = ?")
+            .map_err(internal)?
+            .execute([group])
+            .map_err(internal)?;
+    }
+    Ok(())
+}
+
+struct AttemptEnd<'a> {
+    node: &'a str,
+    slot: Option<usize>,
+    started_at: Micros,
+    ended_at: Micros,
+    outcome: Outcome,
+    error: Option<&'a str>,
+    logs: &'a [crate::runtime::LogLine],
+    stdout: &'a [u8],
+    stderr: &'a [u8],
+}
+
+fn record_attempt(tx: &Transaction<'_>, task: &Running, end: &AttemptEnd<'_>) -> StoreResult<()> {
+    let logs =
+        (!end.logs.is_empty()).then(|| serde_json::to_string(end.logs).expect("logs serialize"));
+    tx.prepare_cached(
+        "INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token, group_key, ord,
+             started_at, ended_at, outcome, error, logs, stdout, stderr)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .map_err(internal)?
+    .execute(params![
+        task.id,
+        task.batch,
+        task.attempts,
+        end.node,
+        end.slot.map(|s| s as i64),
+        task.lease_token,
+        task.group,
+        task.order,
+        end.started_at,
+        end.ended_at,
+        end.outcome.as_str(),
+        end.error,
+        logs,
+        (!end.stdout.is_empty()).then_some(end.stdout),
+        (!end.stderr.is_empty()).then_some(end.stderr),
+    ])
+    .map_err(internal)?;
+    Ok(())
+}
+
+/// Releases the task's group and batch slots, then ends it, or puts it back for another
+/// attempt.
+fn finish(
+    tx: &Transaction<'_>,
+    task: &Running,
+    outcome: Outcome,
+    error: Option<String>,
+    output: Option<Vec<u8>>,
+    now: Micros,
+    result: &mut CompleteResult,
+) -> StoreResult<()> {
+    release_slots(tx, task)?;
+    let retry = !outcome.is_success()
+        && outcome != Outcome::Cancelled
+        && !task.cancel_requested
+        && task.attempts < task.max_attempts;
+    if retry {
+        let not_before = now + backoff_micros(task.backoff_ms, task.attempts);
+        tx.prepare_cached(
+            "UPDATE tasks SET state = 1, not_before = ?, outcome = ?, error = ?,
+                 lease_node = NULL, lease_token = NULL, lease_expires = NULL
+             WHERE id = ?",
+        )
+        .map_err(internal)?
+        .execute(params![not_before, outcome.as_str(), error, task.id])
+        .map_err(internal)?;
+        result.retried += 1;
+        return Ok(());
+    }
+    let (state, outcome, error) =
+        if outcome == Outcome::Cancelled || (task.cancel_requested && !outcome.is_success()) {
+            (
+                TaskState::Cancelled,
+                Outcome::Cancelled,
+                error.or(Some("cancelled while running".into())),
+            )
+        } else if outcome.is_success() {
+            (TaskState::Succeeded, outcome, None)
+        } else {
+            (TaskState::Failed, outcome, error)
+        };
+    tx.prepare_cached(
+        "UPDATE tasks SET state = ?, ended_at = ?, outcome = ?, error = ?, output = ?,
+             lease_node = NULL, lease_token = NULL, lease_expires = NULL
+         WHERE id = ?",
+    )
+    .map_err(internal)?
+    .execute(params![
+        state.code(),
+        now,
+        outcome.as_str(),
+        error,
+        output,
+        task.id
+    ])
+    .map_err(internal)?;
+    gate::close(tx, task.batch, task.order)?;
+    result.ended.push((task.id, task.batch));
+    if state == TaskState::Failed {
+        let halts: bool = tx
+            .prepare_cached("SELECT halt_on_failure FROM batches WHERE id = ?")
+            .map_err(internal)?
+            .query_row([task.batch], |r| r.get(0))
+            .map_err(internal)?;
+        if halts {
+            let reason = format!(
+                "cancelled: task {} failed and the batch halts on failure",
+                task.id
+            );
+            gate::cancel_pending(tx, task.batch, now, &reason)?;
+        }
+    }
+    Ok(())
+}
+
+/// Exponential backoff with jitter: the n-th retry waits between half and all of
+/// `backoff * 2^(n-1)`, capped at an hour.
+fn backoff_micros(backoff_ms: i64, attempts: u32) -> Micros {
+    let exponent = attempts.saturating_sub(1).min(20);
+    let full = (backoff_ms.max(0) * 1000)
+        .saturating_mul(1 << exponent)
+        .min(3_600_000_000);
+    let jitter = (random_token() as u64 % 1000) as i64;
+    full / 2 + full / 2 * jitter / 1000
+}
+
+fn random_token() -> i64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the system random source");
+    (u64::from_le_bytes(bytes) >> 1) as i64
+}

@@ -1,0 +1,91 @@
+//! Ordering gates in SQLite: `batch_orders` counts each batch's open tasks per order,
+//! and the lowest order with open tasks is the gate. Only tasks at the gate are `ready`;
+//! the others wait. The gate moves in the transaction that ends the last open task of
+//! its order, which promotes the next order's tasks.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::internal;
+use crate::store::{BatchId, Micros, StoreResult};
+
+/// The batch's gate: its lowest order with open tasks.
+pub(super) fn current(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<Option<i64>> {
+    tx.prepare_cached("SELECT MIN(ord) FROM batch_orders WHERE batch_id = ?")
+        .map_err(internal)?
+        .query_row([batch], |r| r.get(0))
+        .map_err(internal)
+}
+
+/// Puts the ready tasks of `order` back to waiting: a lower order was submitted before
+/// `order` started.
+pub(super) fn demote(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreResult<()> {
+    tx.prepare_cached("UPDATE tasks SET state = 0 WHERE batch_id = ? AND ord = ? AND state = 1")
+        .map_err(internal)?
+        .execute(params![batch, order])
+        .map_err(internal)?;
+    Ok(())
+}
+
+/// Makes the waiting tasks at the batch's gate ready.
+fn promote(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
+    if let Some(gate) = current(tx, batch)? {
+        tx.prepare_cached(
+            "UPDATE tasks SET state = 1 WHERE batch_id = ? AND ord = ? AND state = 0",
+        )
+        .map_err(internal)?
+        .execute(params![batch, gate])
+        .map_err(internal)?;
+    }
+    Ok(())
+}
+
+/// Records that one task of `order` ended; moves the gate when it was the last.
+pub(super) fn close(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreResult<()> {
+    let open: Option<i64> = tx
+        .prepare_cached(
+            "UPDATE batch_orders SET open = open - 1 WHERE batch_id = ? AND ord = ? RETURNING open",
+        )
+        .map_err(internal)?
+        .query_row(params![batch, order], |r| r.get(0))
+        .optional()
+        .map_err(internal)?;
+    if open == Some(0) {
+        tx.prepare_cached("DELETE FROM batch_orders WHERE batch_id = ? AND ord = ?")
+            .map_err(internal)?
+            .execute(params![batch, order])
+            .map_err(internal)?;
+        promote(tx, batch)?;
+    }
+    Ok(())
+}
+
+/// Cancels every pending task of a batch, then counts its open orders again.
+pub(super) fn cancel_pending(
+    tx: &Transaction<'_>,
+    batch: BatchId,
+    now: Micros,
+    reason: &str,
+) -> StoreResult<u64> {
+    let cancelled = tx
+        .prepare_cached(
+            "UPDATE tasks SET state = 5, ended_at = ?, outcome = 'cancelled', error = ?
+             WHERE batch_id = ? AND state IN (0, 1)",
+        )
+        .map_err(internal)?
+        .execute(params![now, reason, batch])
+        .map_err(internal)?;
+    if cancelled > 0 {
+        tx.prepare_cached("DELETE FROM batch_orders WHERE batch_id = ?")
+            .map_err(internal)?
+            .execute([batch])
+            .map_err(internal)?;
+        tx.prepare_cached(
+            "INSERT INTO batch_orders (batch_id, ord, open)
+             SELECT batch_id, ord, COUNT(*) FROM tasks WHERE batch_id = ? AND state = 2 GROUP BY ord",
+        )
+        .map_err(internal)?
+        .execute([batch])
+        .map_err(internal)?;
+    }
+    Ok(cancelled as u64)
+}

@@ -1,0 +1,825 @@
+//! The embedded SQLite driver: one database file in WAL mode, created and migrated on
+//! first open.
+//!
+//! Durability: `synchronous = FULL`, so a transaction that returned (an accepted
+//! submission, a completion) is on disk and survives a power cut, not only a crash.
+//! Weaknesses, written down: SQLite has one writer at a time, so every write (claims,
+//! completions, submissions) is serialized through one connection; the driver batches
+//! claims and completions to keep that writer busy with few, large transactions. Only one
+//! qhost process may use a database file: a second is refused by SQLite's exclusive
+//! lock on the file, see [`SqliteStore::open`].
+
+mod claim;
+mod gate;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use super::*;
+
+const MIGRATIONS: [&str; 1] = [include_str!("0001_init.sql")];
+
+pub struct SqliteStore {
+    /// A std mutex, not an async one: it is only ever held inside `spawn_blocking`.
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    /// Opens (creating and migrating if needed) the database at `path`.
+    pub fn open(path: &Path) -> anyhow::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the data directory {}", dir.display()))?;
+        }
+        let mut conn = Connection::open(path)
+            .with_context(|| format!("opening the database {}", path.display()))?;
+        prepare(&mut conn).with_context(|| {
+            format!("preparing {} (is another qhost using it?)", path.display())
+        })?;
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `f` on the connection, off the async executor.
+    async fn call<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = conn.lock().expect("sqlite connection lock");
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(anyhow::anyhow!("store task failed: {e}")))?
+    }
+
+    /// Runs `f` in one write transaction.
+    async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+    {
+        self.call(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(internal)?;
+            let value = f(&tx)?;
+            tx.commit().map_err(internal)?;
+            Ok(value)
+        })
+        .await
+    }
+}
+
+fn prepare(conn: &mut Connection) -> anyhow::Result<()> {
+    // A short busy timeout: only this process should ever hold the lock.
+    conn.busy_timeout(std::time::Duration::from_millis(100))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "cache_size", -65536)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // One process per file: hold the lock for good, so that a second qhost on the same
+    // file fails at once instead of fighting over it.
+    conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+    migrate(conn)
+}
+
+fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
+    let version: usize = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    anyhow::ensure!(
+        version <= MIGRATIONS.len(),
+        "the database is at schema version {version}, newer than this qhost knows ({})",
+        MIGRATIONS.len()
+    );
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        tx.execute_batch(sql)
+            .with_context(|| format!("applying migration {}", index + 1))?;
+        tx.pragma_update(None, "user_version", index + 1)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+pub(super) fn internal(err: rusqlite::Error) -> StoreError {
+    StoreError::Internal(anyhow::Error::new(err))
+}
+
+fn not_found(what: &'static str, id: impl ToString) -> StoreError {
+    StoreError::NotFound {
+        what,
+        id: id.to_string(),
+    }
+}
+
+fn digest_of(text: String) -> Digest {
+    Digest::from_hex(&text).unwrap_or(Digest([0; 32]))
+}
+
+fn batch_info(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
+    let mut info = conn
+        .prepare_cached(
+            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
+             FROM batches WHERE id = ?",
+        )
+        .map_err(internal)?
+        .query_row([batch], |row| {
+            Ok(BatchInfo {
+                id: row.get(0)?,
+                name: row.get(1)?,
+                priority: row.get(2)?,
+                max_parallel: row.get(3)?,
+                failure_policy: if row.get(4)? {
+                    FailurePolicy::Halt
+                } else {
+                    FailurePolicy::Continue
+                },
+                sealed: row.get(5)?,
+                created_at: row.get(6)?,
+                progress: Progress::default(),
+            })
+        })
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| not_found("batch", batch))?;
+    let mut stmt = conn
+        .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE batch_id = ? GROUP BY state")
+        .map_err(internal)?;
+    let rows = stmt
+        .query_map([batch], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, u64>(1)?))
+        })
+        .map_err(internal)?;
+    for row in rows {
+        let (state, count) = row.map_err(internal)?;
+        if let Some(state) = TaskState::from_code(state) {
+            info.progress.add(state, count);
+        }
+    }
+    Ok(info)
+}
+
+fn module_exists(tx: &Transaction<'_>, digest: &str) -> StoreResult<bool> {
+    tx.prepare_cached("SELECT 1 FROM modules WHERE digest = ?")
+        .map_err(internal)?
+        .exists([digest])
+        .map_err(internal)
+}
+
+fn submit(
+    tx: &Transaction<'_>,
+    batch: BatchId,
+    specs: Vec<TaskSpec>,
+    now: Micros,
+) -> StoreResult<Vec<TaskId>> {
+    let (sealed, batch_priority, next_vseq, max_started): (bool, i32, i64, Option<i64>) = tx
+        .prepare_cached(
+            "SELECT sealed, priority, next_vseq, max_started_order FROM batches WHERE id = ?",
+        )
+        .map_err(internal)?
+        .query_row([batch], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| not_found("batch", batch))?;
+    if sealed {
+        return Err(StoreError::Conflict(format!(
+            "batch {batch} is sealed: it takes no more tasks"
+        )));
+    }
+    let mut known_modules = std::collections::HashSet::new();
+    for (index, spec) in specs.iter().enumerate() {
+        let module = spec.module.to_hex();
+        if !known_modules.contains(&module) {
+            if !module_exists(tx, &module)? {
+                return Err(StoreError::Invalid(format!(
+                    "task {index}: module {module} does not exist; add it first"
+                )));
+            }
+            known_modules.insert(module);
+        }
+        if let Some(started) = max_started
+            && spec.order < started
+        {
+            return Err(StoreError::Invalid(format!(
+                "task {index}: order {} is lower than order {started}, which has already \
+                 started in batch {batch}; use order {started} or higher",
+                spec.order
+            )));
+        }
+    }
+    let vtime: i64 = tx
+        .query_row("SELECT vtime FROM scheduler", [], |r| r.get(0))
+        .map_err(internal)?;
+    let first_vseq = next_vseq.max(vtime);
+    let old_gate = gate::current(tx, batch)?;
+    let lowest = specs.iter().map(|s| s.order).min();
+    let new_gate = match (old_gate, lowest) {
+        (Some(old), Some(low)) => Some(old.min(low)),
+        (old, low) => old.or(low),
+    };
+    if let (Some(old), Some(new)) = (old_gate, new_gate)
+        && new < old
+    {
+        gate::demote(tx, batch, old)?;
+    }
+    let mut ids = Vec::with_capacity(specs.len());
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq, state,
+                     max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .map_err(internal)?;
+        let mut open = tx
+            .prepare_cached(
+                "INSERT INTO batch_orders (batch_id, ord, open) VALUES (?, ?, 1)
+                 ON CONFLICT (batch_id, ord) DO UPDATE SET open = open + 1",
+            )
+            .map_err(internal)?;
+        let mut group = tx
+            .prepare_cached("INSERT OR IGNORE INTO groups (key) VALUES (?)")
+            .map_err(internal)?;
+        for (index, spec) in specs.into_iter().enumerate() {
+            let state = if Some(spec.order) == new_gate {
+                TaskState::Ready
+            } else {
+                TaskState::Waiting
+            };
+            if let Some(key) = &spec.group {
+                group.execute([key]).map_err(internal)?;
+            }
+            open.execute(params![batch, spec.order]).map_err(internal)?;
+            insert
+                .execute(params![
+                    batch,
+                    spec.module.to_hex(),
+                    spec.input,
+                    spec.order,
+                    spec.group,
+                    spec.priority.unwrap_or(batch_priority),
+                    first_vseq + index as i64,
+                    state.code(),
+                    spec.max_attempts,
+                    spec.backoff.as_millis() as i64,
+                    serde_json::to_string(&spec.limits).expect("limits serialize"),
+                    serde_json::to_string(&spec.mounts).expect("mounts serialize"),
+                    spec.not_before.unwrap_or(now),
+                    now,
+                ])
+                .map_err(internal)?;
+            ids.push(tx.last_insert_rowid());
+        }
+    }
+    tx.execute(
+        "UPDATE batches SET next_vseq = ? WHERE id = ?",
+        params![first_vseq + ids.len() as i64, batch],
+    )
+    .map_err(internal)?;
+    Ok(ids)
+}
+
+fn task_info(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
+    conn.prepare_cached(
+        "SELECT id, batch_id, module, ord, group_key, priority, state, attempts, max_attempts,
+                submitted_at, ended_at, outcome, error, length(output)
+         FROM tasks WHERE id = ?",
+    )
+    .map_err(internal)?
+    .query_row([task], |r| {
+        Ok(TaskInfo {
+            id: r.get(0)?,
+            batch: r.get(1)?,
+            module: digest_of(r.get(2)?),
+            order: r.get(3)?,
+            group: r.get(4)?,
+            priority: r.get(5)?,
+            state: TaskState::from_code(r.get(6)?).unwrap_or(TaskState::Failed),
+            attempts: r.get(7)?,
+            max_attempts: r.get(8)?,
+            submitted_at: r.get(9)?,
+            ended_at: r.get(10)?,
+            outcome: r.get::<_, Option<String>>(11)?.and_then(|o| o.parse().ok()),
+            error: r.get(12)?,
+            output_size: r.get(13)?,
+        })
+    })
+    .optional()
+    .map_err(internal)?
+    .ok_or_else(|| not_found("task", task))
+}
+
+fn attempt_list(
+    conn: &Connection,
+    filter: AttemptFilter,
+) -> StoreResult<Vec<(i64, AttemptRecord)>> {
+    let mut sql = String::from(
+        "SELECT id, task_id, batch_id, attempt, node, slot, group_key, ord, started_at, ended_at,
+                outcome, error, logs, stdout, stderr
+         FROM attempts WHERE 1 = 1",
+    );
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    let mut add = |clause: &str, value: rusqlite::types::Value| {
+        sql.push_str(clause);
+        args.push(value);
+    };
+    if let Some(batch) = filter.batch {
+        add(" AND batch_id = ?", batch.into());
+    }
+    if let Some(task) = filter.task {
+        add(" AND task_id = ?", task.into());
+    }
+    if let Some(group) = filter.group {
+        add(" AND group_key = ?", group.into());
+    }
+    if let Some(outcome) = filter.outcome {
+        add(" AND outcome = ?", outcome.as_str().to_owned().into());
+    }
+    if let Some(since) = filter.since {
+        add(" AND started_at >= ?", since.into());
+    }
+    if let Some(until) = filter.until {
+        add(" AND started_at < ?", until.into());
+    }
+    if let Some(after) = filter.after {
+        add(" AND id > ?", after.into());
+    }
+    sql.push_str(" ORDER BY id LIMIT ?");
+    args.push((filter.limit.unwrap_or(1000) as i64).into());
+    let mut stmt = conn.prepare_cached(&sql).map_err(internal)?;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args), |r| {
+            let logs: Option<String> = r.get(12)?;
+            Ok((
+                r.get(0)?,
+                AttemptRecord {
+                    task: r.get(1)?,
+                    batch: r.get(2)?,
+                    attempt: r.get(3)?,
+                    node: r.get(4)?,
+                    slot: r.get::<_, Option<i64>>(5)?.map(|s| s as usize),
+                    group: r.get(6)?,
+                    order: r.get(7)?,
+                    started_at: r.get(8)?,
+                    ended_at: r.get(9)?,
+                    outcome: r.get::<_, String>(10)?.parse().unwrap_or(Outcome::Lost),
+                    error: r.get(11)?,
+                    logs: logs
+                        .and_then(|l| serde_json::from_str(&l).ok())
+                        .unwrap_or_default(),
+                    stdout: r.get::<_, Option<Vec<u8>>>(13)?.unwrap_or_default(),
+                    stderr: r.get::<_, Option<Vec<u8>>>(14)?.unwrap_or_default(),
+                },
+            ))
+        })
+        .map_err(internal)?;
+    rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn module_put(
+        &self,
+        bytes: Vec<u8>,
+        name: Option<String>,
+        tag: Option<String>,
+        now: Micros,
+    ) -> StoreResult<ModuleInfo> {
+        let digest = Digest::of(&bytes);
+        let size = bytes.len() as u64;
+        self.write(move |tx| {
+            tx.execute(
+                "INSERT INTO modules (digest, name, tag, size, bytes, added_at) VALUES (?, ?, ?, ?, ?, ?)
+                 ON CONFLICT (digest) DO UPDATE SET name = coalesce(excluded.name, name),
+                     tag = coalesce(excluded.tag, tag)",
+                params![digest.to_hex(), name, tag, size, bytes, now],
+            )
+            .map_err(internal)?;
+            tx.query_row(
+                "SELECT name, tag, added_at FROM modules WHERE digest = ?",
+                [digest.to_hex()],
+                |r| {
+                    Ok(ModuleInfo {
+                        digest,
+                        name: r.get(0)?,
+                        tag: r.get(1)?,
+                        size,
+                        added_at: r.get(2)?,
+                    })
+                },
+            )
+            .map_err(internal)
+        })
+        .await
+    }
+
+    async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>> {
+        self.call(move |conn| {
+            conn.query_row(
+                "SELECT bytes FROM modules WHERE digest = ?",
+                [digest.to_hex()],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(internal)?
+            .ok_or_else(|| not_found("module", digest))
+        })
+        .await
+    }
+
+    async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
+        self.call(|conn| {
+            let mut stmt = conn
+                .prepare("SELECT digest, name, tag, size, added_at FROM modules ORDER BY added_at, digest")
+                .map_err(internal)?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(ModuleInfo {
+                        digest: digest_of(r.get(0)?),
+                        name: r.get(1)?,
+                        tag: r.get(2)?,
+                        size: r.get(3)?,
+                        added_at: r.get(4)?,
+                    })
+                })
+                .map_err(internal)?;
+            rows.collect::<Result<_, _>>().map_err(internal)
+        })
+        .await
+    }
+
+    async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
+        self.write(move |tx| {
+            let hex = digest.to_hex();
+            let in_use: i64 = tx
+                .query_row(
+                    "SELECT COUNT(*) FROM tasks WHERE module = ? AND state < 3",
+                    [&hex],
+                    |r| r.get(0),
+                )
+                .map_err(internal)?;
+            if in_use > 0 {
+                return Err(StoreError::Conflict(format!(
+                    "module {hex} is used by {in_use} task(s) that have not ended"
+                )));
+            }
+            match tx
+                .execute("DELETE FROM modules WHERE digest = ?", [&hex])
+                .map_err(internal)?
+            {
+                0 => Err(not_found("module", hex)),
+                _ => Ok(()),
+            }
+        })
+        .await
+    }
+
+    async fn batch_open(
+        &self,
+        spec: BatchSpec,
+        handle_hash: [u8; 32],
+        now: Micros,
+    ) -> StoreResult<BatchInfo> {
+        self.write(move |tx| {
+            tx.execute(
+                "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?)",
+                params![
+                    handle_hash,
+                    spec.name,
+                    spec.priority,
+                    spec.max_parallel,
+                    spec.failure_policy == FailurePolicy::Halt,
+                    now
+                ],
+            )
+            .map_err(internal)?;
+            batch_info(tx, tx.last_insert_rowid())
+        })
+        .await
+    }
+
+    async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
+        self.write(move |tx| {
+            match tx
+                .execute(
+                    "UPDATE batches SET handle_hash = ? WHERE id = ?",
+                    params![handle_hash, batch],
+                )
+                .map_err(internal)?
+            {
+                0 => Err(not_found("batch", batch)),
+                _ => Ok(()),
+            }
+        })
+        .await
+    }
+
+    async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
+        self.call(move |conn| batch_info(conn, batch)).await
+    }
+
+    async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
+        self.call(move |conn| {
+            let stored: Option<Vec<u8>> = conn
+                .prepare_cached("SELECT handle_hash FROM batches WHERE id = ?")
+                .map_err(internal)?
+                .query_row([batch], |r| r.get(0))
+                .optional()
+                .map_err(internal)?;
+            match stored {
+                None => Err(not_found("batch", batch)),
+                Some(hash) if hash == handle_hash => Ok(()),
+                Some(_) => Err(StoreError::Forbidden(batch)),
+            }
+        })
+        .await
+    }
+
+    async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
+        self.write(move |tx| {
+            match tx
+                .execute("UPDATE batches SET sealed = 1 WHERE id = ?", [batch])
+                .map_err(internal)?
+            {
+                0 => Err(not_found("batch", batch)),
+                _ => Ok(()),
+            }
+        })
+        .await
+    }
+
+    async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64> {
+        self.write(move |tx| {
+            if tx
+                .execute(
+                    "UPDATE batches SET priority = ? WHERE id = ?",
+                    params![priority, batch],
+                )
+                .map_err(internal)?
+                == 0
+            {
+                return Err(not_found("batch", batch));
+            }
+            let changed = tx
+                .execute(
+                    "UPDATE tasks SET priority = ? WHERE batch_id = ? AND state IN (0, 1)",
+                    params![priority, batch],
+                )
+                .map_err(internal)?;
+            Ok(changed as u64)
+        })
+        .await
+    }
+
+    async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64> {
+        self.write(move |tx| {
+            batch_info(tx, batch)?;
+            let cancelled = gate::cancel_pending(tx, batch, now, "cancelled with its batch")?;
+            tx.execute(
+                "UPDATE tasks SET cancel_requested = 1 WHERE batch_id = ? AND state = 2",
+                [batch],
+            )
+            .map_err(internal)?;
+            Ok(cancelled)
+        })
+        .await
+    }
+
+    async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
+        self.write(move |tx| {
+            let info = batch_info(tx, batch)?;
+            if !info.progress.is_done() {
+                return Err(StoreError::Conflict(format!(
+                    "batch {batch} still has {} task(s) that have not ended; cancel it first",
+                    info.progress.total() - info.progress.ended()
+                )));
+            }
+            tx.execute("DELETE FROM attempts WHERE batch_id = ?", [batch])
+                .map_err(internal)?;
+            tx.execute("DELETE FROM batches WHERE id = ?", [batch])
+                .map_err(internal)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn task_submit(
+        &self,
+        batch: BatchId,
+        tasks: Vec<TaskSpec>,
+        now: Micros,
+    ) -> StoreResult<Vec<TaskId>> {
+        self.write(move |tx| submit(tx, batch, tasks, now)).await
+    }
+
+    async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo> {
+        self.call(move |conn| task_info(conn, task)).await
+    }
+
+    async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
+        self.call(move |conn| {
+            conn.query_row("SELECT output FROM tasks WHERE id = ?", [task], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(internal)?
+            .ok_or_else(|| not_found("task", task))
+        })
+        .await
+    }
+
+    async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
+        self.write(move |tx| {
+            let state = task_info(tx, task)?.state;
+            if !matches!(state, TaskState::Waiting | TaskState::Ready) {
+                return Err(StoreError::Conflict(format!(
+                    "task {task} is {}: only a pending task's priority can change",
+                    state.as_str()
+                )));
+            }
+            tx.execute(
+                "UPDATE tasks SET priority = ? WHERE id = ?",
+                params![priority, task],
+            )
+            .map_err(internal)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
+        self.write(move |tx| {
+            let info = task_info(tx, task)?;
+            match info.state {
+                TaskState::Waiting | TaskState::Ready => {
+                    tx.execute(
+                        "UPDATE tasks SET state = 5, ended_at = ?, outcome = 'cancelled',
+                             error = 'cancelled before it ran' WHERE id = ?",
+                        params![now, task],
+                    )
+                    .map_err(internal)?;
+                    gate::close(tx, info.batch, info.order)?;
+                    Ok(CancelResult::Cancelled)
+                }
+                TaskState::Running => {
+                    tx.execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ?", [task])
+                        .map_err(internal)?;
+                    Ok(CancelResult::Requested)
+                }
+                _ => Ok(CancelResult::AlreadyEnded),
+            }
+        })
+        .await
+    }
+
+    async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
+        self.write(move |tx| {
+            tx.execute(
+                "INSERT INTO groups (key, lim) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
+                params![key, limit],
+            )
+            .map_err(internal)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
+        self.call(move |conn| {
+            let (limit, running): (u32, u64) = conn
+                .query_row(
+                    "SELECT lim, running FROM groups WHERE key = ?",
+                    [&key],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(internal)?
+                .ok_or_else(|| not_found("group", &key))?;
+            let waiting: u64 = conn
+                .query_row(
+                    "SELECT COUNT(*) FROM tasks WHERE group_key = ? AND state IN (0, 1)",
+                    [&key],
+                    |r| r.get(0),
+                )
+                .map_err(internal)?;
+            Ok(GroupInfo {
+                key,
+                limit,
+                running,
+                waiting,
+            })
+        })
+        .await
+    }
+
+    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
+        self.write(move |tx| claim::claim(tx, &params)).await
+    }
+
+    async fn task_complete(
+        &self,
+        completions: Vec<Completion>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult> {
+        self.write(move |tx| claim::complete(tx, completions, now))
+            .await
+    }
+
+    async fn task_release(&self, tasks: Vec<(TaskId, i64)>) -> StoreResult<()> {
+        self.write(move |tx| claim::release(tx, &tasks)).await
+    }
+
+    async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
+        self.write(move |tx| {
+            tx.prepare_cached("UPDATE tasks SET lease_expires = ? WHERE state = 2 AND lease_node = ?")
+                .map_err(internal)?
+                .execute(params![until, node])
+                .map_err(internal)?;
+            let mut stmt = tx
+                .prepare_cached("SELECT id FROM tasks WHERE state = 2 AND lease_node = ? AND cancel_requested = 1")
+                .map_err(internal)?;
+            let ids = stmt.query_map([&node], |r| r.get(0)).map_err(internal)?;
+            ids.collect::<Result<_, _>>().map_err(internal)
+        })
+        .await
+    }
+
+    async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
+        self.write(move |tx| claim::rescue(tx, node.as_deref(), now))
+            .await
+    }
+
+    async fn task_next_ready_at(&self, now: Micros) -> StoreResult<Option<Micros>> {
+        self.call(move |conn| {
+            conn.query_row(
+                "SELECT MIN(not_before) FROM tasks WHERE state = 1 AND not_before > ?",
+                [now],
+                |r| r.get(0),
+            )
+            .map_err(internal)
+        })
+        .await
+    }
+
+    async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
+        self.call(move |conn| attempt_list(conn, filter)).await
+    }
+
+    async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
+        self.call(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id, batch_id, lease_node, attempts, group_key, ord, claimed_at, lease_expires
+                     FROM tasks WHERE state = 2 ORDER BY claimed_at, id",
+                )
+                .map_err(internal)?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(RunningTask {
+                        task: r.get(0)?,
+                        batch: r.get(1)?,
+                        node: r.get(2)?,
+                        attempt: r.get(3)?,
+                        group: r.get(4)?,
+                        order: r.get(5)?,
+                        since: r.get(6)?,
+                        lease_expires: r.get(7)?,
+                    })
+                })
+                .map_err(internal)?;
+            rows.collect::<Result<_, _>>().map_err(internal)
+        })
+        .await
+    }
+
+    async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
+        self.write(move |tx| {
+            tx.execute(
+                "DELETE FROM attempts WHERE task_id IN
+                     (SELECT id FROM tasks WHERE state >= 3 AND ended_at < ?1 ORDER BY ended_at LIMIT ?2)",
+                params![before, chunk as i64],
+            )
+            .map_err(internal)?;
+            let deleted = tx
+                .execute(
+                    "DELETE FROM tasks WHERE id IN
+                         (SELECT id FROM tasks WHERE state >= 3 AND ended_at < ?1 ORDER BY ended_at LIMIT ?2)",
+                    params![before, chunk as i64],
+                )
+                .map_err(internal)?;
+            Ok(deleted)
+        })
+        .await
+    }
+}
