@@ -73,3 +73,4 @@ pub fn language_guest(stem: &str) -> PathBuf {
 }
 
 pub mod conformance;
+pub mod harness;

@@ -1,0 +1,96 @@
+//! A scheduler with a running node on a fresh SQLite store, for tests that drive qhost
+//! through its library API.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use qhost::runtime::{Digest, Runtime, RuntimeConfig};
+use qhost::scheduler::node::Node;
+use qhost::scheduler::rules::Span;
+use qhost::scheduler::{Access, Scheduler, SchedulerConfig};
+use qhost::store::sqlite::SqliteStore;
+use qhost::store::*;
+
+pub struct Harness {
+    pub scheduler: Arc<Scheduler>,
+    pub node: Option<Node>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Harness {
+    /// A node with `workers` slots and `prefetch` extra claims.
+    pub async fn start(workers: usize, prefetch: usize) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("qhost.db")).unwrap());
+        let runtime = Arc::new(Runtime::new(RuntimeConfig::with_workers(workers)).unwrap());
+        let mut config = SchedulerConfig::new("test-node");
+        config.prefetch = prefetch;
+        let scheduler = Scheduler::new(store, runtime, config);
+        let node = Node::start(scheduler.clone()).await.unwrap();
+        Harness {
+            scheduler,
+            node: Some(node),
+            dir,
+        }
+    }
+
+    pub async fn module(&self, guest: &str) -> Digest {
+        let bytes = std::fs::read(crate::guest(guest)).unwrap();
+        self.scheduler
+            .module_add(bytes, Some(guest.into()), None)
+            .await
+            .unwrap()
+            .digest
+    }
+
+    pub async fn open(&self, spec: BatchSpec) -> (BatchId, Access) {
+        let (info, handle) = self.scheduler.batch_open(spec).await.unwrap();
+        (info.id, Access::Handle(handle))
+    }
+
+    pub async fn wait(&self, batch: BatchId) -> BatchInfo {
+        let info = self
+            .scheduler
+            .batch_wait(batch, Duration::from_secs(120))
+            .await
+            .unwrap();
+        assert!(
+            info.progress.is_done(),
+            "batch {batch} did not end: {:?}",
+            info.progress
+        );
+        info
+    }
+
+    /// Every attempt in the execution log.
+    pub async fn log(&self) -> Vec<AttemptRecord> {
+        let mut all = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self
+                .scheduler
+                .store()
+                .attempt_list(AttemptFilter {
+                    after,
+                    limit: Some(1000),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            let Some(&(last, _)) = page.last() else { break };
+            after = Some(last);
+            all.extend(page.into_iter().map(|(_, a)| a));
+        }
+        all
+    }
+
+    pub async fn spans(&self) -> Vec<Span> {
+        self.log().await.iter().map(Span::from).collect()
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(node) = self.node.take() {
+            node.stop(Duration::from_secs(30)).await.unwrap();
+        }
+    }
+}

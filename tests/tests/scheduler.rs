@@ -1,0 +1,372 @@
+//! The scheduler under real concurrency, with real components: the articles' scenarios,
+//! and randomized workloads whose execution logs are checked against every rule.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use qhost::runtime::Outcome;
+use qhost::scheduler::rules::{self, Span};
+use qhost::scheduler::{Access, Error};
+use qhost::store::*;
+use qhost_tests::harness::Harness;
+
+fn sleep_task(module: qhost::runtime::Digest, millis: u64, order: i64) -> TaskSpec {
+    TaskSpec {
+        order,
+        ..TaskSpec::new(module, millis.to_string())
+    }
+}
+
+/// (a) One batch with orders 100 x4, 200 x2, 300 x1, 400 x2, 500 x1 of sleep tasks on five
+/// slots: each order's tasks run together, and never with another order's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordered_batch_runs_order_by_order() {
+    let h = Harness::start(5, 0).await;
+    let sleep = h.module("sleep").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let plan = [(100, 4), (200, 2), (300, 1), (400, 2), (500, 1)];
+    let tasks = plan
+        .iter()
+        .flat_map(|&(order, count)| (0..count).map(move |_| order))
+        .map(|order| sleep_task(sleep, 60, order))
+        .collect();
+    h.scheduler.submit(&access, batch, tasks).await.unwrap();
+    let info = h.wait(batch).await;
+    assert_eq!(info.progress.succeeded, 10);
+
+    let spans = h.spans().await;
+    rules::check_gates(&spans).unwrap();
+    for &(order, count) in &plan {
+        let same: Vec<&Span> = spans.iter().filter(|s| s.order == order).collect();
+        assert_eq!(same.len(), count);
+        for a in &same {
+            for b in &same {
+                assert!(
+                    a.start < b.end && b.start < a.end,
+                    "order {order}: tasks {} and {} did not overlap",
+                    a.task,
+                    b.task
+                );
+            }
+        }
+    }
+    h.stop().await;
+}
+
+/// (c) 100 long tasks queued on one slot; while the first runs, every tenth is raised in
+/// priority: the raised ones run next, highest first, then the rest in submission order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raised_tasks_run_next_highest_first() {
+    let h = Harness::start(1, 0).await;
+    let sleep = h.module("sleep").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let mut tasks = vec![sleep_task(sleep, 1500, 0)];
+    tasks.extend((2..=100).map(|_| sleep_task(sleep, 2, 0)));
+    let ids = h.scheduler.submit(&access, batch, tasks).await.unwrap();
+
+    // Wait for the first task to be running.
+    while h.scheduler.store().running_list().await.unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for n in (10..=100).step_by(10) {
+        h.scheduler
+            .task_set_priority(&access, ids[n - 1], n as i32 / 10)
+            .await
+            .unwrap();
+    }
+    h.wait(batch).await;
+
+    let mut log = h.log().await;
+    log.sort_by_key(|a| a.started_at);
+    let started: Vec<usize> = log
+        .iter()
+        .map(|a| ids.iter().position(|&id| id == a.task).unwrap() + 1)
+        .collect();
+    let mut expected = vec![1];
+    expected.extend((10..=100).rev().step_by(10));
+    expected.extend((2..100).filter(|n| n % 10 != 0));
+    assert_eq!(started, expected);
+    h.stop().await;
+}
+
+/// (b) with real runs: groups `id % 4` for odd ids, none for even; the group-held tasks are
+/// skipped, never waited on, and no two tasks of a group ever overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_held_tasks_never_hold_up_others() {
+    let h = Harness::start(4, 4).await;
+    let sleep = h.module("sleep").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let tasks = (1..=12)
+        .map(|i| TaskSpec {
+            group: (i % 2 == 1).then(|| format!("g{}", i % 4)),
+            ..sleep_task(sleep, 40, 0)
+        })
+        .collect();
+    let ids = h.scheduler.submit(&access, batch, tasks).await.unwrap();
+    h.wait(batch).await;
+    let spans = h.spans().await;
+    rules::check_group_limits(&spans, |_| 1).unwrap();
+    rules::check_parallelism(&spans, 4).unwrap();
+    // Every ungrouped task started before the last task of the first group ran.
+    let start = |n: usize| spans.iter().find(|s| s.task == ids[n - 1]).unwrap().start;
+    let end = |n: usize| spans.iter().find(|s| s.task == ids[n - 1]).unwrap().end;
+    for even in (2..=12).step_by(2) {
+        assert!(
+            start(even) < end(9).max(end(11)),
+            "task {even} waited behind a group"
+        );
+    }
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handles_guard_their_batches() {
+    let h = Harness::start(1, 0).await;
+    let sleep = h.module("sleep").await;
+    let (mine, my_access) = h.open(BatchSpec::default()).await;
+    let (theirs, _) = h.open(BatchSpec::default()).await;
+    let err = h
+        .scheduler
+        .submit(&my_access, theirs, vec![sleep_task(sleep, 1, 0)])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Forbidden(b) if b == theirs), "{err}");
+    let forged = Access::Handle(format!("qhb_{mine}_{}", "0".repeat(64)));
+    let err = h
+        .scheduler
+        .submit(&forged, mine, vec![sleep_task(sleep, 1, 0)])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    h.scheduler
+        .submit(&Access::Admin, theirs, vec![sleep_task(sleep, 1, 0)])
+        .await
+        .unwrap();
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_submissions_are_refused_whole() {
+    let h = Harness::start(1, 0).await;
+    let echo = h.module("echo").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let mut absurd = TaskSpec::new(echo, "x");
+    absurd.limits.memory = 1 << 50;
+    let zero_attempts = TaskSpec {
+        max_attempts: 0,
+        ..TaskSpec::new(echo, "x")
+    };
+    let unknown_mount = TaskSpec {
+        mounts: vec![qhost::runtime::MountGrant {
+            name: "etc".into(),
+            writable: false,
+        }],
+        ..TaskSpec::new(echo, "x")
+    };
+    for (bad, field) in [
+        (absurd, "`limits`"),
+        (zero_attempts, "`max_attempts`"),
+        (unknown_mount, "`mounts`"),
+    ] {
+        let err = h
+            .scheduler
+            .submit(&access, batch, vec![TaskSpec::new(echo, "ok"), bad])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Invalid(_)), "{err}");
+        assert!(
+            err.to_string().contains("task 1: field") && err.to_string().contains(field),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        h.scheduler.batch_get(batch).await.unwrap().progress.total(),
+        0
+    );
+    let not_a_component = h
+        .scheduler
+        .module_add(b"hello".to_vec(), None, None)
+        .await
+        .unwrap_err();
+    assert!(
+        not_a_component
+            .to_string()
+            .contains("not a WebAssembly file"),
+        "{not_a_component}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_running_task_stops_it_promptly() {
+    let h = Harness::start(2, 0).await;
+    let bad = h.module("misbehave").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let ids = h
+        .scheduler
+        .submit(
+            &access,
+            batch,
+            vec![
+                TaskSpec::new(bad, "spin"),
+                TaskSpec {
+                    order: 1,
+                    ..TaskSpec::new(bad, "ok")
+                },
+            ],
+        )
+        .await
+        .unwrap();
+    while h.scheduler.store().running_list().await.unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        h.scheduler.task_cancel(&access, ids[0]).await.unwrap(),
+        CancelResult::Requested
+    );
+    let info = h.wait(batch).await;
+    assert_eq!((info.progress.cancelled, info.progress.succeeded), (1, 1));
+    let spin = h.scheduler.task_get(ids[0]).await.unwrap();
+    assert_eq!(
+        spin.outcome,
+        Some(Outcome::Cancelled),
+        "the 30 s timeout did not fire first"
+    );
+    h.stop().await;
+}
+
+/// A small deterministic generator: the workloads differ per round and are reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Many batches, orders, groups with limits 1 to 3, priorities, batch limits, retries,
+/// failures and cancellations, on four slots; every rule is checked over the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_workloads_keep_every_rule() {
+    const SLOTS: usize = 4;
+    for round in 1..=8u64 {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ round);
+        let h = Harness::start(SLOTS, 2).await;
+        let bad = h.module("misbehave").await;
+        let mut group_limits = HashMap::new();
+        for g in 0..4 {
+            let limit = 1 + rng.below(3) as u32;
+            group_limits.insert(format!("g{g}"), limit as usize);
+            h.scheduler
+                .group_set_limit(format!("g{g}"), limit)
+                .await
+                .unwrap();
+        }
+        let mut batches = Vec::new();
+        let mut submitted = HashSet::new();
+        for _ in 0..(3 + rng.below(4)) {
+            let spec = BatchSpec {
+                max_parallel: (rng.below(3) == 0).then(|| 1 + rng.below(2) as u32),
+                failure_policy: if rng.below(5) == 0 {
+                    FailurePolicy::Halt
+                } else {
+                    FailurePolicy::Continue
+                },
+                ..BatchSpec::default()
+            };
+            let max_parallel = spec.max_parallel;
+            let (batch, access) = h.open(spec).await;
+            let tasks: Vec<TaskSpec> = (0..(5 + rng.below(20)))
+                .map(|_| {
+                    let input = match rng.below(10) {
+                        0 => "error".to_string(),
+                        1 => "trap".to_string(),
+                        _ => format!("sleep:{}", 1 + rng.below(12)),
+                    };
+                    TaskSpec {
+                        order: rng.below(4) as i64,
+                        group: (rng.below(2) == 0).then(|| format!("g{}", rng.below(4))),
+                        priority: Some(rng.below(3) as i32),
+                        max_attempts: 1 + rng.below(2) as u32,
+                        backoff: Duration::from_millis(rng.below(5)),
+                        ..TaskSpec::new(bad, input)
+                    }
+                })
+                .collect();
+            let ids = h.scheduler.submit(&access, batch, tasks).await.unwrap();
+            submitted.extend(ids.iter().copied());
+            if rng.below(3) == 0 {
+                let victim = ids[rng.below(ids.len() as u64) as usize];
+                h.scheduler.task_cancel(&access, victim).await.unwrap();
+            }
+            batches.push((batch, max_parallel));
+        }
+        for &(batch, _) in &batches {
+            h.wait(batch).await;
+        }
+
+        let log = h.log().await;
+        let spans: Vec<Span> = log.iter().map(Span::from).collect();
+        let context = |e: String| format!("round {round}: {e}");
+        rules::check_parallelism(&spans, SLOTS)
+            .map_err(context)
+            .unwrap();
+        rules::check_gates(&spans).map_err(context).unwrap();
+        rules::check_group_limits(&spans, |g| group_limits[g])
+            .map_err(context)
+            .unwrap();
+        let limits: HashMap<_, _> = batches
+            .iter()
+            .map(|&(b, m)| (b, m.map(|m| m as usize)))
+            .collect();
+        rules::check_batch_limits(&spans, |b| limits[&b])
+            .map_err(context)
+            .unwrap();
+
+        // Every task ended exactly once; a success has exactly one succeeded attempt.
+        for &id in &submitted {
+            let task = h.scheduler.task_get(id).await.unwrap();
+            assert!(
+                task.state.is_ended(),
+                "round {round}: task {id} is {:?}",
+                task.state
+            );
+            let attempts: Vec<_> = log.iter().filter(|a| a.task == id).collect();
+            let succeeded = attempts
+                .iter()
+                .filter(|a| a.outcome == Outcome::Succeeded)
+                .count();
+            assert_eq!(
+                succeeded,
+                usize::from(task.state == TaskState::Succeeded),
+                "round {round}: task {id}"
+            );
+            assert!(attempts.len() as u32 <= task.max_attempts);
+            assert!(
+                attempts.iter().all(|a| a.outcome != Outcome::Lost),
+                "round {round}: an attempt was lost"
+            );
+        }
+        // No batch starved: each started before half of all attempts had started.
+        let mut starts: Vec<_> = spans.iter().map(|s| s.start).collect();
+        starts.sort();
+        let median = starts[starts.len() / 2];
+        for &(batch, _) in &batches {
+            if let Some(first) = spans
+                .iter()
+                .filter(|s| s.batch == batch)
+                .map(|s| s.start)
+                .min()
+            {
+                assert!(
+                    first <= median,
+                    "round {round}: batch {batch} waited behind the others"
+                );
+            }
+        }
+        h.stop().await;
+    }
+}
