@@ -1,6 +1,7 @@
 //! The `qhost` command line: the argument structs (clap derive) and the dispatch to one
 //! file per subcommand.
 
+mod bench;
 mod run;
 
 use std::process::ExitCode;
@@ -27,11 +28,14 @@ pub struct Cli {
 pub enum Command {
     /// Run one task locally, without a server, and print its output.
     Run(run::RunArgs),
+    /// Measure drain throughput: queue no-op tasks in a fresh store and run them all.
+    Bench(bench::BenchArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
 

@@ -140,13 +140,18 @@ async fn claim_loop(
     hand_back: &CancellationToken,
 ) -> anyhow::Result<()> {
     let config = &scheduler.config;
+    let workers = scheduler.runtime.config().workers;
     loop {
         if stop.is_cancelled() {
             return Ok(());
         }
-        let room = capacity.saturating_sub(*held.borrow());
-        let mut full = room == 0;
-        if room > 0 {
+        let holding = *held.borrow();
+        let room = capacity.saturating_sub(holding);
+        // Claim in large batches: wait until half the capacity is free, unless slots would
+        // otherwise go idle.
+        let worth_claiming = room > 0 && (holding < workers || room >= capacity / 2);
+        let mut full = !worth_claiming;
+        if worth_claiming {
             let claimed = scheduler
                 .store
                 .task_claim(ClaimParams {

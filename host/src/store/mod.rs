@@ -424,6 +424,8 @@ pub trait Store: Send + Sync + 'static {
     /// When the next ready task's not-before time comes, if it is in the future.
     async fn task_next_ready_at(&self, now: Micros) -> StoreResult<Option<Micros>>;
 
+    /// How many tasks of the whole store are in each state.
+    async fn task_counts(&self) -> StoreResult<Progress>;
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>>;
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>>;
     /// Deletes up to `chunk` ended tasks (with their attempts) that ended before `before`.

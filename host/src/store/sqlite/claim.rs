@@ -6,6 +6,8 @@
 //! on); and ranks the candidates per group and per batch, so that one claim never takes
 //! more tasks of a group or batch than it has room for.
 
+use std::collections::HashMap;
+
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{gate, internal};
@@ -65,16 +67,6 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
              RETURNING batch_id, module, input, ord, group_key, limits, mounts, attempts",
         )
         .map_err(internal)?;
-    let mut batch_running = tx
-        .prepare_cached(
-            "UPDATE batches SET running = running + 1,
-                 max_started_order = max(coalesce(max_started_order, ?1), ?1)
-             WHERE id = ?2",
-        )
-        .map_err(internal)?;
-    let mut group_running = tx
-        .prepare_cached("UPDATE groups SET running = running + 1 WHERE key = ?")
-        .map_err(internal)?;
     let mut claimed = Vec::with_capacity(picked.len());
     for &(id, _) in &picked {
         let lease_token = random_token();
@@ -97,13 +89,38 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
                 })
             })
             .map_err(internal)?;
-        batch_running
-            .execute(params![task.order, task.batch])
-            .map_err(internal)?;
-        if let Some(group) = &task.group {
-            group_running.execute([group]).map_err(internal)?;
-        }
         claimed.push(task);
+    }
+    // The counters change once per batch and group, not once per task.
+    let mut batches: HashMap<BatchId, (i64, i64)> = HashMap::new();
+    let mut groups: HashMap<&str, i64> = HashMap::new();
+    for task in &claimed {
+        let entry = batches.entry(task.batch).or_insert((0, task.order));
+        entry.0 += 1;
+        entry.1 = entry.1.max(task.order);
+        if let Some(group) = &task.group {
+            *groups.entry(group).or_default() += 1;
+        }
+    }
+    let mut batch_running = tx
+        .prepare_cached(
+            "UPDATE batches SET running = running + ?1,
+                 max_started_order = max(coalesce(max_started_order, ?2), ?2)
+             WHERE id = ?3",
+        )
+        .map_err(internal)?;
+    for (batch, (count, order)) in batches {
+        batch_running
+            .execute(params![count, order, batch])
+            .map_err(internal)?;
+    }
+    let mut group_running = tx
+        .prepare_cached("UPDATE groups SET running = running + ? WHERE key = ?")
+        .map_err(internal)?;
+    for (group, count) in groups {
+        group_running
+            .execute(params![count, group])
+            .map_err(internal)?;
     }
     let latest_vseq = picked.iter().map(|&(_, vseq)| vseq).max().unwrap_or(0);
     tx.prepare_cached("UPDATE scheduler SET vtime = max(vtime, ?)")
@@ -153,8 +170,12 @@ pub(super) fn complete(
     now: Micros,
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
+    let (succeeded, others): (Vec<_>, Vec<_>) = completions
+        .into_iter()
+        .partition(|c| c.outcome.is_success());
+    complete_successes(tx, succeeded, now, &mut result)?;
     let sql = format!("SELECT {RUNNING_COLUMNS} FROM tasks WHERE id = ? AND state = 2");
-    for c in completions {
+    for c in others {
         let task = tx
             .prepare_cached(&sql)
             .map_err(internal)?
@@ -165,24 +186,100 @@ pub(super) fn complete(
             result.stale += 1;
             continue;
         };
-        record_attempt(
-            tx,
-            &task,
-            &AttemptEnd {
-                node: &c.node,
-                slot: c.slot,
-                started_at: c.started_at,
-                ended_at: c.ended_at,
-                outcome: c.outcome,
-                error: c.error.as_deref(),
-                logs: &c.logs,
-                stdout: &c.stdout,
-                stderr: &c.stderr,
-            },
-        )?;
+        record_attempt(tx, &task, &attempt_end(&c))?;
         finish(tx, &task, c.outcome, c.error, c.output, now, &mut result)?;
     }
     Ok(result)
+}
+
+fn attempt_end(c: &Completion) -> AttemptEnd<'_> {
+    AttemptEnd {
+        node: &c.node,
+        slot: c.slot,
+        started_at: c.started_at,
+        ended_at: c.ended_at,
+        outcome: c.outcome,
+        error: c.error.as_deref(),
+        logs: &c.logs,
+        stdout: &c.stdout,
+        stderr: &c.stderr,
+    }
+}
+
+/// The common case, kept to one statement per task plus the attempt's record: a success
+/// ends its task whatever its attempts, and its slots and gate are counted per batch,
+/// group and order.
+fn complete_successes(
+    tx: &Transaction<'_>,
+    succeeded: Vec<Completion>,
+    now: Micros,
+    result: &mut CompleteResult,
+) -> StoreResult<()> {
+    if succeeded.is_empty() {
+        return Ok(());
+    }
+    let mut end = tx
+        .prepare_cached(
+            "UPDATE tasks SET state = 3, ended_at = ?1, outcome = 'succeeded', error = NULL, output = ?2,
+                 lease_node = NULL, lease_token = NULL, lease_expires = NULL
+             WHERE id = ?3 AND state = 2 AND lease_token = ?4
+             RETURNING batch_id, ord, group_key, attempts, claimed_at",
+        )
+        .map_err(internal)?;
+    let mut batches: HashMap<BatchId, i64> = HashMap::new();
+    let mut groups: HashMap<String, i64> = HashMap::new();
+    let mut orders: HashMap<(BatchId, i64), i64> = HashMap::new();
+    for c in succeeded {
+        let ended = end
+            .query_row(params![now, c.output, c.task, c.lease_token], |r| {
+                Ok(Running {
+                    id: c.task,
+                    batch: r.get(0)?,
+                    order: r.get(1)?,
+                    group: r.get(2)?,
+                    attempts: r.get(3)?,
+                    max_attempts: 0,
+                    backoff_ms: 0,
+                    cancel_requested: false,
+                    lease_token: c.lease_token,
+                    lease_node: String::new(),
+                    claimed_at: r.get(4)?,
+                })
+            })
+            .optional()
+            .map_err(internal)?;
+        let Some(task) = ended else {
+            result.stale += 1;
+            continue;
+        };
+        record_attempt(tx, &task, &attempt_end(&c))?;
+        *batches.entry(task.batch).or_default() += 1;
+        if let Some(group) = task.group {
+            *groups.entry(group).or_default() += 1;
+        }
+        *orders.entry((task.batch, task.order)).or_default() += 1;
+        result.ended.push((task.id, task.batch));
+    }
+    let mut batch_running = tx
+        .prepare_cached("UPDATE batches SET running = running - ? WHERE id = ?")
+        .map_err(internal)?;
+    for (batch, count) in batches {
+        batch_running
+            .execute(params![count, batch])
+            .map_err(internal)?;
+    }
+    let mut group_running = tx
+        .prepare_cached("UPDATE groups SET running = running - ? WHERE key = ?")
+        .map_err(internal)?;
+    for (group, count) in groups {
+        group_running
+            .execute(params![count, group])
+            .map_err(internal)?;
+    }
+    for ((batch, order), count) in orders {
+        gate::close_many(tx, batch, order, count)?;
+    }
+    Ok(())
 }
 
 pub(super) fn rescue(

@@ -41,12 +41,22 @@ fn promote(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
 
 /// Records that one task of `order` ended; moves the gate when it was the last.
 pub(super) fn close(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreResult<()> {
+    close_many(tx, batch, order, 1)
+}
+
+/// Records that `count` tasks of `order` ended; moves the gate when they were the last.
+pub(super) fn close_many(
+    tx: &Transaction<'_>,
+    batch: BatchId,
+    order: i64,
+    count: i64,
+) -> StoreResult<()> {
     let open: Option<i64> = tx
         .prepare_cached(
-            "UPDATE batch_orders SET open = open - 1 WHERE batch_id = ? AND ord = ? RETURNING open",
+            "UPDATE batch_orders SET open = open - ? WHERE batch_id = ? AND ord = ? RETURNING open",
         )
         .map_err(internal)?
-        .query_row(params![batch, order], |r| r.get(0))
+        .query_row(params![count, batch, order], |r| r.get(0))
         .optional()
         .map_err(internal)?;
     if open == Some(0) {

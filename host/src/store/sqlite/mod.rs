@@ -1,8 +1,12 @@
 //! The embedded SQLite driver: one database file in WAL mode, created and migrated on
 //! first open.
 //!
-//! Durability: `synchronous = FULL`, so a transaction that returned (an accepted
-//! submission, a completion) is on disk and survives a power cut, not only a crash.
+//! Durability: what callers are told is stored (a module, a batch, a submission, a
+//! cancellation, a priority or limit change) is committed with `synchronous = FULL`: it is
+//! on disk and survives a power cut. The scheduler's own bookkeeping (claims, completions,
+//! lease renewals) commits with `synchronous = NORMAL`: it survives a crash of the process,
+//! and a power cut can undo only its last moments, which re-runs the tasks whose ends were
+//! undone (tasks run at least once).
 //! Weaknesses, written down: SQLite has one writer at a time, so every write (claims,
 //! completions, submissions) is serialized through one connection; the driver batches
 //! claims and completions to keep that writer busy with few, large transactions. Only one
@@ -25,7 +29,20 @@ const MIGRATIONS: [&str; 1] = [include_str!("0001_init.sql")];
 
 pub struct SqliteStore {
     /// A std mutex, not an async one: it is only ever held inside `spawn_blocking`.
-    conn: Arc<Mutex<Connection>>,
+    conn: Arc<Mutex<Conn>>,
+}
+
+struct Conn {
+    conn: Connection,
+    /// Whether commits currently wait for the disk (`synchronous = FULL`).
+    durable: bool,
+}
+
+/// How a write commits: see the module documentation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Commit {
+    Durable,
+    Bookkeeping,
 }
 
 impl SqliteStore {
@@ -41,7 +58,10 @@ impl SqliteStore {
             format!("preparing {} (is another qhost using it?)", path.display())
         })?;
         Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: Arc::new(Mutex::new(Conn {
+                conn,
+                durable: true,
+            })),
         })
     }
 
@@ -54,20 +74,41 @@ impl SqliteStore {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
             let mut conn = conn.lock().expect("sqlite connection lock");
-            f(&mut conn)
+            f(&mut conn.conn)
         })
         .await
         .map_err(|e| StoreError::Internal(anyhow::anyhow!("store task failed: {e}")))?
     }
 
-    /// Runs `f` in one write transaction.
+    /// Runs `f` in one write transaction that is durable once it returns.
     async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
     {
-        self.call(move |conn| {
-            let tx = conn
+        self.write_as(Commit::Durable, f).await
+    }
+
+    /// Runs `f` in one write transaction committed as `commit` says.
+    async fn write_as<T, F>(&self, commit: Commit, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().expect("sqlite connection lock");
+            let durable = commit == Commit::Durable;
+            if guard.durable != durable {
+                let mode = if durable { "FULL" } else { "NORMAL" };
+                guard
+                    .conn
+                    .pragma_update(None, "synchronous", mode)
+                    .map_err(internal)?;
+                guard.durable = durable;
+            }
+            let tx = guard
+                .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(internal)?;
             let value = f(&tx)?;
@@ -75,6 +116,7 @@ impl SqliteStore {
             Ok(value)
         })
         .await
+        .map_err(|e| StoreError::Internal(anyhow::anyhow!("store task failed: {e}")))?
     }
 }
 
@@ -724,7 +766,8 @@ impl Store for SqliteStore {
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
-        self.write(move |tx| claim::claim(tx, &params)).await
+        self.write_as(Commit::Bookkeeping, move |tx| claim::claim(tx, &params))
+            .await
     }
 
     async fn task_complete(
@@ -732,16 +775,19 @@ impl Store for SqliteStore {
         completions: Vec<Completion>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
-        self.write(move |tx| claim::complete(tx, completions, now))
-            .await
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            claim::complete(tx, completions, now)
+        })
+        .await
     }
 
     async fn task_release(&self, tasks: Vec<(TaskId, i64)>) -> StoreResult<()> {
-        self.write(move |tx| claim::release(tx, &tasks)).await
+        self.write_as(Commit::Bookkeeping, move |tx| claim::release(tx, &tasks))
+            .await
     }
 
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
-        self.write(move |tx| {
+        self.write_as(Commit::Bookkeeping, move |tx| {
             tx.prepare_cached("UPDATE tasks SET lease_expires = ? WHERE state = 2 AND lease_node = ?")
                 .map_err(internal)?
                 .execute(params![until, node])
@@ -756,8 +802,10 @@ impl Store for SqliteStore {
     }
 
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
-        self.write(move |tx| claim::rescue(tx, node.as_deref(), now))
-            .await
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            claim::rescue(tx, node.as_deref(), now)
+        })
+        .await
     }
 
     async fn task_next_ready_at(&self, now: Micros) -> StoreResult<Option<Micros>> {
@@ -768,6 +816,26 @@ impl Store for SqliteStore {
                 |r| r.get(0),
             )
             .map_err(internal)
+        })
+        .await
+    }
+
+    async fn task_counts(&self) -> StoreResult<Progress> {
+        self.call(|conn| {
+            let mut progress = Progress::default();
+            let mut stmt = conn
+                .prepare_cached("SELECT state, COUNT(*) FROM tasks GROUP BY state")
+                .map_err(internal)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u64>(1)?)))
+                .map_err(internal)?;
+            for row in rows {
+                let (state, count) = row.map_err(internal)?;
+                if let Some(state) = TaskState::from_code(state) {
+                    progress.add(state, count);
+                }
+            }
+            Ok(progress)
         })
         .await
     }

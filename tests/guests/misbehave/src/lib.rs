@@ -16,6 +16,7 @@
 //! | `sleep:MS` | sleeps MS milliseconds, returns `ok` |
 //! | `info` | returns the task info it was given |
 //! | `sandbox` | returns what it can see: arguments, environment, stdin, preopens |
+//! | `mark:MS` | creates `/out/<task id>-<attempt>`, then sleeps MS milliseconds |
 //! | `read:PATH` | returns the contents of the file PATH |
 //! | `write:PATH` | writes `written` to PATH, returns `ok` |
 
@@ -106,6 +107,12 @@ impl Guest for Misbehave {
                         .unwrap_or_else(|_| "closed".into()),
                 )
                 .into_bytes())
+            }
+            "mark" => {
+                let path = format!("/out/{}-{}", info.id, info.attempt);
+                std::fs::write(&path, b"").map_err(|e| format!("writing {path}: {e}"))?;
+                std::thread::sleep(std::time::Duration::from_millis(count()? as u64));
+                Ok(b"ok".to_vec())
             }
             "read" => std::fs::read(argument).map_err(|e| format!("reading {argument}: {e}")),
             "write" => std::fs::write(argument, b"written")

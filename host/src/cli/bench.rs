@@ -1,0 +1,168 @@
+//! `qhost bench`: fills a fresh store with no-op (`echo`) tasks, drains it with one node,
+//! and reports throughput and latency, so users can measure their own hardware.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::runtime::{Runtime, RuntimeConfig};
+use crate::scheduler::node::Node;
+use crate::scheduler::{Access, Scheduler, SchedulerConfig};
+use crate::store::sqlite::SqliteStore;
+use crate::store::{AttemptFilter, BatchSpec, Store, TaskSpec};
+
+/// The `echo` guest, built from guest-examples/echo.
+const ECHO: &[u8] = include_bytes!("../../assets/echo.wasm");
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Tasks to queue and drain.
+    #[arg(long, default_value_t = 100_000)]
+    pub tasks: usize,
+    /// Instance slots.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Spread the tasks over this many groups of limit 1 (0: no groups).
+    #[arg(long, default_value_t = 0)]
+    pub groups: usize,
+    /// Spread the tasks over this many batches.
+    #[arg(long, default_value_t = 1)]
+    pub batches: usize,
+    /// Orders per batch: each batch's tasks in this many consecutive orders.
+    #[arg(long, default_value_t = 1)]
+    pub orders: usize,
+    /// Tasks claimed ahead of free slots.
+    #[arg(long, default_value_t = 256)]
+    pub prefetch: usize,
+    /// The database file (default: a fresh one in a temporary directory).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.tasks >= 1, "--tasks must be at least 1");
+    anyhow::ensure!(
+        args.batches >= 1 && args.orders >= 1,
+        "--batches and --orders must be at least 1"
+    );
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    tokio.block_on(bench(args))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let temp = tempfile::tempdir().context("creating a temporary directory")?;
+    let db = args
+        .db
+        .clone()
+        .unwrap_or_else(|| temp.path().join("bench.db"));
+    anyhow::ensure!(
+        !db.exists(),
+        "{} exists: bench needs a fresh database",
+        db.display()
+    );
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db)?);
+    let mut runtime = RuntimeConfig::with_workers(args.workers);
+    runtime.cache_dir = Some(temp.path().join("artifacts"));
+    let runtime = Arc::new(Runtime::new(runtime)?);
+    let mut config = SchedulerConfig::new("bench");
+    config.prefetch = args.prefetch;
+    let scheduler = Scheduler::new(store.clone(), runtime, config);
+    let echo = scheduler
+        .module_add(ECHO.to_vec(), Some("echo".into()), None)
+        .await?
+        .digest;
+
+    println!(
+        "qhost bench: {} echo tasks, {} worker(s), {} batch(es), {} order(s) per batch, {} group(s), sqlite {}",
+        args.tasks,
+        args.workers,
+        args.batches,
+        args.orders,
+        args.groups,
+        db.display()
+    );
+    let submit_started = Instant::now();
+    let mut batches = Vec::new();
+    let per_batch = args.tasks.div_ceil(args.batches);
+    let mut next = 0usize;
+    for _ in 0..args.batches {
+        let (info, _) = scheduler.batch_open(BatchSpec::default()).await?;
+        let count = per_batch.min(args.tasks - next);
+        let tasks: Vec<TaskSpec> = (0..count)
+            .map(|i| TaskSpec {
+                order: (i * args.orders / count.max(1)) as i64,
+                group: (args.groups > 0).then(|| format!("g{}", (next + i) % args.groups)),
+                ..TaskSpec::new(echo, b"bench".to_vec())
+            })
+            .collect();
+        next += count;
+        for chunk in tasks.chunks(10_000) {
+            scheduler
+                .submit(&Access::Admin, info.id, chunk.to_vec())
+                .await?;
+        }
+        batches.push(info.id);
+    }
+    let submit_time = submit_started.elapsed();
+    println!(
+        "submitted {} tasks in {:.2} s: {:.0} tasks/s",
+        args.tasks,
+        submit_time.as_secs_f64(),
+        args.tasks as f64 / submit_time.as_secs_f64()
+    );
+
+    let drain_started = Instant::now();
+    let node = Node::start(scheduler.clone()).await?;
+    for &batch in &batches {
+        let info = scheduler
+            .batch_wait(batch, Duration::from_secs(24 * 3600))
+            .await?;
+        anyhow::ensure!(
+            info.progress.succeeded == info.progress.total(),
+            "batch {batch} ended with {:?}",
+            info.progress
+        );
+    }
+    let drain_time = drain_started.elapsed();
+    node.stop(Duration::from_secs(10)).await?;
+    println!(
+        "drained {} tasks in {:.2} s: {:.0} tasks/s",
+        args.tasks,
+        drain_time.as_secs_f64(),
+        args.tasks as f64 / drain_time.as_secs_f64()
+    );
+    report_run_times(&*store).await?;
+    Ok(())
+}
+
+/// Percentiles of the time each attempt ran, from the execution log.
+async fn report_run_times(store: &dyn Store) -> anyhow::Result<()> {
+    let mut runs = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .attempt_list(AttemptFilter {
+                after,
+                limit: Some(10_000),
+                ..Default::default()
+            })
+            .await?;
+        let Some(&(last, _)) = page.last() else { break };
+        after = Some(last);
+        runs.extend(page.iter().map(|(_, a)| a.ended_at - a.started_at));
+    }
+    runs.sort_unstable();
+    if !runs.is_empty() {
+        let at = |p: usize| runs[(runs.len() - 1) * p / 100];
+        println!("attempt run time: p50 {} µs, p99 {} µs", at(50), at(99));
+    }
+    Ok(())
+}

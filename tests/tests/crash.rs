@@ -1,0 +1,142 @@
+//! kill -9 of a process running tasks, then a restart: nothing is lost, the lost attempts
+//! are recorded, their tasks run again, and no rule is broken across the crash.
+
+use std::path::Path;
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use qhost::runtime::{Mount, Outcome, Runtime, RuntimeConfig};
+use qhost::scheduler::rules::{self, Span};
+use qhost::scheduler::{Scheduler, SchedulerConfig};
+use qhost::store::sqlite::SqliteStore;
+use qhost::store::*;
+
+fn node(db: &Path, out: &Path, until_done: bool) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_test-node"));
+    command.arg(db).arg("node-1").arg("2").arg(out);
+    if until_done {
+        command.arg("--until-done");
+    }
+    command.spawn().expect("starting test-node")
+}
+
+/// Waits for `count` attempts to have started (each leaves a marker file).
+fn wait_for_markers(out: &Path, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_dir(out).unwrap().count() < count {
+        assert!(
+            Instant::now() < deadline,
+            "the node never started {count} tasks"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_node_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("qhost.db");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+
+    let tasks: Vec<TaskId> = {
+        let store = Arc::new(SqliteStore::open(&db).unwrap());
+        let mut config = RuntimeConfig::with_workers(1);
+        config.mounts = vec![Mount {
+            name: "out".into(),
+            dir: out.clone(),
+            writable: true,
+        }];
+        let scheduler = Scheduler::new(
+            store,
+            Arc::new(Runtime::new(config).unwrap()),
+            SchedulerConfig::new("setup"),
+        );
+        let bytes = std::fs::read(qhost_tests::guest("misbehave")).unwrap();
+        let module = scheduler
+            .module_add(bytes, None, None)
+            .await
+            .unwrap()
+            .digest;
+        let (batch, _) = scheduler.batch_open(BatchSpec::default()).await.unwrap();
+        let specs = (0..12)
+            .map(|i| TaskSpec {
+                order: i / 4,
+                group: (i % 2 == 0).then(|| "shared".to_string()),
+                mounts: vec![qhost::runtime::MountGrant {
+                    name: "out".into(),
+                    writable: true,
+                }],
+                backoff: Duration::ZERO,
+                ..TaskSpec::new(module, "mark:150")
+            })
+            .collect();
+        scheduler
+            .submit(&qhost::scheduler::Access::Admin, batch.id, specs)
+            .await
+            .unwrap()
+    };
+
+    let mut first = node(&db, &out, false);
+    wait_for_markers(&out, 2);
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let mut second = node(&db, &out, true);
+    let status = second.wait().unwrap();
+    assert!(status.success(), "the restarted node failed: {status}");
+
+    let store = SqliteStore::open(&db).unwrap();
+    for &task in &tasks {
+        let info = store.task_get(task).await.unwrap();
+        assert_eq!(
+            info.state,
+            TaskState::Succeeded,
+            "task {task}: {:?}",
+            info.error
+        );
+    }
+    let log: Vec<AttemptRecord> = store
+        .attempt_list(AttemptFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
+    let lost: Vec<_> = log.iter().filter(|a| a.outcome == Outcome::Lost).collect();
+    assert!(!lost.is_empty(), "no attempt was recorded lost");
+    assert!(
+        lost.iter()
+            .all(|a| a.error.as_deref().unwrap().contains("restarted"))
+    );
+    for &task in &tasks {
+        let succeeded = log
+            .iter()
+            .filter(|a| a.task == task && a.outcome == Outcome::Succeeded)
+            .count();
+        assert_eq!(succeeded, 1, "task {task} succeeded {succeeded} times");
+    }
+    // The lost attempts ran again; those that had started (the others were claimed ahead)
+    // left a marker.
+    for attempt in &lost {
+        assert!(
+            log.iter()
+                .any(|a| a.task == attempt.task && a.attempt == attempt.attempt + 1)
+        );
+    }
+    let started = lost
+        .iter()
+        .filter(|a| out.join(format!("{}-{}", a.task, a.attempt)).exists())
+        .count();
+    assert!(started >= 1, "none of the lost attempts had started");
+    let spans: Vec<Span> = log.iter().map(Span::from).collect();
+    rules::check_gates(&spans).unwrap();
+    rules::check_group_limits(&spans, |_| 1).unwrap();
+    let ran: Vec<Span> = log
+        .iter()
+        .filter(|a| a.outcome != Outcome::Lost)
+        .map(Span::from)
+        .collect();
+    rules::check_parallelism(&ran, 2).unwrap();
+}
