@@ -217,9 +217,20 @@ async fn cancelling_a_running_task_stops_it_promptly() {
         )
         .await
         .unwrap();
-    while h.scheduler.store().running_list().await.unwrap().is_empty() {
+    // The live view shows where it runs once it has a slot.
+    let running = loop {
+        let now = h.scheduler.running_now().await.unwrap();
+        if now.first().is_some_and(|r| r.slot.is_some()) {
+            break now;
+        }
         tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    };
+    assert_eq!(running.len(), 1);
+    assert_eq!(
+        (running[0].task, running[0].batch, running[0].node.as_str()),
+        (ids[0], batch, "test-node")
+    );
+    assert!(running[0].slot.unwrap() < 2);
     assert_eq!(
         h.scheduler.task_cancel(&access, ids[0]).await.unwrap(),
         CancelResult::Requested

@@ -164,6 +164,18 @@ pub struct RunRequest {
     pub mounts: Vec<MountGrant>,
     /// Cancelling it stops the run promptly with outcome `cancelled`.
     pub cancel: CancellationToken,
+    /// Told the slot once the run has one and starts.
+    pub on_start: Option<OnStart>,
+}
+
+/// A callback told the slot a run starts in.
+#[derive(Clone)]
+pub struct OnStart(pub Arc<dyn Fn(usize) + Send + Sync>);
+
+impl fmt::Debug for OnStart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnStart")
+    }
 }
 
 /// Loads components and runs tasks on a fixed pool of instance slots.
@@ -270,6 +282,9 @@ impl Runtime {
     /// be opened); everything the task does ends in the report's outcome.
     pub async fn run(&self, module: &TaskModule, request: RunRequest) -> anyhow::Result<RunReport> {
         let slot = self.slots.acquire().await;
+        if let Some(on_start) = &request.on_start {
+            (on_start.0)(slot.index);
+        }
         let _ticking = self.ticker.running();
         let started_at = SystemTime::now();
         let started = Instant::now();

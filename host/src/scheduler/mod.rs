@@ -86,6 +86,14 @@ impl SchedulerConfig {
     }
 }
 
+/// A run this node holds.
+pub(crate) struct LocalRun {
+    pub(crate) batch: BatchId,
+    pub(crate) cancel: CancellationToken,
+    /// The slot, once the run has one.
+    pub(crate) slot: Option<usize>,
+}
+
 /// Something that happened to a batch's tasks, for waiters.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchEvent {
@@ -105,8 +113,8 @@ pub struct Scheduler {
     /// Wakes the claim loop: new work may be claimable.
     pub(crate) wake: Notify,
     pub(crate) events: broadcast::Sender<BatchEvent>,
-    /// Runs on this node that can be cancelled, by task.
-    pub(crate) running: Mutex<HashMap<TaskId, (BatchId, CancellationToken)>>,
+    /// Runs on this node, by task: for cancellation and the live view.
+    pub(crate) running: Mutex<HashMap<TaskId, LocalRun>>,
     modules: Mutex<HashMap<Digest, Arc<TaskModule>>>,
 }
 
@@ -311,9 +319,9 @@ impl Scheduler {
     pub async fn batch_cancel(&self, access: &Access, batch: BatchId) -> Result<u64> {
         self.authorize(access, batch).await?;
         let cancelled = self.store.batch_cancel(batch, now_micros()).await?;
-        for (task_batch, token) in self.running.lock().expect("running lock").values() {
-            if *task_batch == batch {
-                token.cancel();
+        for run in self.running.lock().expect("running lock").values() {
+            if run.batch == batch {
+                run.cancel.cancel();
             }
         }
         self.notify_batch(batch);
@@ -365,12 +373,29 @@ impl Scheduler {
         self.authorize(access, info.batch).await?;
         let result = self.store.task_cancel(task, now_micros()).await?;
         if result == CancelResult::Requested
-            && let Some((_, token)) = self.running.lock().expect("running lock").get(&task)
+            && let Some(run) = self.running.lock().expect("running lock").get(&task)
         {
-            token.cancel();
+            run.cancel.cancel();
         }
         self.notify_batch(info.batch);
         Ok(result)
+    }
+
+    /// What runs now and where: every node's claimed tasks, with the slot of those
+    /// running on this node.
+    pub async fn running_now(&self) -> Result<Vec<RunningTask>> {
+        let mut running = self.store.running_list().await?;
+        let local = self.running.lock().expect("running lock");
+        for task in &mut running {
+            if task.node == self.config.node {
+                task.slot = local.get(&task.task).and_then(|run| run.slot);
+            }
+        }
+        Ok(running)
+    }
+
+    pub async fn group_get(&self, key: String) -> Result<GroupInfo> {
+        Ok(self.store.group_get(key).await?)
     }
 
     pub async fn group_set_limit(&self, key: String, limit: u32) -> Result<()> {

@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::Scheduler;
-use crate::runtime::{RunRequest, TaskInfo as RunInfo};
+use super::{LocalRun, Scheduler};
+use crate::runtime::{OnStart, RunRequest, TaskInfo as RunInfo};
 use crate::store::*;
 
 /// Completions written in one transaction at most.
@@ -210,11 +210,23 @@ async fn run_one(
     hand_back: CancellationToken,
 ) {
     let cancel = CancellationToken::new();
-    scheduler
-        .running
-        .lock()
-        .expect("running lock")
-        .insert(task.id, (task.batch, cancel.clone()));
+    scheduler.running.lock().expect("running lock").insert(
+        task.id,
+        LocalRun {
+            batch: task.batch,
+            cancel: cancel.clone(),
+            slot: None,
+        },
+    );
+    let on_start = {
+        let scheduler = scheduler.clone();
+        let id = task.id;
+        OnStart(Arc::new(move |slot| {
+            if let Some(run) = scheduler.running.lock().expect("running lock").get_mut(&id) {
+                run.slot = Some(slot);
+            }
+        }))
+    };
     let run = async {
         let module = scheduler.module(task.module).await?;
         let request = RunRequest {
@@ -229,6 +241,7 @@ async fn run_one(
             limits: task.limits,
             mounts: task.mounts.clone(),
             cancel,
+            on_start: Some(on_start),
         };
         scheduler.runtime.run(&module, request).await
     };
@@ -376,8 +389,8 @@ async fn keep_leases(
             Ok(cancelled) => {
                 let running = scheduler.running.lock().expect("running lock");
                 for task in cancelled {
-                    if let Some((_, token)) = running.get(&task) {
-                        token.cancel();
+                    if let Some(run) = running.get(&task) {
+                        run.cancel.cancel();
                     }
                 }
             }

@@ -320,6 +320,9 @@ pub struct RunningTask {
     pub task: TaskId,
     pub batch: BatchId,
     pub node: String,
+    /// The slot running it, when it runs on this node and has started (a claimed task
+    /// waits for a slot first).
+    pub slot: Option<usize>,
     pub attempt: u32,
     pub group: Option<String>,
     pub order: i64,

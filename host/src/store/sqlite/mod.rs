@@ -858,6 +858,7 @@ impl Store for SqliteStore {
                         task: r.get(0)?,
                         batch: r.get(1)?,
                         node: r.get(2)?,
+                        slot: None,
                         attempt: r.get(3)?,
                         group: r.get(4)?,
                         order: r.get(5)?,
