@@ -381,3 +381,70 @@ async fn random_workloads_keep_every_rule() {
         h.stop().await;
     }
 }
+
+/// Stopping a node lets running tasks finish within the grace period and hands back the
+/// rest untouched; the next node runs them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_node_hands_back_what_it_cannot_finish() {
+    let mut h = Harness::start(1, 2).await;
+    let sleep = h.module("sleep").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let ids = h
+        .scheduler
+        .submit(
+            &access,
+            batch,
+            vec![sleep_task(sleep, 100, 0), sleep_task(sleep, 10_000, 1)],
+        )
+        .await
+        .unwrap();
+    // The short task finishes within the grace period.
+    while h
+        .scheduler
+        .running_now()
+        .await
+        .unwrap()
+        .first()
+        .is_none_or(|r| r.slot.is_none())
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    h.node
+        .take()
+        .unwrap()
+        .stop(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.scheduler.task_get(ids[0]).await.unwrap().state,
+        TaskState::Succeeded
+    );
+    assert_eq!(
+        h.scheduler.task_get(ids[1]).await.unwrap().state,
+        TaskState::Ready,
+        "never started"
+    );
+
+    // The long one is handed back when the grace period runs out.
+    let node = qhost::scheduler::node::Node::start(h.scheduler.clone())
+        .await
+        .unwrap();
+    while h
+        .scheduler
+        .running_now()
+        .await
+        .unwrap()
+        .first()
+        .is_none_or(|r| r.slot.is_none())
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    node.stop(Duration::from_millis(50)).await.unwrap();
+    let long = h.scheduler.task_get(ids[1]).await.unwrap();
+    assert_eq!((long.state, long.attempts), (TaskState::Ready, 0));
+    assert_eq!(
+        h.log().await.len(),
+        1,
+        "a handed-back run leaves no attempt"
+    );
+}
