@@ -338,11 +338,9 @@ impl Scheduler {
     pub async fn batch_wait(&self, batch: BatchId, timeout: Duration) -> Result<BatchInfo> {
         let mut events = self.subscribe();
         let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let info = self.store.batch_get(batch).await?;
-            if info.progress.is_done() {
-                return Ok(info);
-            }
+        // NotFound before any waiting.
+        self.store.batch_get(batch).await?;
+        while self.store.batch_open_count(batch).await? > 0 {
             loop {
                 match tokio::time::timeout_at(deadline, events.recv()).await {
                     Err(_) => return Ok(self.store.batch_get(batch).await?),
@@ -351,6 +349,7 @@ impl Scheduler {
                 }
             }
         }
+        Ok(self.store.batch_get(batch).await?)
     }
 
     pub async fn task_get(&self, task: TaskId) -> Result<TaskInfo> {

@@ -382,6 +382,9 @@ pub trait Store: Send + Sync + 'static {
     /// only once it is open).
     async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()>;
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo>;
+    /// How many of the batch's tasks have not ended: cheap enough to ask after every
+    /// completion (unlike the full progress counts).
+    async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64>;
     /// Checks a handle's hash against the batch's.
     async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()>;
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()>;

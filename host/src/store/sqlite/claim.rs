@@ -45,7 +45,8 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
     if p.max == 0 {
         return Ok(Vec::new());
     }
-    let scan = p.max * 4 + 64;
+    // Room for candidates a group or batch limit turns away within this claim.
+    let scan = p.max * 2 + 32;
     let picked: Vec<(TaskId, i64)> = {
         let mut stmt = tx.prepare_cached(CLAIM_SQL).map_err(internal)?;
         let rows = stmt
