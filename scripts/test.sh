@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+scripts/guest-toolchains.sh # Python, JavaScript and C toolchains for tests/tests/languages.rs
 cargo test --workspace "$@"
