@@ -88,6 +88,17 @@ impl Harness {
         self.log().await.iter().map(Span::from).collect()
     }
 
+    /// Waits until a task runs in a slot of this node; returns the live view then.
+    pub async fn wait_until_running(&self) -> Vec<RunningTask> {
+        loop {
+            let running = self.scheduler.running_now().await.unwrap();
+            if running.iter().any(|r| r.slot.is_some()) {
+                return running;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     pub async fn stop(mut self) {
         if let Some(node) = self.node.take() {
             node.stop(Duration::from_secs(30)).await.unwrap();

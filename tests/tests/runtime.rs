@@ -3,13 +3,15 @@
 //! its mounts, bounded captures, refused components and the artifact cache.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use qhost::runtime::limits::{KIB, MIB};
 use qhost::runtime::{
     LoadError, Mount, MountGrant, Outcome, RunReport, RunRequest, Runtime, RuntimeConfig, TaskInfo,
     TaskLimits, TaskModule,
 };
+use qhost::scheduler::rules::{Span, peak_overlap};
+use qhost::store::{duration_micros, to_micros};
 use qhost_tests::guest;
 
 fn runtime(workers: usize) -> Runtime {
@@ -110,11 +112,16 @@ async fn slots_bound_parallelism() {
             let report = handle.await.unwrap();
             assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
             assert!(report.slot < SLOTS);
-            spans.push((
-                report.started_at,
-                report.started_at + report.duration,
-                report.slot,
-            ));
+            let start = to_micros(report.started_at);
+            // The slot stands in the span's `batch`, to check each slot on its own.
+            spans.push(Span {
+                task: spans.len() as i64,
+                batch: report.slot as i64,
+                order: 0,
+                group: None,
+                start,
+                end: start + duration_micros(report.duration),
+            });
         }
         let peak = peak_overlap(&spans);
         assert!(
@@ -122,34 +129,15 @@ async fn slots_bound_parallelism() {
             "round {round}: {peak} tasks ran at once on {SLOTS} slots"
         );
         assert_eq!(peak, SLOTS, "round {round}: the slots were not all used");
-        for (i, a) in spans.iter().enumerate() {
-            for b in &spans[i + 1..] {
-                let overlap = a.0 < b.1 && b.0 < a.1;
-                assert!(
-                    !(overlap && a.2 == b.2),
-                    "slot {} ran two tasks at once",
-                    a.2
-                );
-            }
+        for slot in 0..SLOTS as i64 {
+            let on_slot = spans.iter().filter(|s| s.batch == slot);
+            assert!(
+                peak_overlap(on_slot) <= 1,
+                "slot {slot} ran two tasks at once"
+            );
         }
         assert_eq!(rt.busy_slots(), 0);
     }
-}
-
-fn peak_overlap(spans: &[(SystemTime, SystemTime, usize)]) -> usize {
-    let mut events: Vec<(SystemTime, i32)> = Vec::new();
-    for (start, end, _) in spans {
-        events.push((*start, 1));
-        events.push((*end, -1));
-    }
-    // Ends sort before starts at the same instant: touching spans do not overlap.
-    events.sort();
-    let (mut now, mut peak) = (0i32, 0i32);
-    for (_, delta) in events {
-        now += delta;
-        peak = peak.max(now);
-    }
-    peak as usize
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -218,13 +218,7 @@ async fn cancelling_a_running_task_stops_it_promptly() {
         .await
         .unwrap();
     // The live view shows where it runs once it has a slot.
-    let running = loop {
-        let now = h.scheduler.running_now().await.unwrap();
-        if now.first().is_some_and(|r| r.slot.is_some()) {
-            break now;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
+    let running = h.wait_until_running().await;
     assert_eq!(running.len(), 1);
     assert_eq!(
         (running[0].task, running[0].batch, running[0].node.as_str()),
@@ -399,16 +393,7 @@ async fn a_stopping_node_hands_back_what_it_cannot_finish() {
         .await
         .unwrap();
     // The short task finishes within the grace period.
-    while h
-        .scheduler
-        .running_now()
-        .await
-        .unwrap()
-        .first()
-        .is_none_or(|r| r.slot.is_none())
-    {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    h.wait_until_running().await;
     h.node
         .take()
         .unwrap()
@@ -429,16 +414,7 @@ async fn a_stopping_node_hands_back_what_it_cannot_finish() {
     let node = qhost::scheduler::node::Node::start(h.scheduler.clone())
         .await
         .unwrap();
-    while h
-        .scheduler
-        .running_now()
-        .await
-        .unwrap()
-        .first()
-        .is_none_or(|r| r.slot.is_none())
-    {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    h.wait_until_running().await;
     node.stop(Duration::from_millis(50)).await.unwrap();
     let long = h.scheduler.task_get(ids[1]).await.unwrap();
     assert_eq!((long.state, long.attempts), (TaskState::Ready, 0));

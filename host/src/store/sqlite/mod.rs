@@ -195,21 +195,34 @@ fn batch_info(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
         .optional()
         .map_err(internal)?
         .ok_or_else(|| not_found("batch", batch))?;
-    let mut stmt = conn
-        .prepare_cached("SELECT state, COUNT(*) FROM tasks WHERE batch_id = ? GROUP BY state")
-        .map_err(internal)?;
+    info.progress = count_states(
+        conn,
+        "SELECT state, COUNT(*) FROM tasks WHERE batch_id = ? GROUP BY state",
+        [batch],
+    )?;
+    Ok(info)
+}
+
+/// Runs a `SELECT state, COUNT(*) ... GROUP BY state` query into a progress count.
+fn count_states(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> StoreResult<Progress> {
+    let mut progress = Progress::default();
+    let mut stmt = conn.prepare_cached(sql).map_err(internal)?;
     let rows = stmt
-        .query_map([batch], |row| {
+        .query_map(params, |row| {
             Ok((row.get::<_, i64>(0)?, row.get::<_, u64>(1)?))
         })
         .map_err(internal)?;
     for row in rows {
         let (state, count) = row.map_err(internal)?;
         if let Some(state) = TaskState::from_code(state) {
-            info.progress.add(state, count);
+            progress.add(state, count);
         }
     }
-    Ok(info)
+    Ok(progress)
 }
 
 fn module_exists(tx: &Transaction<'_>, digest: &str) -> StoreResult<bool> {
@@ -836,23 +849,8 @@ impl Store for SqliteStore {
     }
 
     async fn task_counts(&self) -> StoreResult<Progress> {
-        self.call(|conn| {
-            let mut progress = Progress::default();
-            let mut stmt = conn
-                .prepare_cached("SELECT state, COUNT(*) FROM tasks GROUP BY state")
-                .map_err(internal)?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u64>(1)?)))
-                .map_err(internal)?;
-            for row in rows {
-                let (state, count) = row.map_err(internal)?;
-                if let Some(state) = TaskState::from_code(state) {
-                    progress.add(state, count);
-                }
-            }
-            Ok(progress)
-        })
-        .await
+        self.call(|conn| count_states(conn, "SELECT state, COUNT(*) FROM tasks GROUP BY state", []))
+            .await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
