@@ -14,6 +14,9 @@ use super::{gate, internal};
 use crate::runtime::{MountGrant, Outcome, TaskLimits};
 use crate::store::*;
 
+/// Picks and takes the tasks in one statement: `?1` now, `?2` how many candidates to
+/// scan, `?3` how many to take, `?4` the node, `?5` the lease token base, `?6` the lease
+/// expiry.
 const CLAIM_SQL: &str = "
 WITH candidates AS (
     SELECT t.id, t.batch_id, t.group_key, t.priority, t.vseq,
@@ -35,11 +38,17 @@ ranked AS (
            ROW_NUMBER() OVER (PARTITION BY batch_id ORDER BY priority DESC, vseq, id) AS batch_rank
     FROM candidates
 )
-SELECT id, vseq FROM ranked
-WHERE (group_key IS NULL OR group_rank <= group_room)
-  AND (batch_room IS NULL OR batch_rank <= batch_room)
-ORDER BY priority DESC, vseq, id
-LIMIT ?3";
+UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, lease_node = ?4,
+    lease_token = ?5 + id, lease_expires = ?6
+WHERE id IN (
+    SELECT id FROM ranked
+    WHERE (group_key IS NULL OR group_rank <= group_room)
+      AND (batch_room IS NULL OR batch_rank <= batch_room)
+    ORDER BY priority DESC, vseq, id
+    LIMIT ?3
+)
+RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts, lease_token,
+    priority, vseq";
 
 pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
     if p.max == 0 {
@@ -47,51 +56,51 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
     }
     // Room for candidates a group or batch limit turns away within this claim.
     let scan = p.max * 2 + 32;
-    let picked: Vec<(TaskId, i64)> = {
+    // Tokens differ between attempts of a task: a fresh random base for every claim.
+    let token_base = random_token() >> 2;
+    let expires = p.now + duration_micros(p.lease);
+    let mut picked: Vec<(i32, i64, ClaimedTask)> = {
         let mut stmt = tx.prepare_cached(CLAIM_SQL).map_err(internal)?;
         let rows = stmt
-            .query_map(params![p.now, scan as i64, p.max as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
+            .query_map(
+                params![
+                    p.now,
+                    scan as i64,
+                    p.max as i64,
+                    p.node,
+                    token_base,
+                    expires
+                ],
+                |r| {
+                    let limits: String = r.get(6)?;
+                    let mounts: String = r.get(7)?;
+                    let task = ClaimedTask {
+                        id: r.get(0)?,
+                        batch: r.get(1)?,
+                        module: super::digest_of(r.get(2)?),
+                        input: r.get(3)?,
+                        order: r.get(4)?,
+                        group: r.get(5)?,
+                        limits: serde_json::from_str::<TaskLimits>(&limits).unwrap_or_default(),
+                        mounts: serde_json::from_str::<Vec<MountGrant>>(&mounts)
+                            .unwrap_or_default(),
+                        attempt: r.get(8)?,
+                        lease_token: r.get(9)?,
+                        claimed_at: p.now,
+                    };
+                    Ok((r.get(10)?, r.get(11)?, task))
+                },
+            )
             .map_err(internal)?;
         rows.collect::<Result<_, _>>().map_err(internal)?
     };
     if picked.is_empty() {
         return Ok(Vec::new());
     }
-    let expires = p.now + duration_micros(p.lease);
-    let mut take = tx
-        .prepare_cached(
-            "UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, lease_node = ?2,
-                 lease_token = ?3, lease_expires = ?4
-             WHERE id = ?5
-             RETURNING batch_id, module, input, ord, group_key, limits, mounts, attempts",
-        )
-        .map_err(internal)?;
-    let mut claimed = Vec::with_capacity(picked.len());
-    for &(id, _) in &picked {
-        let lease_token = random_token();
-        let task = take
-            .query_row(params![p.now, p.node, lease_token, expires, id], |r| {
-                let limits: String = r.get(5)?;
-                let mounts: String = r.get(6)?;
-                Ok(ClaimedTask {
-                    id,
-                    batch: r.get(0)?,
-                    module: super::digest_of(r.get(1)?),
-                    input: r.get(2)?,
-                    order: r.get(3)?,
-                    group: r.get(4)?,
-                    limits: serde_json::from_str::<TaskLimits>(&limits).unwrap_or_default(),
-                    mounts: serde_json::from_str::<Vec<MountGrant>>(&mounts).unwrap_or_default(),
-                    attempt: r.get(7)?,
-                    lease_token,
-                    claimed_at: p.now,
-                })
-            })
-            .map_err(internal)?;
-        claimed.push(task);
-    }
+    // RETURNING gives rows in no particular order: hand them out in claim order.
+    picked.sort_by_key(|(priority, vseq, task)| (-priority, *vseq, task.id));
+    let latest_vseq = picked.iter().map(|&(_, vseq, _)| vseq).max().unwrap_or(0);
+    let claimed: Vec<ClaimedTask> = picked.into_iter().map(|(_, _, task)| task).collect();
     // The counters change once per batch and group, not once per task.
     let mut batches: HashMap<BatchId, (i64, i64)> = HashMap::new();
     let mut groups: HashMap<&str, i64> = HashMap::new();
@@ -123,7 +132,6 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
             .execute(params![count, group])
             .map_err(internal)?;
     }
-    let latest_vseq = picked.iter().map(|&(_, vseq)| vseq).max().unwrap_or(0);
     tx.prepare_cached("UPDATE scheduler SET vtime = max(vtime, ?)")
         .map_err(internal)?
         .execute([latest_vseq])
