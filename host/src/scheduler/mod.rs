@@ -319,6 +319,8 @@ impl Scheduler {
     pub async fn batch_cancel(&self, access: &Access, batch: BatchId) -> Result<u64> {
         self.authorize(access, batch).await?;
         let cancelled = self.store.batch_cancel(batch, now_micros()).await?;
+        // Cancelled tasks may have held a gate of another batch's group: claim again.
+        self.wake.notify_one();
         for run in self.running.lock().expect("running lock").values() {
             if run.batch == batch {
                 run.cancel.cancel();
@@ -371,6 +373,8 @@ impl Scheduler {
         let info = self.store.task_get(task).await?;
         self.authorize(access, info.batch).await?;
         let result = self.store.task_cancel(task, now_micros()).await?;
+        // Cancelling a pending task may close its order and open the next one.
+        self.wake.notify_one();
         if result == CancelResult::Requested
             && let Some(run) = self.running.lock().expect("running lock").get(&task)
         {
