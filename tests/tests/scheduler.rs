@@ -424,3 +424,45 @@ async fn a_stopping_node_hands_back_what_it_cannot_finish() {
         "a handed-back run leaves no attempt"
     );
 }
+
+/// Cancelling the task that held a batch's gate opens the next order at once, even while
+/// nothing else ends on the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_gate_opens_the_next_order() {
+    let h = Harness::start(2, 0).await;
+    let sleep = h.module("sleep").await;
+    let (long_batch, long_access) = h.open(BatchSpec::default()).await;
+    let long = TaskSpec {
+        group: Some("g".into()),
+        ..sleep_task(sleep, 20_000, 0)
+    };
+    let long_id = h
+        .scheduler
+        .submit(&long_access, long_batch, vec![long])
+        .await
+        .unwrap()[0];
+    h.wait_until_running().await;
+
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let held = TaskSpec {
+        group: Some("g".into()),
+        ..sleep_task(sleep, 1, 0)
+    };
+    let ids = h
+        .scheduler
+        .submit(&access, batch, vec![held, sleep_task(sleep, 1, 1)])
+        .await
+        .unwrap();
+    h.scheduler.task_cancel(&access, ids[0]).await.unwrap();
+    let info = h.wait(batch).await;
+    assert_eq!((info.progress.cancelled, info.progress.succeeded), (1, 1));
+    assert_eq!(
+        h.scheduler.task_get(long_id).await.unwrap().state,
+        TaskState::Running
+    );
+    h.scheduler
+        .task_cancel(&long_access, long_id)
+        .await
+        .unwrap();
+    h.stop().await;
+}

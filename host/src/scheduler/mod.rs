@@ -319,7 +319,7 @@ impl Scheduler {
     pub async fn batch_cancel(&self, access: &Access, batch: BatchId) -> Result<u64> {
         self.authorize(access, batch).await?;
         let cancelled = self.store.batch_cancel(batch, now_micros()).await?;
-        // Cancelled tasks may have held a gate of another batch's group: claim again.
+        // Cancelled tasks may close their orders and open the next ones: claim again.
         self.wake.notify_one();
         for run in self.running.lock().expect("running lock").values() {
             if run.batch == batch {
