@@ -5,8 +5,10 @@
 //!   the limits that every task attempt runs under.
 //! - [`store`]: the durable store: the driver trait and the SQLite driver.
 //! - [`scheduler`]: batches, tasks and their rules; the node that claims and runs tasks.
+//! - [`api`]: the HTTP JSON API that `qhost serve` offers.
 //! - [`cli`]: the `qhost` command line, one file per subcommand.
 
+pub mod api;
 pub mod cli;
 pub mod runtime;
 pub mod scheduler;

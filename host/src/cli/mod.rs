@@ -3,6 +3,7 @@
 
 mod bench;
 mod run;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -28,6 +29,8 @@ pub struct Cli {
 pub enum Command {
     /// Run one task locally, without a server, and print its output.
     Run(run::RunArgs),
+    /// Run a node with the HTTP API (SQLite store in the data directory).
+    Serve(serve::ServeArgs),
     /// Measure drain throughput: queue no-op tasks in a fresh store and run them all.
     Bench(bench::BenchArgs),
 }
@@ -36,6 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
 

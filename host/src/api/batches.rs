@@ -1,0 +1,272 @@
+//! `/v1/batches`: open a batch, submit tasks into it, follow, reprioritize, seal, cancel,
+//! wait for and release it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult};
+use crate::runtime::limits::{parse_bytes, parse_duration};
+use crate::runtime::{Digest, MountGrant};
+use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec};
+
+/// Most time a wait may ask for; a client waits longer by asking again.
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenBatch {
+    pub name: Option<String>,
+    #[serde(default)]
+    pub priority: i32,
+    pub max_parallel: Option<u32>,
+    #[serde(default)]
+    pub failure_policy: FailurePolicy,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Opened {
+    pub batch: BatchInfo,
+    /// The capability to use this batch: keep it secret.
+    pub handle: String,
+}
+
+/// One task of a submission. The input is `input` (text), `input_base64` or `input_json`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRequest {
+    /// A module's digest, or its name.
+    pub module: String,
+    pub input: Option<String>,
+    pub input_base64: Option<String>,
+    pub input_json: Option<serde_json::Value>,
+    #[serde(default)]
+    pub order: i64,
+    pub group: Option<String>,
+    pub priority: Option<i32>,
+    pub max_attempts: Option<u32>,
+    /// A duration such as `500ms`.
+    pub backoff: Option<String>,
+    /// A duration such as `30s`.
+    pub timeout: Option<String>,
+    /// A size such as `64MiB`.
+    pub memory: Option<String>,
+    #[serde(default)]
+    pub mounts: Vec<MountGrant>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Submit {
+    pub tasks: Vec<TaskRequest>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Submitted {
+    pub tasks: Vec<TaskId>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetPriority {
+    pub priority: i32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitQuery {
+    pub timeout: Option<String>,
+}
+
+pub fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
+    body.map(|Json(value)| value)
+        .map_err(|rejection| ApiError::rejected(rejection.status(), rejection.body_text()))
+}
+
+pub async fn open(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Result<Json<OpenBatch>, JsonRejection>,
+) -> ApiResult<(StatusCode, Json<Opened>)> {
+    caller.require_admin()?;
+    let body = json_body(body)?;
+    let spec = BatchSpec {
+        name: body.name,
+        priority: body.priority,
+        max_parallel: body.max_parallel,
+        failure_policy: body.failure_policy,
+    };
+    let (batch, handle) = state.scheduler.batch_open(spec).await?;
+    Ok((StatusCode::CREATED, Json(Opened { batch, handle })))
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<BatchId>,
+) -> ApiResult<Json<BatchInfo>> {
+    state.scheduler.authorize(&caller.0, batch).await?;
+    Ok(Json(state.scheduler.batch_get(batch).await?))
+}
+
+pub async fn submit(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<BatchId>,
+    body: Result<Json<Submit>, JsonRejection>,
+) -> ApiResult<(StatusCode, Json<Submitted>)> {
+    state.scheduler.authorize(&caller.0, batch).await?;
+    let body = json_body(body)?;
+    let modules = resolve_modules(&state, &body.tasks).await?;
+    let mut specs = Vec::with_capacity(body.tasks.len());
+    for (index, task) in body.tasks.into_iter().enumerate() {
+        let spec = task_spec(task, &modules, &state)
+            .map_err(|e| ApiError::bad_request(format!("task {index}: {e}")))?;
+        specs.push(spec);
+    }
+    let tasks = state.scheduler.submit(&caller.0, batch, specs).await?;
+    Ok((StatusCode::CREATED, Json(Submitted { tasks })))
+}
+
+/// Digests for the module references of a submission: a digest stands for itself, a name
+/// for the latest module added under it.
+async fn resolve_modules(
+    state: &AppState,
+    tasks: &[TaskRequest],
+) -> ApiResult<HashMap<String, Digest>> {
+    let mut resolved = HashMap::new();
+    let mut names = Vec::new();
+    for task in tasks {
+        match Digest::from_hex(&task.module) {
+            Ok(digest) => {
+                resolved.insert(task.module.clone(), digest);
+            }
+            Err(_) => names.push(task.module.clone()),
+        }
+    }
+    if !names.is_empty() {
+        let modules = state
+            .scheduler
+            .store()
+            .module_list()
+            .await
+            .map_err(crate::scheduler::Error::from)?;
+        for module in modules {
+            if let Some(name) = module.name {
+                resolved.insert(name, module.digest);
+            }
+        }
+    }
+    Ok(resolved)
+}
+
+fn task_spec(
+    task: TaskRequest,
+    modules: &HashMap<String, Digest>,
+    state: &AppState,
+) -> Result<TaskSpec, String> {
+    let module = *modules.get(&task.module).ok_or_else(|| {
+        format!(
+            "field `module`: no module has the digest or name `{}`",
+            task.module
+        )
+    })?;
+    let input = match (task.input, task.input_base64, task.input_json) {
+        (Some(text), None, None) => text.into_bytes(),
+        (None, Some(b64), None) => base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| format!("field `input_base64`: {e}"))?,
+        (None, None, Some(json)) => serde_json::to_vec(&json).expect("JSON serializes"),
+        (None, None, None) => Vec::new(),
+        _ => return Err("give at most one of `input`, `input_base64` and `input_json`".into()),
+    };
+    let mut limits = state.scheduler.config().default_limits;
+    if let Some(timeout) = task.timeout {
+        limits.timeout = parse_duration(&timeout).map_err(|e| format!("field `timeout`: {e}"))?;
+    }
+    if let Some(memory) = task.memory {
+        limits.memory = parse_bytes(&memory).map_err(|e| format!("field `memory`: {e}"))?;
+    }
+    let mut spec = TaskSpec::new(module, input);
+    spec.order = task.order;
+    spec.group = task.group;
+    spec.priority = task.priority;
+    spec.limits = limits;
+    spec.mounts = task.mounts;
+    if let Some(attempts) = task.max_attempts {
+        spec.max_attempts = attempts;
+    }
+    if let Some(backoff) = task.backoff {
+        spec.backoff = parse_duration(&backoff).map_err(|e| format!("field `backoff`: {e}"))?;
+    }
+    Ok(spec)
+}
+
+pub async fn set_priority(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<BatchId>,
+    body: Result<Json<SetPriority>, JsonRejection>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let body = json_body(body)?;
+    let changed = state
+        .scheduler
+        .batch_set_priority(&caller.0, batch, body.priority)
+        .await?;
+    Ok(Json(serde_json::json!({ "changed": changed })))
+}
+
+pub async fn seal(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<BatchId>,
+) -> ApiResult<StatusCode> {
+    state.scheduler.batch_seal(&caller.0, batch).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<BatchId>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let cancelled = state.scheduler.batch_cancel(&caller.0, batch).await?;
+    Ok(Json(serde_json::json!({ "cancelled": cancelled })))
+}
+
+pub async fn wait(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<BatchId>,
+    Query(query): Query<WaitQuery>,
+) -> ApiResult<Json<BatchInfo>> {
+    state.scheduler.authorize(&caller.0, batch).await?;
+    let timeout = match query.timeout {
+        Some(text) => parse_duration(&text)
+            .map_err(|e| ApiError::bad_request(format!("parameter `timeout`: {e}")))?,
+        None => Duration::from_secs(30),
+    };
+    if timeout > MAX_WAIT {
+        return Err(ApiError::bad_request(
+            "parameter `timeout`: at most 5m; wait again for longer",
+        ));
+    }
+    Ok(Json(state.scheduler.batch_wait(batch, timeout).await?))
+}
+
+pub async fn release(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<BatchId>,
+) -> ApiResult<StatusCode> {
+    state.scheduler.batch_release(&caller.0, batch).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

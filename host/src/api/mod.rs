@@ -1,0 +1,91 @@
+//! The HTTP JSON API under `/v1`, served by `qhost serve`.
+//!
+//! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`.
+//! - [`modules`], [`batches`], [`tasks`]: what callers change.
+//! - [`observe`]: the execution log, the running-now view, health and metrics.
+//! - [`error`]: every error as `{"error", "detail"}` with its status.
+
+pub mod auth;
+pub mod batches;
+pub mod error;
+pub mod modules;
+pub mod observe;
+pub mod tasks;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
+
+use crate::scheduler::Scheduler;
+
+/// Largest component upload.
+pub const MAX_MODULE_BYTES: usize = 64 * 1024 * 1024;
+/// Largest submission (thousands of tasks with their inputs).
+pub const MAX_SUBMIT_BYTES: usize = 64 * 1024 * 1024;
+/// Largest body of every other request.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub scheduler: Arc<Scheduler>,
+    pub admin_token: Arc<str>,
+}
+
+pub fn router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .route(
+            "/modules",
+            post(modules::add)
+                .get(modules::list)
+                .layer(DefaultBodyLimit::max(MAX_MODULE_BYTES)),
+        )
+        .route("/modules/{digest}", axum::routing::delete(modules::delete))
+        .route("/batches", post(batches::open))
+        .route("/batches/{id}", get(batches::show).delete(batches::release))
+        .route(
+            "/batches/{id}/tasks",
+            post(batches::submit).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)),
+        )
+        .route("/batches/{id}/priority", put(batches::set_priority))
+        .route("/batches/{id}/seal", post(batches::seal))
+        .route("/batches/{id}/cancel", post(batches::cancel))
+        .route("/batches/{id}/wait", get(batches::wait))
+        .route("/tasks/{id}", get(tasks::show))
+        .route("/tasks/{id}/output", get(tasks::output))
+        .route("/tasks/{id}/cancel", post(tasks::cancel))
+        .route("/tasks/{id}/priority", put(tasks::set_priority))
+        .route(
+            "/groups/{key}",
+            get(tasks::show_group).put(tasks::set_group_limit),
+        )
+        .route("/attempts", get(observe::log))
+        .route("/running", get(observe::running));
+    Router::new()
+        .nest("/v1", v1)
+        .route("/healthz", get(observe::healthz))
+        .route("/metrics", get(observe::metrics))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .fallback(|| async {
+            error::ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "not-found",
+                "no such endpoint",
+            )
+        })
+        .with_state(state)
+}
+
+/// Serves the API on `listener` until `shutdown` resolves, then finishes the requests in
+/// flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

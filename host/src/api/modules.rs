@@ -1,0 +1,61 @@
+//! `/v1/modules`: add a component (raw body), list, show and delete modules.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult};
+use crate::runtime::Digest;
+use crate::store::ModuleInfo;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddQuery {
+    pub name: Option<String>,
+    pub tag: Option<String>,
+}
+
+pub async fn add(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<AddQuery>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<(StatusCode, Json<ModuleInfo>)> {
+    caller.require_admin()?;
+    let body = body.map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
+    let info = state
+        .scheduler
+        .module_add(body.to_vec(), query.name, query.tag)
+        .await?;
+    Ok((StatusCode::CREATED, Json(info)))
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<ModuleInfo>>> {
+    caller.require_admin()?;
+    let modules = state
+        .scheduler
+        .store()
+        .module_list()
+        .await
+        .map_err(crate::scheduler::Error::from)?;
+    Ok(Json(modules))
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(digest): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require_admin()?;
+    let digest = Digest::from_hex(&digest).map_err(ApiError::bad_request)?;
+    state.scheduler.module_delete(digest).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,129 @@
+//! `/v1/tasks` and `/v1/groups`: show a task, its output, cancel or reprioritize it; set
+//! and show a group's limit.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::auth::Caller;
+use super::batches::{SetPriority, json_body};
+use super::error::ApiResult;
+use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskId, TaskInfo};
+
+#[derive(Debug, Serialize)]
+pub struct TaskView {
+    #[serde(flatten)]
+    pub task: TaskInfo,
+    pub attempts: Vec<AttemptRecord>,
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(task): Path<TaskId>,
+) -> ApiResult<Json<TaskView>> {
+    let info = state.scheduler.task_get(task).await?;
+    state.scheduler.authorize(&caller.0, info.batch).await?;
+    let attempts = state
+        .scheduler
+        .store()
+        .attempt_list(AttemptFilter {
+            task: Some(task),
+            ..Default::default()
+        })
+        .await
+        .map_err(crate::scheduler::Error::from)?
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
+    Ok(Json(TaskView {
+        task: info,
+        attempts,
+    }))
+}
+
+pub async fn output(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(task): Path<TaskId>,
+) -> ApiResult<Response> {
+    let info = state.scheduler.task_get(task).await?;
+    state.scheduler.authorize(&caller.0, info.batch).await?;
+    let output = state
+        .scheduler
+        .store()
+        .task_output(task)
+        .await
+        .map_err(crate::scheduler::Error::from)?;
+    Ok(match output {
+        Some(bytes) => bytes.into_response(),
+        None => super::error::ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no-output",
+            format!("task {task} has no output: it is {}", info.state.as_str()),
+        )
+        .into_response(),
+    })
+}
+
+pub async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(task): Path<TaskId>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let result = state.scheduler.task_cancel(&caller.0, task).await?;
+    let result = match result {
+        CancelResult::Cancelled => "cancelled",
+        CancelResult::Requested => "stopping",
+        CancelResult::AlreadyEnded => "already-ended",
+    };
+    Ok(Json(serde_json::json!({ "result": result })))
+}
+
+pub async fn set_priority(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(task): Path<TaskId>,
+    body: Result<Json<SetPriority>, JsonRejection>,
+) -> ApiResult<StatusCode> {
+    let body = json_body(body)?;
+    state
+        .scheduler
+        .task_set_priority(&caller.0, task, body.priority)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetLimit {
+    pub limit: u32,
+}
+
+pub async fn set_group_limit(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    body: Result<Json<SetLimit>, JsonRejection>,
+) -> ApiResult<Json<GroupInfo>> {
+    caller.require_admin()?;
+    let body = json_body(body)?;
+    state
+        .scheduler
+        .group_set_limit(key.clone(), body.limit)
+        .await?;
+    Ok(Json(state.scheduler.group_get(key).await?))
+}
+
+pub async fn show_group(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> ApiResult<Json<GroupInfo>> {
+    caller.require_admin()?;
+    Ok(Json(state.scheduler.group_get(key).await?))
+}

@@ -1,0 +1,216 @@
+//! `qhost serve`: runs a node with the HTTP API, on the embedded SQLite store by default.
+//!
+//! Settings come from flags, `QHOST_*` environment variables, or a TOML file (`--config`),
+//! in that order of precedence. The admin token is `QHOST_ADMIN_TOKEN` or, when unset, one
+//! generated on first start and kept in the data directory.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use serde::Deserialize;
+
+use crate::api::{self, AppState};
+use crate::runtime::limits::parse_duration;
+use crate::runtime::{Mount, Runtime, RuntimeConfig};
+use crate::scheduler::node::Node;
+use crate::scheduler::{Scheduler, SchedulerConfig};
+use crate::store::sqlite::SqliteStore;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "QHOST_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Where the database, the admin token and compiled components are kept.
+    #[arg(long, env = "QHOST_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Instance slots: tasks that run at once (default: the number of CPUs).
+    #[arg(long, env = "QHOST_WORKERS")]
+    pub workers: Option<usize>,
+    /// The admin bearer token (default: generated and kept in the data directory).
+    #[arg(long, env = "QHOST_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// How long running tasks may finish after SIGINT/SIGTERM before they are handed back.
+    #[arg(long, env = "QHOST_GRACE")]
+    pub grace: Option<String>,
+    /// A directory tasks may be given, seen as /NAME: NAME=DIR[:ro|:rw]. Repeatable.
+    #[arg(long = "mount", value_name = "NAME=DIR[:ro|:rw]")]
+    pub mounts: Vec<Mount>,
+    /// A TOML file with any of the settings above (keys: listen, data_dir, workers,
+    /// admin_token, grace, mounts).
+    #[arg(long, env = "QHOST_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Log as JSON lines instead of readable text.
+    #[arg(long)]
+    pub log_json: bool,
+}
+
+/// The TOML file's settings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<SocketAddr>,
+    data_dir: Option<PathBuf>,
+    workers: Option<usize>,
+    admin_token: Option<String>,
+    grace: Option<String>,
+    #[serde(default)]
+    mounts: Vec<String>,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    init_logging(args.log_json);
+    let file = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            toml::from_str::<FileConfig>(&text)
+                .with_context(|| format!("in the config file {}", path.display()))?
+        }
+        None => FileConfig::default(),
+    };
+    let listen = args
+        .listen
+        .or(file.listen)
+        .unwrap_or_else(|| "127.0.0.1:7700".parse().unwrap());
+    let data_dir = args
+        .data_dir
+        .or(file.data_dir)
+        .unwrap_or_else(|| PathBuf::from("qhost-data"));
+    let workers = args.workers.or(file.workers).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    anyhow::ensure!(
+        (1..=1024).contains(&workers),
+        "setting `workers` is {workers}; it must be 1 to 1024"
+    );
+    let grace = match args.grace.or(file.grace) {
+        Some(text) => parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `grace`: {e}"))?,
+        None => Duration::from_secs(30),
+    };
+    let mut mounts = args.mounts;
+    for spec in file.mounts {
+        mounts.push(
+            spec.parse()
+                .map_err(|e| anyhow::anyhow!("setting `mounts`: {e}"))?,
+        );
+    }
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    let (admin_token, token_file) = match args.admin_token.or(file.admin_token) {
+        Some(token) => {
+            anyhow::ensure!(
+                token.len() >= 16,
+                "setting `admin_token` must be at least 16 characters"
+            );
+            (token, None)
+        }
+        None => {
+            let path = data_dir.join("admin-token");
+            (admin_token_file(&path)?, Some(path))
+        }
+    };
+
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    use std::io::Write;
+    tokio.block_on(async move {
+        let store = Arc::new(SqliteStore::open(&data_dir.join("qhost.db"))?);
+        let mut runtime = RuntimeConfig::with_workers(workers);
+        runtime.cache_dir = Some(data_dir.join("artifacts"));
+        runtime.mounts = mounts;
+        let runtime = Arc::new(Runtime::new(runtime)?);
+        let node_name = format!("{}", hostname());
+        let scheduler = Scheduler::new(store, runtime, SchedulerConfig::new(node_name));
+        let node = Node::start(scheduler.clone()).await?;
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("listening on {listen}"))?;
+        let address = listener.local_addr()?;
+        // Whoever started us may have stopped reading stdout: that must not stop the server.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "qhost listening on http://{address}");
+        let _ = match &token_file {
+            Some(path) => writeln!(out, "admin token in {}", path.display()),
+            None => writeln!(out, "admin token from the configuration"),
+        };
+        let _ = out.flush();
+        drop(out);
+        let state = AppState {
+            scheduler,
+            admin_token: admin_token.into(),
+        };
+        api::serve(listener, state, shutdown_signal())
+            .await
+            .context("serving HTTP")?;
+        tracing::info!(
+            "stopping: running tasks have {} to finish",
+            humantime::format_duration(grace)
+        );
+        node.stop(grace).await?;
+        tracing::info!("stopped");
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The admin token kept in the data directory, created (readable by its owner only) on
+/// first start.
+fn admin_token_file(path: &Path) -> anyhow::Result<String> {
+    if let Ok(token) = std::fs::read_to_string(path) {
+        return Ok(token.trim().to_owned());
+    }
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("random source: {e}"))?;
+    let token = format!("qha_{}", hex::encode(secret));
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    writeln!(file, "{token}")?;
+    Ok(token)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "qhost".into())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutdown requested");
+}
+
+fn init_logging(json: bool) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("QHOST_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

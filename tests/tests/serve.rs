@@ -1,0 +1,440 @@
+//! `qhost serve` end to end: a real server on port 0, driven over HTTP as a client in any
+//! language would: modules, batches, handles, waiting, bad input, and a restart with work
+//! queued and running.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+struct Server {
+    child: Child,
+    url: String,
+    token: String,
+}
+
+impl Server {
+    fn start(data: &Path) -> Server {
+        let mut child = Command::new(qhost_tests::qhost_binary())
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--workers",
+                "2",
+                "--grace",
+                "30s",
+            ])
+            .arg("--data-dir")
+            .arg(data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting qhost serve");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("qhost serve printed nothing").unwrap();
+        let url = first
+            .strip_prefix("qhost listening on ")
+            .expect(&first)
+            .to_owned();
+        let token = std::fs::read_to_string(data.join("admin-token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        Server { child, url, token }
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// A request with `credential` as bearer; returns the status and the JSON body.
+fn call(method: &str, url: &str, credential: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let agent = agent();
+    let mut request = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(token) = credential {
+        request = request.header("Authorization", format!("Bearer {token}"));
+    }
+    let response = match body {
+        Some(body) => agent.run(
+            request
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .unwrap(),
+        ),
+        None => agent.run(request.body(()).unwrap()),
+    };
+    let mut response = response.expect("request");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn upload(server: &Server, bytes: &[u8], name: &str) -> (u16, Value) {
+    let mut response = agent()
+        .post(format!("{}/v1/modules?name={name}", server.url))
+        .header("Authorization", format!("Bearer {}", server.token))
+        .send(bytes)
+        .unwrap();
+    let status = response.status().as_u16();
+    (
+        status,
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap(),
+    )
+}
+
+fn open(server: &Server) -> (i64, String) {
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches", server.url),
+        Some(&server.token),
+        Some(json!({})),
+    );
+    assert_eq!(status, 201, "{body}");
+    (
+        body["batch"]["id"].as_i64().unwrap(),
+        body["handle"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn a_plan_runs_through_the_api_and_handles_guard_batches() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let (status, module) = upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("sleep")).unwrap(),
+        "sleep",
+    );
+    assert_eq!(status, 201, "{module}");
+    let (batch, handle) = open(&server);
+    let (other, other_handle) = open(&server);
+    let tasks_url = format!("{}/v1/batches/{batch}/tasks", server.url);
+    let plan = json!({ "tasks": [
+        { "module": "sleep", "input": "30", "order": 1, "group": "db" },
+        { "module": "sleep", "input": "30", "order": 1, "group": "db" },
+        { "module": module["digest"], "input": "1", "order": 2 },
+    ]});
+    let (status, body) = call("POST", &tasks_url, Some(&handle), Some(plan));
+    assert_eq!(status, 201, "{body}");
+    let ids: Vec<i64> = body["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+
+    // The batch's own handle may change its priority; another batch's may not, and no
+    // credentials get nothing.
+    let priority = format!("{}/v1/batches/{batch}/priority", server.url);
+    assert_eq!(
+        call(
+            "PUT",
+            &priority,
+            Some(&handle),
+            Some(json!({"priority": 5}))
+        )
+        .0,
+        200
+    );
+    assert_eq!(
+        call(
+            "PUT",
+            &priority,
+            Some(&other_handle),
+            Some(json!({"priority": 9}))
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        call("PUT", &priority, None, Some(json!({"priority": 9}))).0,
+        401
+    );
+    let (status, body) = call(
+        "GET",
+        &format!("{}/v1/tasks/{}", server.url, ids[0]),
+        Some(&other_handle),
+        None,
+    );
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("forbidden")),
+        "reveals nothing: {body}"
+    );
+
+    let (status, info) = call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=60s", server.url),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(info["progress"]["succeeded"], 3, "{info}");
+    assert_eq!(info["priority"], 5);
+    let (status, task) = call(
+        "GET",
+        &format!("{}/v1/tasks/{}", server.url, ids[2]),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(
+        (status, task["state"].as_str()),
+        (200, Some("succeeded")),
+        "{task}"
+    );
+    assert_eq!(task["attempts"][0]["outcome"], "succeeded");
+    let mut output = agent()
+        .get(format!("{}/v1/tasks/{}/output", server.url, ids[2]))
+        .header("Authorization", format!("Bearer {handle}"))
+        .call()
+        .unwrap();
+    assert_eq!(output.body_mut().read_to_string().unwrap(), "slept 1 ms");
+
+    let (status, log) = call(
+        "GET",
+        &format!("{}/v1/attempts?batch={batch}", server.url),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(log["attempts"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        call(
+            "GET",
+            &format!("{}/v1/attempts", server.url),
+            Some(&handle),
+            None
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        call(
+            "DELETE",
+            &format!("{}/v1/batches/{other}", server.url),
+            Some(&other_handle),
+            None
+        )
+        .0,
+        204
+    );
+    assert!(server.stop().success());
+}
+
+#[test]
+fn bad_input_gets_a_clear_4xx_and_stores_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let (status, body) = upload(&server, b"not a component", "junk");
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid")),
+        "{body}"
+    );
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not a WebAssembly file")
+    );
+    // The server answers 413 as soon as the limit is passed; a client still sending may
+    // see the connection closed before it reads that answer.
+    let too_big = vec![0u8; qhost::api::MAX_MODULE_BYTES + 1];
+    let sent = agent()
+        .post(format!("{}/v1/modules?name=big", server.url))
+        .header("Authorization", format!("Bearer {}", server.token))
+        .send(&too_big[..]);
+    if let Ok(mut response) = sent {
+        assert_eq!(response.status().as_u16(), 413);
+        let body = response.body_mut().read_to_string().unwrap();
+        assert!(body.contains("too-large"), "{body}");
+    }
+    let (_, modules) = call(
+        "GET",
+        &format!("{}/v1/modules", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(modules, json!([]), "nothing was stored");
+
+    let (status, echo) = upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    assert_eq!(status, 201);
+    let (batch, handle) = open(&server);
+    let tasks_url = format!("{}/v1/batches/{batch}/tasks", server.url);
+    // 422: the JSON does not fit the schema; 400: a value is out of range.
+    let cases = [
+        (
+            json!({"tasks": [{"module": "nope"}]}),
+            400,
+            "no module has the digest or name `nope`",
+        ),
+        (
+            json!({"tasks": [{"module": "echo", "colour": "red"}]}),
+            422,
+            "unknown field `colour`",
+        ),
+        (
+            json!({"tasks": [{"module": "echo", "memory": "1PiB"}]}),
+            400,
+            "limit `memory`",
+        ),
+        (
+            json!({"tasks": [{"module": "echo", "timeout": "-3s"}]}),
+            400,
+            "field `timeout`",
+        ),
+        (
+            json!({"tasks": [{"module": "echo", "max_attempts": 0}]}),
+            400,
+            "field `max_attempts`",
+        ),
+        (
+            json!({"tasks": [{"module": "echo", "input": "a", "input_json": 1}]}),
+            400,
+            "at most one of",
+        ),
+        (json!({"tasks": "many"}), 422, "tasks"),
+    ];
+    for (body, expected_status, expected) in cases {
+        let (status, answer) = call("POST", &tasks_url, Some(&handle), Some(body.clone()));
+        assert_eq!(status, expected_status, "{body}: {answer}");
+        assert!(
+            answer["detail"].as_str().unwrap().contains(expected),
+            "{body}: {answer}"
+        );
+    }
+    let mut malformed = agent()
+        .post(&tasks_url)
+        .header("Authorization", format!("Bearer {handle}"))
+        .header("content-type", "application/json")
+        .send("{\"tasks\": [")
+        .unwrap();
+    assert_eq!(malformed.status().as_u16(), 400);
+    assert!(
+        malformed
+            .body_mut()
+            .read_to_string()
+            .unwrap()
+            .contains("\"error\"")
+    );
+    let (_, info) = call(
+        "GET",
+        &format!("{}/v1/batches/{batch}", server.url),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(
+        info["progress"]["waiting"].as_u64().unwrap() + info["progress"]["ready"].as_u64().unwrap(),
+        0
+    );
+
+    // An order lower than one that already started is refused.
+    let first = json!({"tasks": [{"module": echo["digest"], "input": "x", "order": 5}]});
+    assert_eq!(call("POST", &tasks_url, Some(&handle), Some(first)).0, 201);
+    call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=60s", server.url),
+        Some(&handle),
+        None,
+    );
+    let lower = json!({"tasks": [{"module": "echo", "order": 4}]});
+    let (status, answer) = call("POST", &tasks_url, Some(&handle), Some(lower));
+    assert_eq!(status, 400);
+    assert!(
+        answer["detail"]
+            .as_str()
+            .unwrap()
+            .contains("order 4 is lower than order 5"),
+        "{answer}"
+    );
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_restart_loses_nothing_queued_or_running() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("sleep")).unwrap(),
+        "sleep",
+    );
+    let (batch, handle) = open(&server);
+    let tasks: Vec<Value> = (0..12)
+        .map(|i| json!({"module": "sleep", "input": "200", "order": i / 4}))
+        .collect();
+    let (status, _) = call(
+        "POST",
+        &format!("{}/v1/batches/{batch}/tasks", server.url),
+        Some(&handle),
+        Some(json!({"tasks": tasks})),
+    );
+    assert_eq!(status, 201);
+    // Stop while the first order runs: those finish within the grace period, the rest stay queued.
+    loop {
+        let (_, running) = call(
+            "GET",
+            &format!("{}/v1/running", server.url),
+            Some(&server.token),
+            None,
+        );
+        if !running.as_array().unwrap().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(server.stop().success(), "a graceful stop exits 0");
+
+    let server = Server::start(data.path());
+    let (_, info) = call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=120s", server.url),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(info["progress"]["succeeded"], 12, "{info}");
+    let (_, log) = call(
+        "GET",
+        &format!("{}/v1/attempts?batch={batch}", server.url),
+        Some(&handle),
+        None,
+    );
+    assert!(
+        log["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["outcome"] == "succeeded"),
+        "{log}"
+    );
+    assert!(server.stop().success());
+}
