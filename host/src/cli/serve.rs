@@ -129,8 +129,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         runtime.cache_dir = Some(data_dir.join("artifacts"));
         runtime.mounts = mounts;
         let runtime = Arc::new(Runtime::new(runtime)?);
-        let node_name = format!("{}", hostname());
-        let scheduler = Scheduler::new(store, runtime, SchedulerConfig::new(node_name));
+        let scheduler = Scheduler::new(store, runtime, SchedulerConfig::new(hostname()));
         let node = Node::start(scheduler.clone()).await?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
