@@ -153,12 +153,7 @@ async fn resolve_modules(
         }
     }
     if !names.is_empty() {
-        let modules = state
-            .scheduler
-            .store()
-            .module_list()
-            .await
-            .map_err(crate::scheduler::Error::from)?;
+        let modules = state.scheduler.store().module_list().await?;
         for module in modules {
             if let Some(name) = module.name {
                 resolved.insert(name, module.digest);

@@ -74,6 +74,12 @@ impl From<Error> for ApiError {
     }
 }
 
+impl From<crate::store::StoreError> for ApiError {
+    fn from(err: crate::store::StoreError) -> Self {
+        Error::from(err).into()
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (

@@ -40,12 +40,7 @@ pub async fn list(
     caller: Caller,
 ) -> ApiResult<Json<Vec<ModuleInfo>>> {
     caller.require_admin()?;
-    let modules = state
-        .scheduler
-        .store()
-        .module_list()
-        .await
-        .map_err(crate::scheduler::Error::from)?;
+    let modules = state.scheduler.store().module_list().await?;
     Ok(Json(modules))
 }
 

@@ -35,8 +35,7 @@ pub async fn show(
             task: Some(task),
             ..Default::default()
         })
-        .await
-        .map_err(crate::scheduler::Error::from)?
+        .await?
         .into_iter()
         .map(|(_, a)| a)
         .collect();
@@ -53,12 +52,7 @@ pub async fn output(
 ) -> ApiResult<Response> {
     let info = state.scheduler.task_get(task).await?;
     state.scheduler.authorize(&caller.0, info.batch).await?;
-    let output = state
-        .scheduler
-        .store()
-        .task_output(task)
-        .await
-        .map_err(crate::scheduler::Error::from)?;
+    let output = state.scheduler.store().task_output(task).await?;
     Ok(match output {
         Some(bytes) => bytes.into_response(),
         None => super::error::ApiError::new(
