@@ -136,6 +136,46 @@ pub async fn submit(
     Ok((StatusCode::CREATED, Json(Submitted { tasks })))
 }
 
+#[derive(Debug, Serialize)]
+pub struct SubmittedAlone {
+    pub task: TaskId,
+    pub batch: BatchId,
+    /// The handle of the task's own batch: it opens this task and nothing else.
+    pub handle: String,
+}
+
+/// `POST /v1/tasks`: a task submitted alone gets a batch of its own.
+pub async fn submit_alone(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Result<Json<TaskRequest>, JsonRejection>,
+) -> ApiResult<(StatusCode, Json<SubmittedAlone>)> {
+    caller.require_admin()?;
+    let task = json_body(body)?;
+    let modules = resolve_modules(&state, std::slice::from_ref(&task)).await?;
+    let spec = task_spec(task, &modules, &state).map_err(ApiError::bad_request)?;
+    let (batch, handle) = state.scheduler.batch_open(BatchSpec::default()).await?;
+    match state
+        .scheduler
+        .submit(&caller.0, batch.id, vec![spec])
+        .await
+    {
+        Ok(ids) => Ok((
+            StatusCode::CREATED,
+            Json(SubmittedAlone {
+                task: ids[0],
+                batch: batch.id,
+                handle,
+            }),
+        )),
+        Err(err) => {
+            // Nothing of a refused submission stays: not even its empty batch.
+            let _ = state.scheduler.batch_release(&caller.0, batch.id).await;
+            Err(err.into())
+        }
+    }
+}
+
 /// Digests for the module references of a submission: a digest stands for itself, a name
 /// for the latest module added under it.
 async fn resolve_modules(

@@ -53,6 +53,7 @@ pub fn router(state: AppState) -> Router {
         .route("/batches/{id}/seal", post(batches::seal))
         .route("/batches/{id}/cancel", post(batches::cancel))
         .route("/batches/{id}/wait", get(batches::wait))
+        .route("/tasks", post(batches::submit_alone))
         .route("/tasks/{id}", get(tasks::show))
         .route("/tasks/{id}/output", get(tasks::output))
         .route("/tasks/{id}/cancel", post(tasks::cancel))
