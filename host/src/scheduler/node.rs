@@ -151,13 +151,16 @@ async fn claim_loop(
         // otherwise go idle.
         let worth_claiming = room > 0 && (holding < workers || room >= capacity / 2);
         let mut full = !worth_claiming;
+        // The same instant for the claim and for the next due time: a retry that became due
+        // between the two would otherwise be neither claimed nor waited for.
+        let now = now_micros();
         if worth_claiming {
             let claimed = scheduler
                 .store
                 .task_claim(ClaimParams {
                     node: config.node.clone(),
                     max: room,
-                    now: now_micros(),
+                    now,
                     lease: config.lease,
                 })
                 .await
@@ -183,7 +186,7 @@ async fn claim_loop(
         let next_due = if full {
             None
         } else {
-            scheduler.store.task_next_ready_at(now_micros()).await?
+            scheduler.store.task_next_ready_at(now).await?
         };
         let sleep = async {
             match next_due {
