@@ -254,6 +254,8 @@ impl Rng {
 
 /// Many batches, orders, groups with limits 1 to 3, priorities, batch limits, retries,
 /// failures and cancellations, on four slots; every rule is checked over the log.
+/// (Fairness between batches is checked where priorities are equal and the timing is in the
+/// test's hands: the conformance case `a_later_small_batch_is_not_starved`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_workloads_keep_every_rule() {
     const SLOTS: usize = 4;
@@ -354,23 +356,6 @@ async fn random_workloads_keep_every_rule() {
                 attempts.iter().all(|a| a.outcome != Outcome::Lost),
                 "round {round}: an attempt was lost"
             );
-        }
-        // No batch starved: each started before half of all attempts had started.
-        let mut starts: Vec<_> = spans.iter().map(|s| s.start).collect();
-        starts.sort();
-        let median = starts[starts.len() / 2];
-        for &(batch, _) in &batches {
-            if let Some(first) = spans
-                .iter()
-                .filter(|s| s.batch == batch)
-                .map(|s| s.start)
-                .min()
-            {
-                assert!(
-                    first <= median,
-                    "round {round}: batch {batch} waited behind the others"
-                );
-            }
         }
         h.stop().await;
     }
