@@ -97,6 +97,7 @@ async fn claim(store: &Arc<dyn Store>, node: &str, max: usize, now: Micros) -> V
         })
         .await
         .unwrap()
+        .tasks
 }
 
 fn ids(tasks: &[ClaimedTask]) -> Vec<TaskId> {

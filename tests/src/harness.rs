@@ -1,5 +1,5 @@
-//! A scheduler with a running node on a fresh SQLite store, for tests that drive qhost
-//! through its library API.
+//! A scheduler with a running node on a fresh store (SQLite, or a PostgreSQL schema of
+//! its own), for tests that drive qhost through its library API.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,20 +8,47 @@ use qhost::runtime::{Digest, Runtime, RuntimeConfig};
 use qhost::scheduler::node::Node;
 use qhost::scheduler::rules::Span;
 use qhost::scheduler::{Access, Scheduler, SchedulerConfig};
+use qhost::store::postgres::PostgresStore;
 use qhost::store::sqlite::SqliteStore;
 use qhost::store::*;
+
+use crate::pg::TestDb;
+
+/// Which store driver a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
 
 pub struct Harness {
     pub scheduler: Arc<Scheduler>,
     pub node: Option<Node>,
     pub dir: tempfile::TempDir,
+    /// The PostgreSQL schema, dropped with the harness.
+    pub db: Option<TestDb>,
 }
 
 impl Harness {
-    /// A node with `workers` slots and `prefetch` extra claims.
+    /// A node with `workers` slots and `prefetch` extra claims, on SQLite.
     pub async fn start(workers: usize, prefetch: usize) -> Harness {
+        Harness::start_on(Backend::Sqlite, workers, prefetch).await
+    }
+
+    /// A node with `workers` slots and `prefetch` extra claims, on `backend`.
+    pub async fn start_on(backend: Backend, workers: usize, prefetch: usize) -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(&dir.path().join("qhost.db")).unwrap());
+        let (store, db): (Arc<dyn Store>, _) = match backend {
+            Backend::Sqlite => (
+                Arc::new(SqliteStore::open(&dir.path().join("qhost.db")).unwrap()),
+                None,
+            ),
+            Backend::Postgres => {
+                let db = TestDb::new().await;
+                let store = PostgresStore::connect(&db.url, "test-node").await.unwrap();
+                (Arc::new(store), Some(db))
+            }
+        };
         let runtime = Arc::new(Runtime::new(RuntimeConfig::with_workers(workers)).unwrap());
         let mut config = SchedulerConfig::new("test-node");
         config.prefetch = prefetch;
@@ -31,6 +58,7 @@ impl Harness {
             scheduler,
             node: Some(node),
             dir,
+            db,
         }
     }
 
@@ -103,5 +131,9 @@ impl Harness {
         if let Some(node) = self.node.take() {
             node.stop(Duration::from_secs(30)).await.unwrap();
         }
+        // The store's connections close before its schema is dropped.
+        let db = self.db.take();
+        drop(self);
+        drop(db);
     }
 }

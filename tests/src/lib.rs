@@ -74,3 +74,4 @@ pub fn language_guest(stem: &str) -> PathBuf {
 
 pub mod conformance;
 pub mod harness;
+pub mod pg;

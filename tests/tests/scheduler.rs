@@ -1,5 +1,6 @@
 //! The scheduler under real concurrency, with real components: the articles' scenarios,
-//! and randomized workloads whose execution logs are checked against every rule.
+//! and randomized workloads whose execution logs are checked against every rule. Every
+//! test runs on both store drivers (modules `sqlite` and `postgres` at the end).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -8,7 +9,7 @@ use qhost::runtime::Outcome;
 use qhost::scheduler::rules::{self, Span};
 use qhost::scheduler::{Access, Error};
 use qhost::store::*;
-use qhost_tests::harness::Harness;
+use qhost_tests::harness::{Backend, Harness};
 
 fn sleep_task(module: qhost::runtime::Digest, millis: u64, order: i64) -> TaskSpec {
     TaskSpec {
@@ -19,9 +20,8 @@ fn sleep_task(module: qhost::runtime::Digest, millis: u64, order: i64) -> TaskSp
 
 /// (a) One batch with orders 100 x4, 200 x2, 300 x1, 400 x2, 500 x1 of sleep tasks on five
 /// slots: each order's tasks run together, and never with another order's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ordered_batch_runs_order_by_order() {
-    let h = Harness::start(5, 0).await;
+async fn ordered_batch_runs_order_by_order(backend: Backend) {
+    let h = Harness::start_on(backend, 5, 0).await;
     let sleep = h.module("sleep").await;
     let (batch, access) = h.open(BatchSpec::default()).await;
     let plan = [(100, 4), (200, 2), (300, 1), (400, 2), (500, 1)];
@@ -55,9 +55,8 @@ async fn ordered_batch_runs_order_by_order() {
 
 /// (c) 100 long tasks queued on one slot; while the first runs, every tenth is raised in
 /// priority: the raised ones run next, highest first, then the rest in submission order.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn raised_tasks_run_next_highest_first() {
-    let h = Harness::start(1, 0).await;
+async fn raised_tasks_run_next_highest_first(backend: Backend) {
+    let h = Harness::start_on(backend, 1, 0).await;
     let sleep = h.module("sleep").await;
     let (batch, access) = h.open(BatchSpec::default()).await;
     let mut tasks = vec![sleep_task(sleep, 1500, 0)];
@@ -91,9 +90,8 @@ async fn raised_tasks_run_next_highest_first() {
 
 /// (b) with real runs: groups `id % 4` for odd ids, none for even; the group-held tasks are
 /// skipped, never waited on, and no two tasks of a group ever overlap.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn group_held_tasks_never_hold_up_others() {
-    let h = Harness::start(4, 4).await;
+async fn group_held_tasks_never_hold_up_others(backend: Backend) {
+    let h = Harness::start_on(backend, 4, 4).await;
     let sleep = h.module("sleep").await;
     let (batch, access) = h.open(BatchSpec::default()).await;
     let tasks = (1..=12)
@@ -119,9 +117,8 @@ async fn group_held_tasks_never_hold_up_others() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn handles_guard_their_batches() {
-    let h = Harness::start(1, 0).await;
+async fn handles_guard_their_batches(backend: Backend) {
+    let h = Harness::start_on(backend, 1, 0).await;
     let sleep = h.module("sleep").await;
     let (mine, my_access) = h.open(BatchSpec::default()).await;
     let (theirs, _) = h.open(BatchSpec::default()).await;
@@ -145,9 +142,8 @@ async fn handles_guard_their_batches() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_submissions_are_refused_whole() {
-    let h = Harness::start(1, 0).await;
+async fn bad_submissions_are_refused_whole(backend: Backend) {
+    let h = Harness::start_on(backend, 1, 0).await;
     let echo = h.module("echo").await;
     let (batch, access) = h.open(BatchSpec::default()).await;
     let mut absurd = TaskSpec::new(echo, "x");
@@ -197,9 +193,8 @@ async fn bad_submissions_are_refused_whole() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_a_running_task_stops_it_promptly() {
-    let h = Harness::start(2, 0).await;
+async fn cancelling_a_running_task_stops_it_promptly(backend: Backend) {
+    let h = Harness::start_on(backend, 2, 0).await;
     let bad = h.module("misbehave").await;
     let (batch, access) = h.open(BatchSpec::default()).await;
     let ids = h
@@ -256,12 +251,11 @@ impl Rng {
 /// failures and cancellations, on four slots; every rule is checked over the log.
 /// (Fairness between batches is checked where priorities are equal and the timing is in the
 /// test's hands: the conformance case `a_later_small_batch_is_not_starved`.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn random_workloads_keep_every_rule() {
+async fn random_workloads_keep_every_rule(backend: Backend) {
     const SLOTS: usize = 4;
     for round in 1..=8u64 {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ round);
-        let h = Harness::start(SLOTS, 2).await;
+        let h = Harness::start_on(backend, SLOTS, 2).await;
         let bad = h.module("misbehave").await;
         let mut group_limits = HashMap::new();
         for g in 0..4 {
@@ -363,9 +357,8 @@ async fn random_workloads_keep_every_rule() {
 
 /// Stopping a node lets running tasks finish within the grace period and hands back the
 /// rest untouched; the next node runs them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stopping_node_hands_back_what_it_cannot_finish() {
-    let mut h = Harness::start(1, 2).await;
+async fn a_stopping_node_hands_back_what_it_cannot_finish(backend: Backend) {
+    let mut h = Harness::start_on(backend, 1, 2).await;
     let sleep = h.module("sleep").await;
     let (batch, access) = h.open(BatchSpec::default()).await;
     let ids = h
@@ -412,9 +405,8 @@ async fn a_stopping_node_hands_back_what_it_cannot_finish() {
 
 /// Cancelling the task that held a batch's gate opens the next order at once, even while
 /// nothing else ends on the node.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_a_gate_opens_the_next_order() {
-    let h = Harness::start(2, 0).await;
+async fn cancelling_a_gate_opens_the_next_order(backend: Backend) {
+    let h = Harness::start_on(backend, 2, 0).await;
     let sleep = h.module("sleep").await;
     let (long_batch, long_access) = h.open(BatchSpec::default()).await;
     let long = TaskSpec {
@@ -451,3 +443,37 @@ async fn cancelling_a_gate_opens_the_next_order() {
         .unwrap();
     h.stop().await;
 }
+
+/// Each scenario as a test on each driver.
+macro_rules! on_each_backend {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Backend::Postgres).await
+                }
+            )*
+        }
+    };
+}
+
+on_each_backend!(
+    ordered_batch_runs_order_by_order,
+    raised_tasks_run_next_highest_first,
+    group_held_tasks_never_hold_up_others,
+    handles_guard_their_batches,
+    bad_submissions_are_refused_whole,
+    cancelling_a_running_task_stops_it_promptly,
+    random_workloads_keep_every_rule,
+    a_stopping_node_hands_back_what_it_cannot_finish,
+    cancelling_a_gate_opens_the_next_order,
+);

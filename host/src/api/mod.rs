@@ -63,7 +63,8 @@ pub fn router(state: AppState) -> Router {
             get(tasks::show_group).put(tasks::set_group_limit),
         )
         .route("/attempts", get(observe::log))
-        .route("/running", get(observe::running));
+        .route("/running", get(observe::running))
+        .route("/nodes", get(observe::nodes));
     Router::new()
         .nest("/v1", v1)
         .route("/healthz", get(observe::healthz))

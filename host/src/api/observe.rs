@@ -11,7 +11,7 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use crate::runtime::Outcome;
 use crate::scheduler::Access;
-use crate::store::{AttemptFilter, AttemptRecord, BatchId, RunningTask, TaskId};
+use crate::store::{AttemptFilter, AttemptRecord, BatchId, NodeInfo, RunningTask, TaskId};
 
 const MAX_PAGE: usize = 10_000;
 
@@ -84,6 +84,15 @@ pub async fn running(
 ) -> ApiResult<Json<Vec<RunningTask>>> {
     caller.require_admin()?;
     Ok(Json(state.scheduler.running_now().await?))
+}
+
+/// The nodes sharing the store, with their heartbeats.
+pub async fn nodes(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<NodeInfo>>> {
+    caller.require_admin()?;
+    Ok(Json(state.scheduler.nodes().await?))
 }
 
 pub async fn healthz() -> &'static str {

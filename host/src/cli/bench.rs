@@ -1,7 +1,7 @@
-//! `qhost bench`: fills a fresh store with no-op (`echo`) tasks, drains it with one node,
-//! and reports throughput and latency, so users can measure their own hardware.
+//! `qhost bench`: fills a fresh store with no-op (`echo`) tasks, drains it with one node
+//! (or several on PostgreSQL), and reports throughput and latency, so users can measure
+//! their own hardware.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +12,6 @@ use clap::Args;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Access, Scheduler, SchedulerConfig};
-use crate::store::sqlite::SqliteStore;
 use crate::store::{AttemptFilter, BatchSpec, Store, TaskSpec};
 
 /// The `echo` guest, built from guest-examples/echo.
@@ -38,9 +37,14 @@ pub struct BenchArgs {
     /// Tasks claimed ahead of free slots.
     #[arg(long, default_value_t = 256)]
     pub prefetch: usize,
-    /// The database file (default: a fresh one in a temporary directory).
+    /// The database: `sqlite:PATH` of a file that does not exist yet (default: one in a
+    /// temporary directory), or `postgres://USER@HOST/DB`, where a fresh schema is made
+    /// for the run and dropped after it.
     #[arg(long)]
-    pub db: Option<PathBuf>,
+    pub db: Option<String>,
+    /// Nodes draining the queue at once, each with its own slots (PostgreSQL only).
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -57,37 +61,82 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where the run keeps its store, removed when it ends.
+enum Fresh {
+    Sqlite,
+    Postgres { url: String, schema: String },
+}
+
 async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let temp = tempfile::tempdir().context("creating a temporary directory")?;
     let db = args
         .db
         .clone()
-        .unwrap_or_else(|| temp.path().join("bench.db"));
+        .unwrap_or_else(|| format!("sqlite:{}", temp.path().join("bench.db").display()));
+    let postgres = db.starts_with("postgres://") || db.starts_with("postgresql://");
     anyhow::ensure!(
-        !db.exists(),
-        "{} exists: bench needs a fresh database",
-        db.display()
+        args.nodes >= 1 && (postgres || args.nodes == 1),
+        "--nodes {}: several nodes need a postgres:// database",
+        args.nodes
     );
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db)?);
-    let mut runtime = RuntimeConfig::with_workers(args.workers);
-    runtime.cache_dir = Some(temp.path().join("artifacts"));
-    let runtime = Arc::new(Runtime::new(runtime)?);
-    let mut config = SchedulerConfig::new("bench");
-    config.prefetch = args.prefetch;
-    let scheduler = Scheduler::new(store.clone(), runtime, config);
+    let (url, fresh) = if postgres {
+        let schema = format!("qhost_bench_{}", std::process::id());
+        let url = crate::store::postgres::create_schema(&db, &schema).await?;
+        (
+            url,
+            Fresh::Postgres {
+                url: db.clone(),
+                schema,
+            },
+        )
+    } else {
+        let path = db.strip_prefix("sqlite:").unwrap_or(&db);
+        anyhow::ensure!(
+            !std::path::Path::new(path).exists(),
+            "{path} exists: bench needs a fresh database"
+        );
+        (db.clone(), Fresh::Sqlite)
+    };
+    let result = drain(&args, &url, &db, temp.path()).await;
+    if let Fresh::Postgres { url, schema } = fresh {
+        crate::store::postgres::drop_schema(&url, &schema).await?;
+    }
+    result
+}
+
+async fn drain(
+    args: &BenchArgs,
+    url: &str,
+    shown_db: &str,
+    temp: &std::path::Path,
+) -> anyhow::Result<()> {
+    let mut schedulers = Vec::new();
+    for n in 1..=args.nodes {
+        let name = format!("bench-{n}");
+        let store = crate::store::open(url, &name).await?;
+        let mut runtime = RuntimeConfig::with_workers(args.workers);
+        runtime.cache_dir = Some(temp.join("artifacts"));
+        let runtime = Arc::new(Runtime::new(runtime)?);
+        let mut config = SchedulerConfig::new(name);
+        config.prefetch = args.prefetch;
+        schedulers.push(Scheduler::new(store, runtime, config));
+    }
+    let scheduler = schedulers[0].clone();
+    let store = scheduler.store().clone();
     let echo = scheduler
         .module_add(ECHO.to_vec(), Some("echo".into()), None)
         .await?
         .digest;
 
     println!(
-        "qhost bench: {} echo tasks, {} worker(s), {} batch(es), {} order(s) per batch, {} group(s), sqlite {}",
+        "qhost bench: {} echo tasks, {} node(s) of {} worker(s), {} batch(es), {} order(s) per batch, {} group(s), {}",
         args.tasks,
+        args.nodes,
         args.workers,
         args.batches,
         args.orders,
         args.groups,
-        db.display()
+        crate::store::postgres::redact(shown_db)
     );
     let submit_started = Instant::now();
     let mut batches = Vec::new();
@@ -120,7 +169,10 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     );
 
     let drain_started = Instant::now();
-    let node = Node::start(scheduler.clone()).await?;
+    let mut nodes = Vec::new();
+    for scheduler in &schedulers {
+        nodes.push(Node::start(scheduler.clone()).await?);
+    }
     for &batch in &batches {
         let info = scheduler
             .batch_wait(batch, Duration::from_secs(24 * 3600))
@@ -132,7 +184,9 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         );
     }
     let drain_time = drain_started.elapsed();
-    node.stop(Duration::from_secs(10)).await?;
+    for node in nodes {
+        node.stop(Duration::from_secs(10)).await?;
+    }
     println!(
         "drained {} tasks in {:.2} s: {:.0} tasks/s",
         args.tasks,

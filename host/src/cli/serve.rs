@@ -19,7 +19,6 @@ use crate::runtime::limits::parse_duration;
 use crate::runtime::{Mount, Runtime, RuntimeConfig};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Scheduler, SchedulerConfig};
-use crate::store::sqlite::SqliteStore;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -29,6 +28,14 @@ pub struct ServeArgs {
     /// Where the database, the admin token and compiled components are kept.
     #[arg(long, env = "QHOST_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// The database: `sqlite:PATH` (default: qhost.db in the data directory) or
+    /// `postgres://USER@HOST/DB`, shared by several nodes.
+    #[arg(long, env = "QHOST_DB", hide_env_values = true)]
+    pub db: Option<String>,
+    /// This node's name in leases and the execution log; unique among the nodes sharing
+    /// a database (default: the host name).
+    #[arg(long, env = "QHOST_NODE")]
+    pub node: Option<String>,
     /// Instance slots: tasks that run at once (default: the number of CPUs).
     #[arg(long, env = "QHOST_WORKERS")]
     pub workers: Option<usize>,
@@ -38,11 +45,15 @@ pub struct ServeArgs {
     /// How long running tasks may finish after SIGINT/SIGTERM before they are handed back.
     #[arg(long, env = "QHOST_GRACE")]
     pub grace: Option<String>,
+    /// How long a claimed task stays this node's without a renewal: after a crash, its
+    /// tasks run again elsewhere this long after (default 30s).
+    #[arg(long, env = "QHOST_LEASE")]
+    pub lease: Option<String>,
     /// A directory tasks may be given, seen as /NAME: NAME=DIR[:ro|:rw]. Repeatable.
     #[arg(long = "mount", value_name = "NAME=DIR[:ro|:rw]")]
     pub mounts: Vec<Mount>,
-    /// A TOML file with any of the settings above (keys: listen, data_dir, workers,
-    /// admin_token, grace, mounts).
+    /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
+    /// workers, admin_token, grace, lease, mounts).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -56,9 +67,12 @@ pub struct ServeArgs {
 struct FileConfig {
     listen: Option<SocketAddr>,
     data_dir: Option<PathBuf>,
+    db: Option<String>,
+    node: Option<String>,
     workers: Option<usize>,
     admin_token: Option<String>,
     grace: Option<String>,
+    lease: Option<String>,
     #[serde(default)]
     mounts: Vec<String>,
 }
@@ -82,6 +96,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .data_dir
         .or(file.data_dir)
         .unwrap_or_else(|| PathBuf::from("qhost-data"));
+    let db = args
+        .db
+        .or(file.db)
+        .unwrap_or_else(|| format!("sqlite:{}", data_dir.join("qhost.db").display()));
+    let node = args.node.or(file.node).unwrap_or_else(hostname);
+    anyhow::ensure!(
+        !node.is_empty() && node.len() <= 200 && !node.contains(char::is_control),
+        "setting `node` must be 1 to 200 printable characters"
+    );
     let workers = args.workers.or(file.workers).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -95,6 +118,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(text) => parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `grace`: {e}"))?,
         None => Duration::from_secs(30),
     };
+    let lease = match args.lease.or(file.lease) {
+        Some(text) => parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `lease`: {e}"))?,
+        None => Duration::from_secs(30),
+    };
+    anyhow::ensure!(
+        lease >= Duration::from_secs(1),
+        "setting `lease` must be at least 1s"
+    );
     let mut mounts = args.mounts;
     for spec in file.mounts {
         mounts.push(
@@ -124,12 +155,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")?;
     use std::io::Write;
     tokio.block_on(async move {
-        let store = Arc::new(SqliteStore::open(&data_dir.join("qhost.db"))?);
+        let store = crate::store::open(&db, &node)
+            .await
+            .context("setting `db`")?;
         let mut runtime = RuntimeConfig::with_workers(workers);
         runtime.cache_dir = Some(data_dir.join("artifacts"));
         runtime.mounts = mounts;
         let runtime = Arc::new(Runtime::new(runtime)?);
-        let scheduler = Scheduler::new(store, runtime, SchedulerConfig::new(hostname()));
+        let mut config = SchedulerConfig::new(node);
+        config.lease = lease;
+        let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await

@@ -97,7 +97,16 @@ pub(crate) struct LocalRun {
 /// Something that happened to a batch's tasks, for waiters.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchEvent {
+    /// The batch, or [`BatchEvent::ANY`]: news may have been missed, every waiter looks.
     pub batch: BatchId,
+}
+
+impl BatchEvent {
+    pub const ANY: BatchId = 0;
+
+    pub fn concerns(&self, batch: BatchId) -> bool {
+        self.batch == batch || self.batch == Self::ANY
+    }
 }
 
 pub const MAX_TASKS_PER_SUBMIT: usize = 100_000;
@@ -112,7 +121,10 @@ pub struct Scheduler {
     pub(crate) config: SchedulerConfig,
     /// Wakes the claim loop: new work may be claimable.
     pub(crate) wake: Notify,
+    /// Wakes the lease keeper: a task running here may have been cancelled elsewhere.
+    pub(crate) renew_now: Notify,
     pub(crate) events: broadcast::Sender<BatchEvent>,
+    started_at: Micros,
     /// Runs on this node, by task: for cancellation and the live view.
     pub(crate) running: Mutex<HashMap<TaskId, LocalRun>>,
     modules: Mutex<HashMap<Digest, Arc<TaskModule>>>,
@@ -125,7 +137,9 @@ impl Scheduler {
             runtime,
             config,
             wake: Notify::new(),
+            renew_now: Notify::new(),
             events: broadcast::channel(4096).0,
+            started_at: now_micros(),
             running: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
         })
@@ -346,7 +360,7 @@ impl Scheduler {
             loop {
                 match tokio::time::timeout_at(deadline, events.recv()).await {
                     Err(_) => return Ok(self.store.batch_get(batch).await?),
-                    Ok(Ok(event)) if event.batch != batch => continue,
+                    Ok(Ok(event)) if !event.concerns(batch) => continue,
                     Ok(_) => break,
                 }
             }
@@ -386,6 +400,21 @@ impl Scheduler {
 
     /// What runs now and where: every node's claimed tasks, with the slot of those
     /// running on this node.
+    /// The nodes sharing the store, from its registry; on a store of its own, this node.
+    pub async fn nodes(&self) -> Result<Vec<NodeInfo>> {
+        let nodes = self.store.node_list().await?;
+        if !nodes.is_empty() {
+            return Ok(nodes);
+        }
+        Ok(vec![NodeInfo {
+            node: self.config.node.clone(),
+            workers: self.runtime.config().workers,
+            started_at: self.started_at,
+            heartbeat_at: now_micros(),
+            clock_offset: 0,
+        }])
+    }
+
     pub async fn running_now(&self) -> Result<Vec<RunningTask>> {
         let mut running = self.store.running_list().await?;
         let local = self.running.lock().expect("running lock");

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{LocalRun, Scheduler};
+use super::{BatchEvent, LocalRun, Scheduler};
 use crate::runtime::{OnStart, RunRequest, TaskInfo as RunInfo};
 use crate::store::*;
 
@@ -29,6 +29,9 @@ enum Done {
 
 /// A running node. Stop it with [`Node::stop`].
 pub struct Node {
+    scheduler: Arc<Scheduler>,
+    /// Forwards other nodes' news to this one, on a shared store.
+    signals: Option<JoinHandle<()>>,
     stop_claiming: CancellationToken,
     grace: watch::Sender<Option<Duration>>,
     main: JoinHandle<anyhow::Result<()>>,
@@ -37,6 +40,16 @@ pub struct Node {
 impl Node {
     /// Rescues this node's attempts from an earlier life, then starts claiming.
     pub async fn start(scheduler: Arc<Scheduler>) -> anyhow::Result<Node> {
+        let started_at = now_micros();
+        if scheduler.store.is_shared() {
+            beat(&scheduler, started_at)
+                .await
+                .context("registering this node")?;
+        }
+        let signals = scheduler
+            .store
+            .signals()
+            .map(|signals| tokio::spawn(forward_signals(scheduler.clone(), signals)));
         let rescued = scheduler
             .store
             .lease_rescue(Some(scheduler.config.node.clone()), now_micros())
@@ -54,8 +67,15 @@ impl Node {
         }
         let stop_claiming = CancellationToken::new();
         let (grace, grace_rx) = watch::channel(None);
-        let main = tokio::spawn(run(scheduler, stop_claiming.clone(), grace_rx));
+        let main = tokio::spawn(run(
+            scheduler.clone(),
+            stop_claiming.clone(),
+            grace_rx,
+            started_at,
+        ));
         Ok(Node {
+            scheduler,
+            signals,
             stop_claiming,
             grace,
             main,
@@ -67,14 +87,58 @@ impl Node {
     pub async fn stop(self, grace: Duration) -> anyhow::Result<()> {
         let _ = self.grace.send(Some(grace));
         self.stop_claiming.cancel();
-        self.main.await.context("the node's main task failed")?
+        let result = self.main.await.context("the node's main task failed")?;
+        if let Some(signals) = self.signals {
+            signals.abort();
+        }
+        if self.scheduler.store.is_shared() {
+            let node = self.scheduler.config.node.clone();
+            if let Err(err) = self.scheduler.store.node_remove(node).await {
+                tracing::warn!("leaving the node registry failed: {err:#}");
+            }
+        }
+        result
     }
+}
+
+/// Turns other nodes' news into this node's wake-ups and batch events.
+async fn forward_signals(scheduler: Arc<Scheduler>, mut signals: broadcast::Receiver<Signal>) {
+    loop {
+        match signals.recv().await {
+            Ok(Signal::Wake) => scheduler.wake.notify_one(),
+            Ok(Signal::Batches(batches)) => {
+                for batch in batches {
+                    scheduler.notify_batch(batch);
+                }
+            }
+            Ok(Signal::Cancel) => scheduler.renew_now.notify_one(),
+            Ok(Signal::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                scheduler.wake.notify_one();
+                scheduler.renew_now.notify_one();
+                scheduler.notify_batch(BatchEvent::ANY);
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+async fn beat(scheduler: &Scheduler, started_at: Micros) -> StoreResult<()> {
+    scheduler
+        .store
+        .node_beat(NodeBeat {
+            node: scheduler.config.node.clone(),
+            workers: scheduler.runtime.config().workers,
+            started_at,
+            now: now_micros(),
+        })
+        .await
 }
 
 async fn run(
     scheduler: Arc<Scheduler>,
     stop_claiming: CancellationToken,
     mut grace: watch::Receiver<Option<Duration>>,
+    started_at: Micros,
 ) -> anyhow::Result<()> {
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     // Tasks this node holds: claimed and not yet completed in the store.
@@ -91,20 +155,37 @@ async fn run(
         held_rx.clone(),
         hand_back.clone(),
     ));
-    let maintenance = tokio::spawn(maintain(scheduler.clone(), hand_back.clone()));
+    let maintenance = tokio::spawn(maintain(scheduler.clone(), hand_back.clone(), started_at));
 
     let capacity = scheduler.runtime.config().workers + scheduler.config.prefetch;
-    let result = claim_loop(
-        &scheduler,
-        &stop_claiming,
-        &held_tx,
-        capacity,
-        &done_tx,
-        &hand_back,
-    )
-    .await;
-    if let Err(err) = &result {
-        tracing::error!("claim loop failed: {err:#}");
+    // A failing store (a database restarting, say) pauses claiming, never ends it.
+    let mut delay = Duration::from_millis(50);
+    loop {
+        let started = tokio::time::Instant::now();
+        let Err(err) = claim_loop(
+            &scheduler,
+            &stop_claiming,
+            &held_tx,
+            capacity,
+            &done_tx,
+            &hand_back,
+        )
+        .await
+        else {
+            break;
+        };
+        if started.elapsed() > Duration::from_secs(10) {
+            delay = Duration::from_millis(50);
+        }
+        tracing::error!(
+            "claiming failed, retrying in {}: {err:#}",
+            humantime::format_duration(delay)
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = stop_claiming.cancelled() => break,
+        }
+        delay = (delay * 2).min(Duration::from_secs(5));
     }
 
     // Stopping: wait for the runs within the grace period, then hand back the rest.
@@ -128,7 +209,7 @@ async fn run(
     writer.await.context("completion writer")?;
     keeper.await.context("lease keeper")?;
     maintenance.await.context("maintenance")?;
-    result
+    Ok(())
 }
 
 async fn claim_loop(
@@ -141,6 +222,10 @@ async fn claim_loop(
 ) -> anyhow::Result<()> {
     let config = &scheduler.config;
     let workers = scheduler.runtime.config().workers;
+    // After a claim that passed over tasks other transactions held, claim again after
+    // this pause (doubling while it lasts) instead of waiting for a wake-up.
+    const FIRST_RETRY: Duration = Duration::from_millis(1);
+    let mut contended: Option<Duration> = None;
     loop {
         if stop.is_cancelled() {
             return Ok(());
@@ -165,6 +250,12 @@ async fn claim_loop(
                 })
                 .await
                 .context("claiming tasks")?;
+            contended = match contended {
+                _ if !claimed.contended => None,
+                None => Some(FIRST_RETRY),
+                Some(pause) => Some((pause * 2).min(Duration::from_millis(50))),
+            };
+            let claimed = claimed.tasks;
             full = claimed.len() == room;
             if !claimed.is_empty() {
                 held.send_modify(|n| *n += claimed.len());
@@ -189,9 +280,10 @@ async fn claim_loop(
             scheduler.store.task_next_ready_at(now).await?
         };
         let sleep = async {
-            match next_due {
-                Some(at) => tokio::time::sleep(micros_until(at)).await,
-                None => std::future::pending().await,
+            match (next_due, contended.filter(|_| !full)) {
+                (_, Some(pause)) => tokio::time::sleep(pause).await,
+                (Some(at), None) => tokio::time::sleep(micros_until(at)).await,
+                (None, None) => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -381,6 +473,7 @@ async fn keep_leases(
         }
         tokio::select! {
             () = tokio::time::sleep(every) => {}
+            () = scheduler.renew_now.notified() => {}
             () = stop.cancelled() => return,
         }
         let until = now_micros() + duration_micros(scheduler.config.lease);
@@ -402,10 +495,15 @@ async fn keep_leases(
     }
 }
 
-/// Rescues other nodes' expired leases and prunes ended tasks past their retention.
-async fn maintain(scheduler: Arc<Scheduler>, stop: CancellationToken) {
+/// On a shared store, beats in the node registry and rescues other nodes' expired
+/// leases; prunes ended tasks past their retention.
+async fn maintain(scheduler: Arc<Scheduler>, stop: CancellationToken, started_at: Micros) {
     let config = &scheduler.config;
-    let every = match (config.rescue_every, config.retention) {
+    let shared = scheduler.store.is_shared();
+    let rescue_every = config
+        .rescue_every
+        .or_else(|| shared.then(|| (config.lease / 3).min(Duration::from_secs(5))));
+    let every = match (rescue_every, config.retention) {
         (None, None) => return,
         (Some(rescue), None) => rescue,
         (None, Some(retention)) => (retention / 10).max(Duration::from_secs(60)),
@@ -418,7 +516,10 @@ async fn maintain(scheduler: Arc<Scheduler>, stop: CancellationToken) {
             () = tokio::time::sleep(every) => {}
             () = stop.cancelled() => return,
         }
-        if config.rescue_every.is_some() {
+        if shared && let Err(err) = beat(&scheduler, started_at).await {
+            tracing::error!("heartbeat failed: {err:#}");
+        }
+        if rescue_every.is_some() {
             match scheduler.store.lease_rescue(None, now_micros()).await {
                 Ok(result) => {
                     for (_, batch) in result.ended {

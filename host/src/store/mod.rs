@@ -1,6 +1,7 @@
 //! The durable store behind the scheduler: one driver trait, implemented per database.
 //!
 //! - [`sqlite`]: the embedded default, one file in WAL mode.
+//! - [`postgres`]: several nodes sharing one PostgreSQL database.
 //!
 //! Every scheduling rule (ordering gates, group limits, batch limits, priority, fairness)
 //! is enforced inside the driver's atomic claim; [`crate::scheduler::rules`] states the
@@ -8,12 +9,14 @@
 //! `batch_open`) and take plain parameters or one params struct. Times are microseconds
 //! since the Unix epoch, passed in by the caller so that tests control the clock.
 
+pub mod postgres;
 pub mod sqlite;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
 
 use crate::runtime::{Digest, LogLine, MountGrant, Outcome, TaskLimits};
 
@@ -30,10 +33,62 @@ pub fn to_micros(time: SystemTime) -> Micros {
     time.duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as Micros)
         .unwrap_or(0)
+        + clock_skew()
+}
+
+/// A deliberate error added to this process's clock, from `QHOST_CLOCK_SKEW_MS`: lets
+/// tests run a node whose clock is off, as a badly synchronized machine's would be.
+fn clock_skew() -> Micros {
+    static SKEW: std::sync::OnceLock<Micros> = std::sync::OnceLock::new();
+    *SKEW.get_or_init(|| {
+        std::env::var("QHOST_CLOCK_SKEW_MS")
+            .ok()
+            .and_then(|ms| ms.trim().parse::<i64>().ok())
+            .map_or(0, |ms| ms.saturating_mul(1000))
+    })
+}
+
+/// Exponential backoff with jitter: the n-th retry waits between half and all of
+/// `backoff * 2^(n-1)`, capped at an hour.
+pub(crate) fn backoff_micros(backoff_ms: i64, attempts: u32) -> Micros {
+    let exponent = attempts.saturating_sub(1).min(20);
+    let full = (backoff_ms.max(0) * 1000)
+        .saturating_mul(1 << exponent)
+        .min(3_600_000_000);
+    let jitter = (random_token() as u64 % 1000) as i64;
+    full / 2 + full / 2 * jitter / 1000
+}
+
+/// A random non-negative number: lease tokens are built from it.
+pub(crate) fn random_token() -> i64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the system random source");
+    (u64::from_le_bytes(bytes) >> 1) as i64
 }
 
 pub fn duration_micros(d: Duration) -> Micros {
     d.as_micros().try_into().unwrap_or(Micros::MAX)
+}
+
+/// Opens the store a database URL names: `sqlite:PATH` (the embedded default) or
+/// `postgres://...` (several nodes sharing one database). `node` names this node.
+pub async fn open(url: &str, node: &str) -> anyhow::Result<std::sync::Arc<dyn Store>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(std::sync::Arc::new(
+            postgres::PostgresStore::connect(url, node).await?,
+        ))
+    } else if let Some(path) = url.strip_prefix("sqlite:") {
+        let path = path.strip_prefix("//").unwrap_or(path);
+        anyhow::ensure!(!path.is_empty(), "the database URL {url:?} names no file");
+        Ok(std::sync::Arc::new(sqlite::SqliteStore::open(
+            std::path::Path::new(path),
+        )?))
+    } else {
+        anyhow::bail!(
+            "the database URL {:?} is not supported: use sqlite:PATH or postgres://USER@HOST/DB",
+            postgres::redact(url)
+        )
+    }
 }
 
 /// Where a task is in its life. Each variant says who moves a task into it.
@@ -246,6 +301,16 @@ pub struct ClaimedTask {
     pub claimed_at: Micros,
 }
 
+/// What a claim took.
+#[derive(Debug, Clone, Default)]
+pub struct Claimed {
+    pub tasks: Vec<ClaimedTask>,
+    /// Some claimable tasks were passed over because another transaction held them (or
+    /// their group's or batch's counter) at that moment: claim again shortly rather than
+    /// wait for a wake-up. Only stores shared by several writers set it.
+    pub contended: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct ClaimParams {
     pub node: String,
@@ -357,6 +422,39 @@ pub enum CancelResult {
     AlreadyEnded,
 }
 
+/// News from the other nodes sharing a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// Work may have become claimable (a submission, a completion, a limit raised).
+    Wake,
+    /// Tasks of these batches ended.
+    Batches(Vec<BatchId>),
+    /// A running task was asked to stop: renew leases now to learn which.
+    Cancel,
+    /// Signals may have been missed (the connection dropped): look at everything again.
+    Resync,
+}
+
+/// A node's heartbeat.
+#[derive(Debug, Clone)]
+pub struct NodeBeat {
+    pub node: String,
+    pub workers: usize,
+    pub started_at: Micros,
+    pub now: Micros,
+}
+
+/// A node in the registry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node: String,
+    pub workers: usize,
+    pub started_at: Micros,
+    pub heartbeat_at: Micros,
+    /// The store's clock minus the node's, microseconds (0 when within tolerance).
+    pub clock_offset: Micros,
+}
+
 /// The driver interface: one implementation per database.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -411,7 +509,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Claims up to `max` tasks for a node, every scheduling rule checked in one
     /// atomic transaction.
-    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Vec<ClaimedTask>>;
+    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed>;
     /// Records how attempts ended, in one transaction; a completion whose lease token no
     /// longer matches changes nothing.
     async fn task_complete(
@@ -436,4 +534,24 @@ pub trait Store: Send + Sync + 'static {
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>>;
     /// Deletes up to `chunk` ended tasks (with their attempts) that ended before `before`.
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize>;
+
+    /// News from other nodes; `None` for a store only this process uses.
+    fn signals(&self) -> Option<broadcast::Receiver<Signal>> {
+        None
+    }
+    /// Whether several nodes may share the store: they then rescue each other's expired
+    /// leases and keep a registry of heartbeats.
+    fn is_shared(&self) -> bool {
+        false
+    }
+    async fn node_beat(&self, _beat: NodeBeat) -> StoreResult<()> {
+        Ok(())
+    }
+    async fn node_list(&self) -> StoreResult<Vec<NodeInfo>> {
+        Ok(Vec::new())
+    }
+    /// Removes a node that stopped cleanly from the registry.
+    async fn node_remove(&self, _node: String) -> StoreResult<()> {
+        Ok(())
+    }
 }

@@ -500,20 +500,3 @@ fn finish(
     }
     Ok(())
 }
-
-/// Exponential backoff with jitter: the n-th retry waits between half and all of
-/// `backoff * 2^(n-1)`, capped at an hour.
-fn backoff_micros(backoff_ms: i64, attempts: u32) -> Micros {
-    let exponent = attempts.saturating_sub(1).min(20);
-    let full = (backoff_ms.max(0) * 1000)
-        .saturating_mul(1 << exponent)
-        .min(3_600_000_000);
-    let jitter = (random_token() as u64 % 1000) as i64;
-    full / 2 + full / 2 * jitter / 1000
-}
-
-fn random_token() -> i64 {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).expect("the system random source");
-    (u64::from_le_bytes(bytes) >> 1) as i64
-}

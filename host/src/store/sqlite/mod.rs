@@ -793,9 +793,15 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
-        self.write_as(Commit::Bookkeeping, move |tx| claim::claim(tx, &params))
-            .await
+    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
+        // One writer at a time: nothing is ever passed over for being held.
+        let tasks = self
+            .write_as(Commit::Bookkeeping, move |tx| claim::claim(tx, &params))
+            .await?;
+        Ok(Claimed {
+            tasks,
+            contended: false,
+        })
     }
 
     async fn task_complete(

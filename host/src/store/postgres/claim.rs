@@ -1,0 +1,853 @@
+//! The scheduling core in PostgreSQL: the atomic claim, completions, lease rescue and
+//! the execution log.
+//!
+//! A claim is one transaction that never waits. It reads ready tasks in priority,
+//! fair-queueing and submission order; takes its batches' gate locks shared (tried, not
+//! waited for: a submission is changing that gate); locks the group and batch counters it
+//! will consume with
+//! `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that group or batch full
+//! for this one); picks tasks first-fit where the locked counters have room; and locks
+//! exactly the picked tasks, `SKIP LOCKED` again. Picks another claim locked first are
+//! replaced from the candidates left, a few rounds at most. So concurrent claimers take
+//! disjoint tasks without blocking each other, and between them take what one claimer
+//! would have (no head-of-line blocking: a blocked task is passed over, never waited on).
+
+use std::collections::{HashMap, HashSet};
+
+use deadpool_postgres::GenericClient;
+
+use super::{digest_of, gate, pg};
+use crate::runtime::{LogLine, MountGrant, Outcome, TaskLimits};
+use crate::store::*;
+
+/// Claimable tasks as of the transaction's snapshot; nothing locked yet.
+const CANDIDATES_SQL: &str = "
+SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL
+FROM tasks t
+JOIN batches b ON b.id = t.batch_id
+LEFT JOIN groups g ON g.key = t.group_key
+WHERE t.state = 1
+  AND t.not_before <= $1
+  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+  AND (t.group_key IS NULL OR g.running < g.lim)
+ORDER BY t.priority DESC, t.vseq, t.id
+LIMIT $2";
+
+/// Locks the picked tasks that are still ready and no other claim holds.
+const LOCK_SQL: &str = "
+SELECT id FROM tasks WHERE id = ANY($1) AND state = 1 ORDER BY id FOR UPDATE SKIP LOCKED";
+
+const TAKE_SQL: &str = "
+UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = $1, lease_node = $2,
+    lease_token = $3 + id, lease_expires = $4
+WHERE id = ANY($5)
+RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts, lease_token,
+    priority, vseq";
+
+/// Rounds of picking and locking: each replaces picks another claim locked first.
+const PICK_ROUNDS: usize = 4;
+
+struct Candidate {
+    id: TaskId,
+    batch: BatchId,
+    group: Option<String>,
+    /// The batch has a `max_parallel`: its counter must be locked to take the task.
+    limited: bool,
+}
+
+/// Room left in the groups and batches whose counters this claim holds.
+#[derive(Clone)]
+struct Rooms {
+    /// Room per locked batch row (`None`: no limit).
+    batches: HashMap<BatchId, Option<i64>>,
+    groups: HashMap<String, i64>,
+}
+
+impl Rooms {
+    /// Whether `c` fits; if so, its room is taken.
+    fn take(&mut self, c: &Candidate) -> bool {
+        if c.limited {
+            match self.batches.get(&c.batch) {
+                None => return false, // its counter is held by another transaction
+                Some(room) if room.is_some_and(|room| room <= 0) => return false,
+                Some(_) => {}
+            }
+        }
+        if let Some(group) = &c.group {
+            match self.groups.get_mut(group) {
+                Some(room) if *room > 0 => *room -= 1,
+                _ => return false,
+            }
+        }
+        if let Some(Some(room)) = self.batches.get_mut(&c.batch) {
+            *room -= 1;
+        }
+        true
+    }
+}
+
+pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claimed> {
+    if p.max == 0 {
+        return Ok(Claimed::default());
+    }
+    // Room for candidates a group or batch limit turns away within this claim.
+    let scan = (p.max * 2 + 32) as i64;
+    let stmt = tx.prepare_cached(CANDIDATES_SQL).await.map_err(pg)?;
+    let candidates: Vec<Candidate> = tx
+        .query(&stmt, &[&p.now, &scan])
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(|r| Candidate {
+            id: r.get(0),
+            batch: r.get(1),
+            group: r.get(2),
+            limited: r.get(3),
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Ok(Claimed::default());
+    }
+
+    let mut batches: Vec<BatchId> = candidates.iter().map(|c| c.batch).collect();
+    batches.sort_unstable();
+    batches.dedup();
+    let open_gates: HashSet<BatchId> = gate::try_share(tx, &batches).await?.into_iter().collect();
+    let mut contended = open_gates.len() < batches.len();
+    let mut candidates: Vec<Candidate> = candidates
+        .into_iter()
+        .filter(|c| open_gates.contains(&c.batch))
+        .collect();
+    let mut to_lock: Vec<BatchId> = candidates
+        .iter()
+        .filter(|c| c.limited)
+        .map(|c| c.batch)
+        .collect();
+    to_lock.sort_unstable();
+    to_lock.dedup();
+    let mut group_keys: Vec<&str> = candidates
+        .iter()
+        .filter_map(|c| c.group.as_deref())
+        .collect();
+    group_keys.sort_unstable();
+    group_keys.dedup();
+    let mut rooms = Rooms {
+        batches: HashMap::new(),
+        groups: HashMap::new(),
+    };
+    if !to_lock.is_empty() {
+        let stmt = tx
+            .prepare_cached(
+                "SELECT id, max_parallel - running FROM batches
+                 WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED",
+            )
+            .await
+            .map_err(pg)?;
+        for row in tx.query(&stmt, &[&to_lock]).await.map_err(pg)? {
+            let room: Option<i32> = row.get(1);
+            rooms.batches.insert(row.get(0), room.map(i64::from));
+        }
+        contended |= rooms.batches.len() < to_lock.len();
+    }
+    if !group_keys.is_empty() {
+        let stmt = tx
+            .prepare_cached(
+                "SELECT key, lim - running FROM groups
+                 WHERE key = ANY($1) ORDER BY key FOR UPDATE SKIP LOCKED",
+            )
+            .await
+            .map_err(pg)?;
+        for row in tx.query(&stmt, &[&group_keys]).await.map_err(pg)? {
+            rooms
+                .groups
+                .insert(row.get(0), i64::from(row.get::<_, i32>(1)));
+        }
+        contended |= rooms.groups.len() < group_keys.len();
+    }
+
+    // Pick first-fit, lock the picks; replace those another claim holds.
+    let mut taken: Vec<Candidate> = Vec::new();
+    let lock = tx.prepare_cached(LOCK_SQL).await.map_err(pg)?;
+    for _ in 0..PICK_ROUNDS {
+        let mut trial = rooms.clone();
+        let picks: HashSet<usize> = candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| trial.take(c))
+            .map(|(i, _)| i)
+            .take(p.max - taken.len())
+            .collect();
+        if picks.is_empty() {
+            break;
+        }
+        let ids: Vec<i64> = picks.iter().map(|&i| candidates[i].id).collect();
+        let locked: HashSet<i64> = tx
+            .query(&lock, &[&ids])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        // Picks are settled either way: taken, or another claim's.
+        let mut rest = Vec::with_capacity(candidates.len());
+        for (i, c) in std::mem::take(&mut candidates).into_iter().enumerate() {
+            if !picks.contains(&i) {
+                rest.push(c);
+            } else if locked.contains(&c.id) {
+                rooms.take(&c);
+                taken.push(c);
+            }
+        }
+        candidates = rest;
+        if locked.len() == picks.len() || taken.len() == p.max {
+            break;
+        }
+        contended = true;
+    }
+    if taken.is_empty() {
+        return Ok(Claimed {
+            tasks: Vec::new(),
+            contended,
+        });
+    }
+    // Counter changes per limited batch and per group.
+    let mut batch_taken: HashMap<BatchId, i32> = HashMap::new();
+    let mut group_taken: HashMap<&str, i32> = HashMap::new();
+    for c in &taken {
+        if c.limited {
+            *batch_taken.entry(c.batch).or_default() += 1;
+        }
+        if let Some(group) = c.group.as_deref() {
+            *group_taken.entry(group).or_default() += 1;
+        }
+    }
+    let taken: Vec<i64> = taken.iter().map(|c| c.id).collect();
+
+    let token_base = random_token() >> 2;
+    let expires = p.now + duration_micros(p.lease);
+    let stmt = tx.prepare_cached(TAKE_SQL).await.map_err(pg)?;
+    let rows = tx
+        .query(&stmt, &[&p.now, &p.node, &token_base, &expires, &taken])
+        .await
+        .map_err(pg)?;
+    let mut picked: Vec<(i32, i64, ClaimedTask)> = rows
+        .iter()
+        .map(|r| {
+            let limits: &str = r.get(6);
+            let mounts: &str = r.get(7);
+            let task = ClaimedTask {
+                id: r.get(0),
+                batch: r.get(1),
+                module: digest_of(r.get(2)),
+                input: r.get(3),
+                order: r.get(4),
+                group: r.get(5),
+                limits: serde_json::from_str::<TaskLimits>(limits).unwrap_or_default(),
+                mounts: serde_json::from_str::<Vec<MountGrant>>(mounts).unwrap_or_default(),
+                attempt: r.get::<_, i32>(8) as u32,
+                lease_token: r.get(9),
+                claimed_at: p.now,
+            };
+            (r.get(10), r.get(11), task)
+        })
+        .collect();
+    picked.sort_by_key(|(priority, vseq, task)| (-priority, *vseq, task.id));
+    let latest_vseq = picked.iter().map(|&(_, vseq, _)| vseq).max().unwrap_or(0);
+
+    if !batch_taken.is_empty() {
+        let (ids, counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE batches AS b SET running = b.running + u.n
+                 FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE b.id = u.id",
+            )
+            .await
+            .map_err(pg)?;
+        tx.execute(&stmt, &[&ids, &counts]).await.map_err(pg)?;
+    }
+    if !group_taken.is_empty() {
+        let (keys, counts): (Vec<&str>, Vec<i32>) = group_taken.into_iter().unzip();
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE groups AS g SET running = g.running + u.n
+                 FROM unnest($1::text[], $2::int[]) AS u(key, n) WHERE g.key = u.key",
+            )
+            .await
+            .map_err(pg)?;
+        tx.execute(&stmt, &[&keys, &counts]).await.map_err(pg)?;
+    }
+    // The fair-queueing clock only moves forward; when another claim holds it, that claim
+    // moves it.
+    let stmt = tx
+        .prepare_cached(
+            "UPDATE scheduler SET vtime = $1 WHERE id IN
+                 (SELECT id FROM scheduler WHERE vtime < $1 FOR UPDATE SKIP LOCKED)",
+        )
+        .await
+        .map_err(pg)?;
+    tx.execute(&stmt, &[&latest_vseq]).await.map_err(pg)?;
+    Ok(Claimed {
+        tasks: picked.into_iter().map(|(_, _, task)| task).collect(),
+        contended,
+    })
+}
+
+/// What the completion of an attempt needs to know about its task.
+struct Running {
+    id: TaskId,
+    batch: BatchId,
+    order: i64,
+    group: Option<String>,
+    attempts: i32,
+    max_attempts: i32,
+    backoff_ms: i64,
+    cancel_requested: bool,
+    lease_token: i64,
+    lease_node: String,
+    claimed_at: Micros,
+    limited: bool,
+    halts: bool,
+}
+
+const RUNNING_SQL: &str = "
+SELECT t.id, t.batch_id, t.ord, t.group_key, t.attempts, t.max_attempts, t.backoff_ms,
+       t.cancel_requested, t.lease_token, t.lease_node, t.claimed_at,
+       b.max_parallel IS NOT NULL, b.halt_on_failure
+FROM tasks t JOIN batches b ON b.id = t.batch_id
+WHERE t.state = 2";
+
+fn running_row(r: &tokio_postgres::Row) -> Running {
+    Running {
+        id: r.get(0),
+        batch: r.get(1),
+        order: r.get(2),
+        group: r.get(3),
+        attempts: r.get(4),
+        max_attempts: r.get(5),
+        backoff_ms: r.get(6),
+        cancel_requested: r.get(7),
+        lease_token: r.get(8),
+        lease_node: r.get(9),
+        claimed_at: r.get(10),
+        limited: r.get(11),
+        halts: r.get(12),
+    }
+}
+
+/// Slots a set of ended attempts frees, summed per batch and group, written in one
+/// statement each.
+#[derive(Default)]
+struct Freed {
+    batches: HashMap<BatchId, i32>,
+    groups: HashMap<String, i32>,
+}
+
+impl Freed {
+    fn add(&mut self, task: &Running) {
+        if task.limited {
+            *self.batches.entry(task.batch).or_default() += 1;
+        }
+        if let Some(group) = &task.group {
+            *self.groups.entry(group.clone()).or_default() += 1;
+        }
+    }
+
+    async fn write(self, tx: &impl GenericClient) -> StoreResult<()> {
+        if !self.batches.is_empty() {
+            let mut rows: Vec<(i64, i32)> = self.batches.into_iter().collect();
+            rows.sort_unstable();
+            let (ids, counts): (Vec<i64>, Vec<i32>) = rows.into_iter().unzip();
+            let stmt = tx
+                .prepare_cached(
+                    "UPDATE batches AS b SET running = b.running - u.n
+                     FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE b.id = u.id",
+                )
+                .await
+                .map_err(pg)?;
+            tx.execute(&stmt, &[&ids, &counts]).await.map_err(pg)?;
+        }
+        if !self.groups.is_empty() {
+            let mut rows: Vec<(String, i32)> = self.groups.into_iter().collect();
+            rows.sort_unstable();
+            let (keys, counts): (Vec<String>, Vec<i32>) = rows.into_iter().unzip();
+            let stmt = tx
+                .prepare_cached(
+                    "UPDATE groups AS g SET running = g.running - u.n
+                     FROM unnest($1::text[], $2::int[]) AS u(key, n) WHERE g.key = u.key",
+                )
+                .await
+                .map_err(pg)?;
+            tx.execute(&stmt, &[&keys, &counts]).await.map_err(pg)?;
+        }
+        Ok(())
+    }
+}
+
+/// One attempt's end, for the execution log.
+struct AttemptEnd<'a> {
+    node: &'a str,
+    slot: Option<usize>,
+    started_at: Micros,
+    ended_at: Micros,
+    outcome: Outcome,
+    error: Option<&'a str>,
+    logs: &'a [LogLine],
+    stdout: &'a [u8],
+    stderr: &'a [u8],
+}
+
+impl<'a> AttemptEnd<'a> {
+    fn of(c: &'a Completion) -> Self {
+        AttemptEnd {
+            node: &c.node,
+            slot: c.slot,
+            started_at: c.started_at,
+            ended_at: c.ended_at,
+            outcome: c.outcome,
+            error: c.error.as_deref(),
+            logs: &c.logs,
+            stdout: &c.stdout,
+            stderr: &c.stderr,
+        }
+    }
+}
+
+/// Attempt records, written in one statement.
+#[derive(Default)]
+struct AttemptRows<'a> {
+    task: Vec<i64>,
+    batch: Vec<i64>,
+    attempt: Vec<i32>,
+    node: Vec<&'a str>,
+    slot: Vec<Option<i32>>,
+    token: Vec<i64>,
+    group: Vec<Option<String>>,
+    order: Vec<i64>,
+    started: Vec<i64>,
+    ended: Vec<i64>,
+    outcome: Vec<&'static str>,
+    error: Vec<Option<&'a str>>,
+    logs: Vec<Option<String>>,
+    stdout: Vec<Option<&'a [u8]>>,
+    stderr: Vec<Option<&'a [u8]>>,
+}
+
+impl<'a> AttemptRows<'a> {
+    fn push(&mut self, task: &Running, end: AttemptEnd<'a>) {
+        self.task.push(task.id);
+        self.batch.push(task.batch);
+        self.attempt.push(task.attempts);
+        self.node.push(end.node);
+        self.slot.push(end.slot.map(|s| s as i32));
+        self.token.push(task.lease_token);
+        self.group.push(task.group.clone());
+        self.order.push(task.order);
+        self.started.push(end.started_at);
+        self.ended.push(end.ended_at);
+        self.outcome.push(end.outcome.as_str());
+        self.error.push(end.error);
+        self.logs.push(
+            (!end.logs.is_empty())
+                .then(|| serde_json::to_string(end.logs).expect("logs serialize")),
+        );
+        self.stdout
+            .push((!end.stdout.is_empty()).then_some(end.stdout));
+        self.stderr
+            .push((!end.stderr.is_empty()).then_some(end.stderr));
+    }
+
+    async fn write(&self, tx: &impl GenericClient) -> StoreResult<()> {
+        if self.task.is_empty() {
+            return Ok(());
+        }
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token,
+                     group_key, ord, started_at, ended_at, outcome, error, logs, stdout, stderr)
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[],
+                     $5::int[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[],
+                     $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bytea[],
+                     $15::bytea[])",
+            )
+            .await
+            .map_err(pg)?;
+        tx.execute(
+            &stmt,
+            &[
+                &self.task,
+                &self.batch,
+                &self.attempt,
+                &self.node,
+                &self.slot,
+                &self.token,
+                &self.group,
+                &self.order,
+                &self.started,
+                &self.ended,
+                &self.outcome,
+                &self.error,
+                &self.logs,
+                &self.stdout,
+                &self.stderr,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+        Ok(())
+    }
+}
+
+/// Ends attempts: successes in a few statements for all of them; the rest (retries,
+/// failures, cancellations) one task at a time.
+pub(super) async fn complete(
+    tx: &impl GenericClient,
+    completions: &[Completion],
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    let mut attempts = AttemptRows::default();
+    let mut freed = Freed::default();
+    let mut closed: Vec<(BatchId, i64, i64)> = Vec::new();
+
+    let mut succeeded: Vec<&Completion> = completions
+        .iter()
+        .filter(|c| c.outcome.is_success())
+        .collect();
+    // One order of row locking across transactions.
+    succeeded.sort_by_key(|c| c.task);
+    if !succeeded.is_empty() {
+        let ids: Vec<i64> = succeeded.iter().map(|c| c.task).collect();
+        let tokens: Vec<i64> = succeeded.iter().map(|c| c.lease_token).collect();
+        let outputs: Vec<Option<&[u8]>> = succeeded.iter().map(|c| c.output.as_deref()).collect();
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE tasks AS t SET state = 3, ended_at = $1, outcome = 'succeeded',
+                     error = NULL, output = u.output,
+                     lease_node = NULL, lease_token = NULL, lease_expires = NULL
+                 FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS u(id, token, output)
+                 WHERE t.id = u.id AND t.state = 2 AND t.lease_token = u.token
+                 RETURNING t.id, t.batch_id, t.ord, t.group_key, t.attempts,
+                     (SELECT max_parallel IS NOT NULL FROM batches WHERE id = t.batch_id)",
+            )
+            .await
+            .map_err(pg)?;
+        let rows = tx
+            .query(&stmt, &[&now, &ids, &tokens, &outputs])
+            .await
+            .map_err(pg)?;
+        let by_id: HashMap<TaskId, &Completion> = succeeded.iter().map(|c| (c.task, *c)).collect();
+        for r in &rows {
+            let c = by_id[&r.get::<_, i64>(0)];
+            let task = Running {
+                id: c.task,
+                batch: r.get(1),
+                order: r.get(2),
+                group: r.get(3),
+                attempts: r.get(4),
+                max_attempts: 0,
+                backoff_ms: 0,
+                cancel_requested: false,
+                lease_token: c.lease_token,
+                lease_node: String::new(),
+                claimed_at: 0,
+                limited: r.get::<_, Option<bool>>(5).unwrap_or(false),
+                halts: false,
+            };
+            attempts.push(&task, AttemptEnd::of(c));
+            freed.add(&task);
+            closed.push((task.batch, task.order, 1));
+            result.ended.push((task.id, task.batch));
+        }
+        result.stale += succeeded.len() - rows.len();
+    }
+
+    let mut others: Vec<&Completion> = completions
+        .iter()
+        .filter(|c| !c.outcome.is_success())
+        .collect();
+    others.sort_by_key(|c| c.task);
+    let mut halted: Vec<(BatchId, TaskId)> = Vec::new();
+    if !others.is_empty() {
+        let ids: Vec<i64> = others.iter().map(|c| c.task).collect();
+        let sql = format!("{RUNNING_SQL} AND t.id = ANY($1) ORDER BY t.id FOR UPDATE OF t");
+        let running: HashMap<TaskId, Running> = tx
+            .query(&sql, &[&ids])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| {
+                let task = running_row(r);
+                (task.id, task)
+            })
+            .collect();
+        for c in others {
+            let Some(task) = running
+                .get(&c.task)
+                .filter(|t| t.lease_token == c.lease_token)
+            else {
+                result.stale += 1;
+                continue;
+            };
+            attempts.push(task, AttemptEnd::of(c));
+            freed.add(task);
+            let ended = finish(tx, task, c.outcome, c.error.clone(), now, &mut result).await?;
+            if let Some(state) = ended {
+                closed.push((task.batch, task.order, 1));
+                if state == TaskState::Failed && task.halts {
+                    halted.push((task.batch, task.id));
+                }
+            }
+        }
+    }
+    attempts.write(tx).await?;
+    freed.write(tx).await?;
+    gate::close(tx, &closed).await?;
+    halt(tx, &halted, now).await?;
+    Ok(result)
+}
+
+/// Cancels the pending tasks of batches that halt on failure.
+async fn halt(
+    tx: &impl GenericClient,
+    halted: &[(BatchId, TaskId)],
+    now: Micros,
+) -> StoreResult<()> {
+    for &(batch, task) in halted {
+        let reason = format!("cancelled: task {task} failed and the batch halts on failure");
+        gate::cancel_pending(tx, batch, now, &reason).await?;
+    }
+    Ok(())
+}
+
+/// Ends a task that did not succeed, or puts it back for another attempt; returns the
+/// state it ended in. Its slots are freed by the caller.
+async fn finish(
+    tx: &impl GenericClient,
+    task: &Running,
+    outcome: Outcome,
+    error: Option<String>,
+    now: Micros,
+    result: &mut CompleteResult,
+) -> StoreResult<Option<TaskState>> {
+    let retry = outcome != Outcome::Cancelled
+        && !task.cancel_requested
+        && task.attempts < task.max_attempts;
+    if retry {
+        let not_before = now + backoff_micros(task.backoff_ms, task.attempts as u32);
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE tasks SET state = 1, not_before = $1, outcome = $2, error = $3,
+                     lease_node = NULL, lease_token = NULL, lease_expires = NULL
+                 WHERE id = $4",
+            )
+            .await
+            .map_err(pg)?;
+        tx.execute(&stmt, &[&not_before, &outcome.as_str(), &error, &task.id])
+            .await
+            .map_err(pg)?;
+        result.retried += 1;
+        return Ok(None);
+    }
+    let (state, outcome, error) = if outcome == Outcome::Cancelled || task.cancel_requested {
+        (
+            TaskState::Cancelled,
+            Outcome::Cancelled,
+            error.or(Some("cancelled while running".into())),
+        )
+    } else {
+        (TaskState::Failed, outcome, error)
+    };
+    let stmt = tx
+        .prepare_cached(
+            "UPDATE tasks SET state = $1, ended_at = $2, outcome = $3, error = $4, output = NULL,
+                 lease_node = NULL, lease_token = NULL, lease_expires = NULL
+             WHERE id = $5",
+        )
+        .await
+        .map_err(pg)?;
+    tx.execute(
+        &stmt,
+        &[
+            &(state.code() as i32),
+            &now,
+            &outcome.as_str(),
+            &error,
+            &task.id,
+        ],
+    )
+    .await
+    .map_err(pg)?;
+    result.ended.push((task.id, task.batch));
+    Ok(Some(state))
+}
+
+/// Ends as `lost` the attempts whose lease expired (or all of `node`'s), retrying their
+/// tasks while attempts remain. Rows another transaction holds are left for the next
+/// rescue.
+pub(super) async fn rescue(
+    tx: &impl GenericClient,
+    node: Option<&str>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    let sql = format!(
+        "{RUNNING_SQL} AND (t.lease_expires < $1 OR t.lease_node = $2)
+         ORDER BY t.id FOR UPDATE OF t SKIP LOCKED"
+    );
+    let lost: Vec<Running> = tx
+        .query(&sql, &[&now, &node])
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(running_row)
+        .collect();
+    let errors: Vec<String> = lost
+        .iter()
+        .map(|task| {
+            if Some(task.lease_node.as_str()) == node {
+                format!("node {} restarted while the attempt ran", task.lease_node)
+            } else {
+                format!(
+                    "node {} stopped renewing the attempt's lease",
+                    task.lease_node
+                )
+            }
+        })
+        .collect();
+    let mut attempts = AttemptRows::default();
+    let mut freed = Freed::default();
+    let mut closed = Vec::new();
+    let mut halted = Vec::new();
+    for (task, error) in lost.iter().zip(&errors) {
+        attempts.push(
+            task,
+            AttemptEnd {
+                node: &task.lease_node,
+                slot: None,
+                started_at: task.claimed_at,
+                ended_at: now,
+                outcome: Outcome::Lost,
+                error: Some(error),
+                logs: &[],
+                stdout: &[],
+                stderr: &[],
+            },
+        );
+        freed.add(task);
+        let ended = finish(
+            tx,
+            task,
+            Outcome::Lost,
+            Some(error.clone()),
+            now,
+            &mut result,
+        )
+        .await?;
+        if let Some(state) = ended {
+            closed.push((task.batch, task.order, 1));
+            if state == TaskState::Failed && task.halts {
+                halted.push((task.batch, task.id));
+            }
+        }
+    }
+    attempts.write(tx).await?;
+    freed.write(tx).await?;
+    gate::close(tx, &closed).await?;
+    halt(tx, &halted, now).await?;
+    Ok(result)
+}
+
+/// Puts claimed tasks back as they were before the claim, attempt not counted.
+pub(super) async fn release(tx: &impl GenericClient, tasks: &[(TaskId, i64)]) -> StoreResult<()> {
+    let mut tasks = tasks.to_vec();
+    tasks.sort_unstable();
+    let ids: Vec<i64> = tasks.iter().map(|&(id, _)| id).collect();
+    let sql = format!("{RUNNING_SQL} AND t.id = ANY($1) ORDER BY t.id FOR UPDATE OF t");
+    let running: Vec<Running> = tx
+        .query(&sql, &[&ids])
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(running_row)
+        .collect();
+    let tokens: HashMap<TaskId, i64> = tasks.into_iter().collect();
+    let mut freed = Freed::default();
+    let mut back = Vec::new();
+    for task in &running {
+        if tokens.get(&task.id) == Some(&task.lease_token) {
+            freed.add(task);
+            back.push(task.id);
+        }
+    }
+    tx.execute(
+        "UPDATE tasks SET state = 1, attempts = attempts - 1, claimed_at = NULL,
+             lease_node = NULL, lease_token = NULL, lease_expires = NULL
+         WHERE id = ANY($1)",
+        &[&back],
+    )
+    .await
+    .map_err(pg)?;
+    freed.write(tx).await
+}
+
+pub(super) async fn attempt_list(
+    client: &impl GenericClient,
+    filter: AttemptFilter,
+) -> StoreResult<Vec<(i64, AttemptRecord)>> {
+    let outcome = filter.outcome.map(|o| o.as_str());
+    let limit = filter.limit.unwrap_or(1000).min(10_000) as i64;
+    let rows = client
+        .query(
+            "SELECT id, task_id, batch_id, attempt, node, slot, group_key, ord, started_at,
+                    ended_at, outcome, error, logs, stdout, stderr
+             FROM attempts
+             WHERE ($1::bigint IS NULL OR batch_id = $1)
+               AND ($2::bigint IS NULL OR task_id = $2)
+               AND ($3::text IS NULL OR group_key = $3)
+               AND ($4::text IS NULL OR outcome = $4)
+               AND ($5::bigint IS NULL OR started_at >= $5)
+               AND ($6::bigint IS NULL OR started_at < $6)
+               AND ($7::bigint IS NULL OR id > $7)
+             ORDER BY id LIMIT $8",
+            &[
+                &filter.batch,
+                &filter.task,
+                &filter.group,
+                &outcome,
+                &filter.since,
+                &filter.until,
+                &filter.after,
+                &limit,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let logs: Option<String> = r.get(12);
+            let record = AttemptRecord {
+                task: r.get(1),
+                batch: r.get(2),
+                attempt: r.get::<_, i32>(3) as u32,
+                node: r.get(4),
+                slot: r.get::<_, Option<i32>>(5).map(|s| s as usize),
+                group: r.get(6),
+                order: r.get(7),
+                started_at: r.get(8),
+                ended_at: r.get(9),
+                outcome: r
+                    .get::<_, String>(10)
+                    .parse()
+                    .unwrap_or(Outcome::GuestError),
+                error: r.get(11),
+                logs: logs
+                    .and_then(|l| serde_json::from_str(&l).ok())
+                    .unwrap_or_default(),
+                stdout: r.get::<_, Option<Vec<u8>>>(13).unwrap_or_default(),
+                stderr: r.get::<_, Option<Vec<u8>>>(14).unwrap_or_default(),
+            };
+            (r.get(0), record)
+        })
+        .collect())
+}

@@ -1,0 +1,160 @@
+//! Ordering gates in PostgreSQL: `batch_orders` counts each batch's open tasks per order;
+//! the lowest order with open tasks is the gate, and only tasks at the gate are ready.
+//!
+//! Whoever moves a gate holds the batch's advisory lock exclusively: a submission (which
+//! may lower it), the transaction that closes an order (which promotes the next), and a
+//! cancellation. Claims hold it shared and never wait for it.
+
+use deadpool_postgres::GenericClient;
+
+use super::{GATE_LOCK, pg};
+use crate::store::{BatchId, Micros, StoreResult};
+
+/// The advisory lock key of a batch (ids past 2^31 share keys: coarser, still correct).
+fn key(batch: BatchId) -> i32 {
+    (batch % i64::from(i32::MAX)) as i32
+}
+
+/// Takes the batch's gate lock exclusively, waiting for claims and other writers.
+pub(super) async fn lock(tx: &impl GenericClient, batch: BatchId) -> StoreResult<()> {
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        &[&GATE_LOCK, &key(batch)],
+    )
+    .await
+    .map_err(pg)?;
+    Ok(())
+}
+
+/// Of `batches`, those whose gate lock this claim now holds shared; the others are
+/// changing their gate and are passed over.
+pub(super) async fn try_share(
+    tx: &impl GenericClient,
+    batches: &[BatchId],
+) -> StoreResult<Vec<BatchId>> {
+    let keys: Vec<i32> = batches.iter().map(|&b| key(b)).collect();
+    let rows = tx
+        .query(
+            "SELECT b FROM unnest($1::bigint[], $2::int[]) AS u(b, k)
+             WHERE pg_try_advisory_xact_lock_shared($3, k)",
+            &[&batches, &keys, &GATE_LOCK],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// The batch's gate: its lowest order with open tasks.
+pub(super) async fn current(tx: &impl GenericClient, batch: BatchId) -> StoreResult<Option<i64>> {
+    Ok(tx
+        .query_one(
+            "SELECT MIN(ord) FROM batch_orders WHERE batch_id = $1 AND open > 0",
+            &[&batch],
+        )
+        .await
+        .map_err(pg)?
+        .get(0))
+}
+
+/// Records that `count` tasks of `(batch, order)` ended, for each entry; where an order
+/// closed, takes those batches' gate locks and promotes their next orders.
+pub(super) async fn close(
+    tx: &impl GenericClient,
+    ended: &[(BatchId, i64, i64)],
+) -> StoreResult<()> {
+    if ended.is_empty() {
+        return Ok(());
+    }
+    // Summed per order (an UPDATE applies one row per target), in one order of locking
+    // across transactions, which keeps them from deadlocking each other.
+    let mut per_order = std::collections::BTreeMap::<(BatchId, i64), i64>::new();
+    for &(batch, order, count) in ended {
+        *per_order.entry((batch, order)).or_default() += count;
+    }
+    let mut batches = Vec::with_capacity(per_order.len());
+    let mut orders = Vec::with_capacity(per_order.len());
+    let mut counts = Vec::with_capacity(per_order.len());
+    for ((batch, order), count) in per_order {
+        batches.push(batch);
+        orders.push(order);
+        counts.push(count);
+    }
+    let stmt = tx
+        .prepare_cached(
+            "UPDATE batch_orders AS o SET open = o.open - u.n
+             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(b, ord, n)
+             WHERE o.batch_id = u.b AND o.ord = u.ord
+             RETURNING o.batch_id, o.open",
+        )
+        .await
+        .map_err(pg)?;
+    let mut closed: Vec<BatchId> = tx
+        .query(&stmt, &[&batches, &orders, &counts])
+        .await
+        .map_err(pg)?
+        .iter()
+        .filter(|r| r.get::<_, i64>(1) <= 0)
+        .map(|r| r.get(0))
+        .collect();
+    if closed.is_empty() {
+        return Ok(());
+    }
+    closed.sort_unstable();
+    closed.dedup();
+    for &batch in &closed {
+        lock(tx, batch).await?;
+    }
+    promote(tx, &closed).await
+}
+
+/// Drops the closed orders of `batches` and makes the waiting tasks at their gates ready.
+async fn promote(tx: &impl GenericClient, batches: &[BatchId]) -> StoreResult<()> {
+    tx.execute(
+        "DELETE FROM batch_orders WHERE batch_id = ANY($1) AND open <= 0",
+        &[&batches],
+    )
+    .await
+    .map_err(pg)?;
+    tx.execute(
+        "UPDATE tasks AS t SET state = 1
+         FROM (SELECT batch_id, MIN(ord) AS gate FROM batch_orders
+               WHERE batch_id = ANY($1) GROUP BY batch_id) AS g
+         WHERE t.batch_id = g.batch_id AND t.ord = g.gate AND t.state = 0",
+        &[&batches],
+    )
+    .await
+    .map_err(pg)?;
+    Ok(())
+}
+
+/// Cancels every pending task of a batch, then counts its open orders again.
+pub(super) async fn cancel_pending(
+    tx: &impl GenericClient,
+    batch: BatchId,
+    now: Micros,
+    reason: &str,
+) -> StoreResult<u64> {
+    lock(tx, batch).await?;
+    let cancelled = tx
+        .execute(
+            "UPDATE tasks SET state = 5, ended_at = $1, outcome = 'cancelled', error = $2
+             WHERE batch_id = $3 AND state IN (0, 1)",
+            &[&now, &reason, &batch],
+        )
+        .await
+        .map_err(pg)?;
+    if cancelled > 0 {
+        tx.execute("DELETE FROM batch_orders WHERE batch_id = $1", &[&batch])
+            .await
+            .map_err(pg)?;
+        tx.execute(
+            "INSERT INTO batch_orders (batch_id, ord, open)
+             SELECT batch_id, ord, COUNT(*) FROM tasks WHERE batch_id = $1 AND state = 2
+             GROUP BY batch_id, ord",
+            &[&batch],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    Ok(cancelled)
+}

@@ -1,0 +1,425 @@
+//! Three `qhost serve` processes sharing one PostgreSQL database, driven over HTTP:
+//! randomized workloads checked over the combined execution log, a node killed mid-run,
+//! and nodes whose clocks are seconds off.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use qhost::runtime::Outcome;
+use qhost::scheduler::rules::{self, Span};
+use qhost::store::AttemptRecord;
+use qhost_tests::pg::TestDb;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "nodes-test-admin-token";
+
+struct ServeNode {
+    name: String,
+    child: Child,
+    url: String,
+}
+
+impl ServeNode {
+    /// A node named `name` on the database `db`, its clock `skew_ms` off.
+    fn start(db: &str, name: &str, data: &Path, skew_ms: i64) -> ServeNode {
+        let mut child = Command::new(qhost_tests::qhost_binary())
+            .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2"])
+            .args(["--lease", "3s", "--grace", "10s", "--node", name])
+            .args(["--db", db, "--admin-token", TOKEN])
+            .arg("--data-dir")
+            .arg(data.join(name))
+            .env("QHOST_CLOCK_SKEW_MS", skew_ms.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting qhost serve");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("qhost serve printed nothing").unwrap();
+        let url = first
+            .strip_prefix("qhost listening on ")
+            .unwrap_or_else(|| panic!("{name}: {first}"))
+            .to_owned();
+        ServeNode {
+            name: name.to_owned(),
+            child,
+            url,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let request = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.url))
+            .header("Authorization", format!("Bearer {TOKEN}"));
+        let mut response = match body {
+            Some(body) => agent.run(
+                request
+                    .header("content-type", "application/json")
+                    .body(body.to_string())
+                    .unwrap(),
+            ),
+            None => agent.run(request.body(()).unwrap()),
+        }
+        .unwrap_or_else(|e| panic!("{method} {path} on {}: {e}", self.name));
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap();
+        assert!(
+            status < 300,
+            "{method} {path} on {}: {status} {text}",
+            self.name
+        );
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    fn upload(&self, guest: &str) {
+        let bytes = std::fs::read(qhost_tests::guest(guest)).unwrap();
+        let response = ureq::post(format!("{}/v1/modules?name={guest}", self.url))
+            .header("Authorization", format!("Bearer {TOKEN}"))
+            .send(&bytes[..])
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201, "uploading {guest}");
+    }
+
+    /// Waits (long polls) until the batch has ended; returns its progress.
+    fn wait(&self, batch: i64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let info = self.call(
+                "GET",
+                &format!("/v1/batches/{batch}/wait?timeout=30s"),
+                None,
+            );
+            let progress = &info["progress"];
+            let open = ["waiting", "ready", "running"]
+                .iter()
+                .map(|k| progress[k].as_u64().unwrap())
+                .sum::<u64>();
+            if open == 0 {
+                return progress.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "batch {batch} never ended: {info}"
+            );
+        }
+    }
+
+    /// The whole execution log, page by page.
+    fn log(&self) -> Vec<AttemptRecord> {
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.call(
+                "GET",
+                &format!("/v1/attempts?after={after}&limit=1000"),
+                None,
+            );
+            let attempts: Vec<AttemptRecord> =
+                serde_json::from_value(page["attempts"].clone()).unwrap();
+            if attempts.is_empty() {
+                return all;
+            }
+            after = page["next"].as_i64().unwrap();
+            all.extend(attempts);
+        }
+    }
+
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for ServeNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A small deterministic generator: workloads differ per round and are reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+struct Workload {
+    batches: Vec<(i64, Option<u64>)>,
+    tasks: Vec<i64>,
+    group_limits: HashMap<String, usize>,
+}
+
+/// Opens batches of `misbehave` tasks (sleeps, some failing) across orders and groups,
+/// submitting through the nodes in turn.
+fn submit_workload(nodes: &[ServeNode], rng: &mut Rng, batches: usize) -> Workload {
+    let mut group_limits = HashMap::new();
+    for g in 0..3 {
+        let limit = 1 + rng.below(3);
+        nodes[g % nodes.len()].call(
+            "PUT",
+            &format!("/v1/groups/g{g}"),
+            Some(json!({"limit": limit})),
+        );
+        group_limits.insert(format!("g{g}"), limit as usize);
+    }
+    let mut workload = Workload {
+        batches: Vec::new(),
+        tasks: Vec::new(),
+        group_limits,
+    };
+    for b in 0..batches {
+        let node = &nodes[b % nodes.len()];
+        let max_parallel = (rng.below(3) == 0).then(|| 1 + rng.below(2));
+        let opened = node.call(
+            "POST",
+            "/v1/batches",
+            Some(json!({"max_parallel": max_parallel})),
+        );
+        let batch = opened["batch"]["id"].as_i64().unwrap();
+        let tasks: Vec<Value> = (0..(8 + rng.below(12)))
+            .map(|_| {
+                let input = match rng.below(12) {
+                    0 => "error".to_string(),
+                    _ => format!("sleep:{}", 5 + rng.below(40)),
+                };
+                let mut task = json!({
+                    "module": "misbehave",
+                    "input": input,
+                    "order": rng.below(3),
+                    "priority": rng.below(3),
+                    "max_attempts": 2,
+                    "backoff": "10ms",
+                });
+                if rng.below(2) == 0 {
+                    task["group"] = json!(format!("g{}", rng.below(3)));
+                }
+                task
+            })
+            .collect();
+        let submitted = node.call(
+            "POST",
+            &format!("/v1/batches/{batch}/tasks"),
+            Some(json!({"tasks": tasks})),
+        );
+        workload.tasks.extend(
+            submitted["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|id| id.as_i64().unwrap()),
+        );
+        workload.batches.push((batch, max_parallel));
+    }
+    workload
+}
+
+/// Every rule over the combined log; every task ended exactly once, none succeeded twice.
+fn check_log(log: &[AttemptRecord], workload: &Workload, context: &str) {
+    let spans: Vec<Span> = log
+        .iter()
+        .filter(|a| a.outcome != Outcome::Lost)
+        .map(Span::from)
+        .collect();
+    let fail = |e: String| panic!("{context}: {e}");
+    rules::check_gates(&spans).unwrap_or_else(fail);
+    rules::check_group_limits(&spans, |g| workload.group_limits[g]).unwrap_or_else(fail);
+    let limits: HashMap<i64, Option<usize>> = workload
+        .batches
+        .iter()
+        .map(|&(b, m)| (b, m.map(|m| m as usize)))
+        .collect();
+    rules::check_batch_limits(&spans, |b| limits[&b]).unwrap_or_else(fail);
+    // Three nodes of two slots: never more than six at once.
+    rules::check_parallelism(&spans, 6).unwrap_or_else(fail);
+    for &task in &workload.tasks {
+        let succeeded = log
+            .iter()
+            .filter(|a| a.task == task && a.outcome == Outcome::Succeeded)
+            .count();
+        assert!(
+            succeeded <= 1,
+            "{context}: task {task} succeeded {succeeded} times"
+        );
+    }
+}
+
+#[test]
+fn three_nodes_share_the_work_and_keep_every_rule() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for round in 1..=3u64 {
+        let db = runtime.block_on(TestDb::new());
+        let data = tempfile::tempdir().unwrap();
+        let nodes: Vec<ServeNode> = (1..=3)
+            .map(|n| ServeNode::start(&db.url, &format!("n{n}"), data.path(), 0))
+            .collect();
+        nodes[0].upload("misbehave");
+        let mut rng = Rng(0xA076_1D64_78BD_642F ^ round);
+        let workload = submit_workload(&nodes, &mut rng, 6);
+        for (i, &(batch, _)) in workload.batches.iter().enumerate() {
+            // Waited on through a node other than the one it was submitted to.
+            let progress = nodes[(i + 1) % 3].wait(batch);
+            assert_eq!(progress["running"], 0);
+        }
+        let log = nodes[2].log();
+        let context = format!("round {round}");
+        check_log(&log, &workload, &context);
+        assert!(
+            log.iter().all(|a| a.outcome != Outcome::Lost),
+            "{context}: an attempt was lost though no node died"
+        );
+        let ran_on: HashSet<&str> = log.iter().map(|a| a.node.as_str()).collect();
+        assert!(ran_on.len() >= 2, "{context}: only {ran_on:?} ran tasks");
+        for node in nodes {
+            let status = node.stop();
+            assert!(status.success(), "{context}: a node stopped with {status}");
+        }
+    }
+}
+
+#[test]
+fn a_killed_nodes_tasks_are_recovered_by_the_others() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let mut nodes: Vec<ServeNode> = (1..=3)
+        .map(|n| ServeNode::start(&db.url, &format!("n{n}"), data.path(), 0))
+        .collect();
+    nodes[0].upload("misbehave");
+    let opened = nodes[0].call("POST", "/v1/batches", Some(json!({})));
+    let batch = opened["batch"]["id"].as_i64().unwrap();
+    let tasks: Vec<Value> = (0..24)
+        .map(|i| json!({"module": "misbehave", "input": "sleep:300", "order": i / 8, "max_attempts": 3}))
+        .collect();
+    nodes[0].call(
+        "POST",
+        &format!("/v1/batches/{batch}/tasks"),
+        Some(json!({"tasks": tasks})),
+    );
+    // Kill the third node once it runs a task.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let running = nodes[0].call("GET", "/v1/running", None);
+        if running
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["node"] == "n3")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "n3 never ran a task");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nodes[2].kill();
+
+    let progress = nodes[1].wait(batch);
+    assert_eq!(progress["succeeded"], 24, "{progress}");
+    let log = nodes[0].log();
+    let lost: Vec<&AttemptRecord> = log.iter().filter(|a| a.outcome == Outcome::Lost).collect();
+    assert!(
+        !lost.is_empty(),
+        "no attempt of the killed node was recorded lost"
+    );
+    assert!(lost.iter().all(|a| a.node == "n3"));
+    assert!(
+        lost.iter()
+            .all(|a| a.error.as_deref().unwrap().contains("stopped renewing"))
+    );
+    for attempt in &lost {
+        assert!(
+            log.iter().any(|a| a.task == attempt.task
+                && a.outcome == Outcome::Succeeded
+                && a.node != "n3"),
+            "task {} was not run again by another node",
+            attempt.task
+        );
+    }
+    let workload = Workload {
+        batches: vec![(batch, None)],
+        tasks: log.iter().map(|a| a.task).collect(),
+        group_limits: HashMap::new(),
+    };
+    check_log(&log, &workload, "after the kill");
+    for task in &workload.tasks {
+        let succeeded = log
+            .iter()
+            .filter(|a| a.task == *task && a.outcome == Outcome::Succeeded)
+            .count();
+        assert_eq!(succeeded, 1, "task {task}");
+    }
+}
+
+#[test]
+fn nodes_whose_clocks_are_seconds_off_still_behave() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    // Leases last 3 s: uncorrected, the slow node's leases would look expired to the
+    // others the moment they were taken, and the fast node would rescue live attempts.
+    let nodes: Vec<ServeNode> = [("n1", 0), ("slow", -4000), ("fast", 4000)]
+        .iter()
+        .map(|&(name, skew)| ServeNode::start(&db.url, name, data.path(), skew))
+        .collect();
+    nodes[1].upload("misbehave");
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let workload = submit_workload(&nodes, &mut rng, 4);
+    for &(batch, _) in &workload.batches {
+        nodes[0].wait(batch);
+    }
+    let log = nodes[0].log();
+    check_log(&log, &workload, "skewed clocks");
+    assert!(
+        log.iter().all(|a| a.outcome != Outcome::Lost),
+        "a live node's attempt was taken for lost"
+    );
+    let ran_on: HashSet<&str> = log.iter().map(|a| a.node.as_str()).collect();
+    assert!(
+        ran_on.contains("slow") || ran_on.contains("fast"),
+        "only {ran_on:?} ran tasks"
+    );
+    let registry = nodes[0].call("GET", "/v1/nodes", None);
+    let offsets: HashMap<String, i64> = registry
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["node"].as_str().unwrap().to_owned(),
+                n["clock_offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(offsets.len(), 3, "{registry}");
+    // The database's clock minus the node's: about +4 s for the slow one.
+    assert!(
+        (3_500_000..4_500_000).contains(&offsets["slow"]),
+        "{registry}"
+    );
+    assert!(
+        (-4_500_000..-3_500_000).contains(&offsets["fast"]),
+        "{registry}"
+    );
+}
