@@ -207,7 +207,8 @@ fn a_plan_runs_through_the_api_and_handles_guard_batches() {
         (200, Some("succeeded")),
         "{task}"
     );
-    assert_eq!(task["attempts"][0]["outcome"], "succeeded");
+    assert_eq!(task["attempts"], 1, "{task}");
+    assert_eq!(task["log"][0]["outcome"], "succeeded");
     let mut output = agent()
         .get(format!("{}/v1/tasks/{}/output", server.url, ids[2]))
         .header("Authorization", format!("Bearer {handle}"))
