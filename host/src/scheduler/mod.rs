@@ -3,7 +3,9 @@
 //!
 //! - [`rules`]: the scheduling rules as plain functions over the execution log.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
+//! - [`metrics`]: latencies and outcomes the node records, for `/metrics`.
 
+pub mod metrics;
 pub mod node;
 pub mod rules;
 
@@ -116,6 +118,7 @@ pub struct Scheduler {
     /// Runs on this node, by task: for cancellation and the live view.
     pub(crate) running: Mutex<HashMap<TaskId, LocalRun>>,
     modules: Mutex<HashMap<Digest, Arc<TaskModule>>>,
+    pub metrics: metrics::Metrics,
 }
 
 impl Scheduler {
@@ -128,6 +131,7 @@ impl Scheduler {
             events: broadcast::channel(4096).0,
             running: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
+            metrics: metrics::Metrics::default(),
         })
     }
 
@@ -257,7 +261,9 @@ impl Scheduler {
             self.check_task(task)
                 .map_err(|e| Error::Invalid(format!("task {index}: {e}")))?;
         }
-        let ids = self.store.task_submit(batch, tasks, now_micros()).await?;
+        let now = now_micros();
+        let ids = self.store.task_submit(batch, tasks, now).await?;
+        self.metrics.submitted(&ids, now);
         self.wake.notify_one();
         Ok(ids)
     }
