@@ -364,8 +364,11 @@ pub fn age(at: Micros) -> String {
     duration(now - at)
 }
 
-/// A span in microseconds, short.
+/// A span in microseconds, short: fractions of a millisecond under a second.
 pub fn duration(micros: i64) -> String {
     let micros = u64::try_from(micros).unwrap_or(0);
+    if micros < 1_000_000 {
+        return format!("{:.1}ms", micros as f64 / 1000.0);
+    }
     humantime::format_duration(Duration::from_millis(micros / 1000)).to_string()
 }
