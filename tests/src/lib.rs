@@ -1,5 +1,5 @@
 //! Helpers shared by qhost's integration tests and benchmarks: where the wasm guests and
-//! the `qhost` binary are.
+//! the `qhost` binary are; a running `qhost serve` ([`server`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -75,3 +75,4 @@ pub fn language_guest(stem: &str) -> PathBuf {
 pub mod conformance;
 pub mod harness;
 pub mod pg;
+pub mod server;

@@ -207,7 +207,8 @@ fn a_plan_runs_through_the_api_and_handles_guard_batches() {
         (200, Some("succeeded")),
         "{task}"
     );
-    assert_eq!(task["attempts"][0]["outcome"], "succeeded");
+    assert_eq!(task["attempts"], 1, "{task}");
+    assert_eq!(task["log"][0]["outcome"], "succeeded");
     let mut output = agent()
         .get(format!("{}/v1/tasks/{}/output", server.url, ids[2]))
         .header("Authorization", format!("Bearer {handle}"))
@@ -376,6 +377,103 @@ fn bad_input_gets_a_clear_4xx_and_stores_nothing() {
             .contains("order 4 is lower than order 5"),
         "{answer}"
     );
+    assert!(server.stop().success());
+}
+
+#[test]
+fn out_of_range_settings_and_wrong_credentials_are_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    let (batch, handle) = open(&server);
+    let url = |path: &str| format!("{}{path}", server.url);
+    let admin = Some(server.token.as_str());
+    let cases = [
+        (
+            "PUT",
+            url("/v1/groups/g"),
+            admin,
+            Some(json!({"limit": 0})),
+            400,
+            "at least 1",
+        ),
+        (
+            "POST",
+            url("/v1/batches"),
+            admin,
+            Some(json!({"max_parallel": 0})),
+            400,
+            "max_parallel",
+        ),
+        (
+            "POST",
+            url(&format!("/v1/batches/{batch}/tasks")),
+            Some(handle.as_str()),
+            Some(json!({"tasks": []})),
+            400,
+            "no tasks",
+        ),
+        (
+            "GET",
+            url(&format!("/v1/batches/{batch}/wait?timeout=1h")),
+            Some(handle.as_str()),
+            None,
+            400,
+            "at most 5m",
+        ),
+        (
+            "GET",
+            url("/v1/attempts?limit=0"),
+            admin,
+            None,
+            400,
+            "parameter `limit`",
+        ),
+        (
+            "GET",
+            url("/v1/attempts?outcome=exploded"),
+            admin,
+            None,
+            400,
+            "parameter `outcome`",
+        ),
+        (
+            "GET",
+            url("/v1/running"),
+            Some(handle.as_str()),
+            None,
+            403,
+            "do not open",
+        ),
+        ("GET", url("/v1/modules"), None, None, 401, "Authorization"),
+        (
+            "GET",
+            url("/v1/modules"),
+            Some("qha_guessed"),
+            None,
+            401,
+            "Authorization",
+        ),
+    ];
+    for (method, url, credential, body, expected_status, expected) in cases {
+        let (status, answer) = call(method, &url, credential, body);
+        assert_eq!(status, expected_status, "{method} {url}: {answer}");
+        assert!(
+            answer["detail"].as_str().unwrap().contains(expected),
+            "{method} {url}: {answer}"
+        );
+    }
+    let (_, info) = call(
+        "GET",
+        &url(&format!("/v1/batches/{batch}")),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(info["progress"]["waiting"], 0, "nothing was stored: {info}");
     assert!(server.stop().success());
 }
 

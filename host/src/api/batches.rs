@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::auth::Caller;
@@ -282,6 +283,7 @@ pub async fn wait(
     caller: Caller,
     Path(batch): Path<BatchId>,
     Query(query): Query<WaitQuery>,
+    stopping: Option<Extension<CancellationToken>>,
 ) -> ApiResult<Json<BatchInfo>> {
     state.scheduler.authorize(&caller.0, batch).await?;
     let timeout = match query.timeout {
@@ -294,7 +296,12 @@ pub async fn wait(
             "parameter `timeout`: at most 5m; wait again for longer",
         ));
     }
-    Ok(Json(state.scheduler.batch_wait(batch, timeout).await?))
+    // A stopping server answers with the progress so far rather than hold its shutdown.
+    let stopping = stopping.map(|Extension(t)| t).unwrap_or_default();
+    tokio::select! {
+        info = state.scheduler.batch_wait(batch, timeout) => Ok(Json(info?)),
+        () = stopping.cancelled() => Ok(Json(state.scheduler.batch_get(batch).await?)),
+    }
 }
 
 pub async fn release(

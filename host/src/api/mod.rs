@@ -3,11 +3,14 @@
 //! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
 //! - [`observe`]: the execution log, the running-now view, health and metrics.
+//! - [`events`]: a batch's task completions as server-sent events.
+//! - `openapi.json`: the API described for clients and their generators.
 //! - [`error`]: every error as `{"error", "detail"}` with its status.
 
 pub mod auth;
 pub mod batches;
 pub mod error;
+pub mod events;
 pub mod modules;
 pub mod observe;
 pub mod tasks;
@@ -15,9 +18,11 @@ pub mod tasks;
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::http::header::CONTENT_TYPE;
 use axum::routing::{get, post, put};
+use axum::{Extension, Router};
+use tokio_util::sync::CancellationToken;
 
 use crate::scheduler::Scheduler;
 
@@ -53,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         .route("/batches/{id}/seal", post(batches::seal))
         .route("/batches/{id}/cancel", post(batches::cancel))
         .route("/batches/{id}/wait", get(batches::wait))
+        .route("/batches/{id}/events", get(events::events))
         .route("/tasks", post(batches::submit_alone))
         .route("/tasks/{id}", get(tasks::show))
         .route("/tasks/{id}/output", get(tasks::output))
@@ -64,7 +70,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/attempts", get(observe::log))
         .route("/running", get(observe::running))
-        .route("/nodes", get(observe::nodes));
+        .route("/nodes", get(observe::nodes))
+        .route("/openapi.json", get(openapi));
     Router::new()
         .nest("/v1", v1)
         .route("/healthz", get(observe::healthz))
@@ -80,14 +87,28 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// `GET /v1/openapi.json`: the OpenAPI 3 description of this API.
+async fn openapi() -> impl axum::response::IntoResponse {
+    (
+        [(CONTENT_TYPE, "application/json")],
+        include_str!("openapi.json"),
+    )
+}
+
 /// Serves the API on `listener` until `shutdown` resolves, then finishes the requests in
-/// flight.
+/// flight. Requests that would wait (long polls, event streams) see the token passed to
+/// handlers cancelled, and answer at once.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
+    let stopping = CancellationToken::new();
+    let app = router(state).layer(Extension(stopping.clone()));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stopping.cancel();
+        })
         .await
 }

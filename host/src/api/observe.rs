@@ -99,7 +99,8 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Prometheus text format: tasks by state, slots busy.
+/// Prometheus text format: tasks by state, slots busy, pool occupancy, and the node's
+/// claim and run latencies and attempts by outcome.
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
     let counts = state.scheduler.store().task_counts().await?;
     let runtime = state.scheduler.runtime();
@@ -119,5 +120,12 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoRespon
     text.push_str(&format!("qhost_slots_busy {}\n", runtime.busy_slots()));
     text.push_str("# HELP qhost_slots Instance slots of this node.\n# TYPE qhost_slots gauge\n");
     text.push_str(&format!("qhost_slots {}\n", runtime.config().workers));
+    let occupancy = runtime.busy_slots() as f64 / runtime.config().workers.max(1) as f64;
+    text.push_str("# HELP qhost_pool_occupancy Share of this node's instance slots running a task.\n# TYPE qhost_pool_occupancy gauge\n");
+    text.push_str(&format!("qhost_pool_occupancy {occupancy}\n"));
+    let held = state.scheduler.running.lock().expect("running lock").len();
+    text.push_str("# HELP qhost_tasks_held Tasks this node has claimed and not completed, running or about to.\n# TYPE qhost_tasks_held gauge\n");
+    text.push_str(&format!("qhost_tasks_held {held}\n"));
+    state.scheduler.metrics.render(&mut text);
     Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }

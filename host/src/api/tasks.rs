@@ -18,7 +18,8 @@ use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskId
 pub struct TaskView {
     #[serde(flatten)]
     pub task: TaskInfo,
-    pub attempts: Vec<AttemptRecord>,
+    /// The task's entries of the execution log (`attempts` is the task's count of them).
+    pub log: Vec<AttemptRecord>,
 }
 
 pub async fn show(
@@ -28,7 +29,7 @@ pub async fn show(
 ) -> ApiResult<Json<TaskView>> {
     let info = state.scheduler.task_get(task).await?;
     state.scheduler.authorize(&caller.0, info.batch).await?;
-    let attempts = state
+    let log = state
         .scheduler
         .store()
         .attempt_list(AttemptFilter {
@@ -39,10 +40,7 @@ pub async fn show(
         .into_iter()
         .map(|(_, a)| a)
         .collect();
-    Ok(Json(TaskView {
-        task: info,
-        attempts,
-    }))
+    Ok(Json(TaskView { task: info, log }))
 }
 
 pub async fn output(

@@ -1,9 +1,24 @@
 //! The `qhost` command line: the argument structs (clap derive) and the dispatch to one
 //! file per subcommand.
+//!
+//! Local: [`run`] (one task, no server), [`serve`] (a node with the HTTP API), [`bench`].
+//! Clients of a server, sharing [`client`] (server address, token, errors): [`module`],
+//! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`], [`group`], [`status`],
+//! [`log`]; and [`completions`].
 
+mod batch;
 mod bench;
+mod client;
+mod completions;
+mod group;
+mod log;
+mod module;
+mod plan;
 mod run;
 mod serve;
+mod status;
+mod submit;
+mod task;
 
 use std::process::ExitCode;
 
@@ -21,6 +36,8 @@ pub const EXIT_ERROR: u8 = 2;
     about = "A durable task runner for WebAssembly components"
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub connect: client::ConnectArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -33,13 +50,38 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Measure drain throughput: queue no-op tasks in a fresh store and run them all.
     Bench(bench::BenchArgs),
+    /// Add, list and delete the server's modules.
+    Module(module::ModuleArgs),
+    /// Submit one task to the server.
+    Submit(submit::SubmitArgs),
+    /// Open batches, submit plans, follow, reprioritize, cancel and release them.
+    Batch(batch::BatchArgs),
+    /// Show a task, print its output, cancel it.
+    Task(task::TaskArgs),
+    /// Set or show a group's limit.
+    Group(group::GroupArgs),
+    /// What runs now, where.
+    Status(status::StatusArgs),
+    /// The execution log.
+    Log(log::LogArgs),
+    /// Print a shell completion script.
+    Completions(completions::CompletionsArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let connect = &cli.connect;
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Module(args) => module::run(args, connect),
+        Command::Submit(args) => submit::run(args, connect),
+        Command::Batch(args) => batch::run(args, connect),
+        Command::Task(args) => task::run(args, connect),
+        Command::Group(args) => group::run(args, connect),
+        Command::Status(args) => status::run(args, connect),
+        Command::Log(args) => log::run(args, connect),
+        Command::Completions(args) => completions::run(args),
     }
 }
 

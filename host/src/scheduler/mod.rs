@@ -3,7 +3,9 @@
 //!
 //! - [`rules`]: the scheduling rules as plain functions over the execution log.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
+//! - [`metrics`]: latencies and outcomes the node records, for `/metrics`.
 
+pub mod metrics;
 pub mod node;
 pub mod rules;
 
@@ -128,6 +130,7 @@ pub struct Scheduler {
     /// Runs on this node, by task: for cancellation and the live view.
     pub(crate) running: Mutex<HashMap<TaskId, LocalRun>>,
     modules: Mutex<HashMap<Digest, Arc<TaskModule>>>,
+    pub metrics: metrics::Metrics,
 }
 
 impl Scheduler {
@@ -142,6 +145,7 @@ impl Scheduler {
             started_at: now_micros(),
             running: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
+            metrics: metrics::Metrics::default(),
         })
     }
 
@@ -271,7 +275,9 @@ impl Scheduler {
             self.check_task(task)
                 .map_err(|e| Error::Invalid(format!("task {index}: {e}")))?;
         }
-        let ids = self.store.task_submit(batch, tasks, now_micros()).await?;
+        let now = now_micros();
+        let ids = self.store.task_submit(batch, tasks, now).await?;
+        self.metrics.submitted(&ids, now);
         self.wake.notify_one();
         Ok(ids)
     }

@@ -304,6 +304,7 @@ async fn run_one(
     done: mpsc::UnboundedSender<Done>,
     hand_back: CancellationToken,
 ) {
+    scheduler.metrics.claimed(task.id, task.claimed_at);
     let cancel = CancellationToken::new();
     scheduler.running.lock().expect("running lock").insert(
         task.id,
@@ -353,6 +354,7 @@ async fn run_one(
     let message = match ended {
         None => Done::HandedBack(task.id, task.lease_token),
         Some(Ok(report)) => {
+            scheduler.metrics.ran(report.outcome, report.duration);
             let started_at = to_micros(report.started_at);
             Done::Completed(Box::new(Completion {
                 task: task.id,
@@ -370,6 +372,9 @@ async fn run_one(
             }))
         }
         Some(Err(err)) => {
+            scheduler
+                .metrics
+                .ran(crate::runtime::Outcome::Trap, Duration::ZERO);
             let now = now_micros();
             Done::Completed(Box::new(Completion {
                 task: task.id,

@@ -1,0 +1,146 @@
+//! `GET /v1/batches/{id}/events`: a server-sent-events stream of a batch's task
+//! completions.
+//!
+//! Each task that has ended after running is sent once as a `task` event (the task as
+//! `GET /v1/tasks/{id}` shows it, without its attempts), those that ended before the
+//! stream was opened first. When every task of the batch has ended, an `end` event carries
+//! the batch with its progress (which also counts tasks cancelled before they ran) and the
+//! stream closes. The stream also closes when the server stops.
+
+use std::collections::{HashSet, VecDeque};
+use std::convert::Infallible;
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::ApiResult;
+use crate::scheduler::BatchEvent;
+use crate::store::{AttemptFilter, BatchId, StoreResult, TaskId};
+
+/// Attempts read from the log at a time.
+const PAGE: usize = 1000;
+
+pub async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<BatchId>,
+    stopping: Option<Extension<CancellationToken>>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    state.scheduler.authorize(&caller.0, batch).await?;
+    // Subscribe before the first read: nothing that ends after it is missed.
+    let events = state.scheduler.subscribe();
+    state.scheduler.batch_get(batch).await?;
+    let follow = Follow {
+        state,
+        batch,
+        events,
+        stopping: stopping.map(|Extension(t)| t).unwrap_or_default(),
+        after: None,
+        sent: HashSet::new(),
+        pending: VecDeque::new(),
+        ended: false,
+    };
+    let stream = futures_util::stream::unfold(follow, |mut follow| async move {
+        let event = follow.next().await?;
+        Some((Ok::<_, Infallible>(event), follow))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Where a stream is in the batch's execution log.
+struct Follow {
+    state: AppState,
+    batch: BatchId,
+    events: broadcast::Receiver<BatchEvent>,
+    stopping: CancellationToken,
+    /// The log position read up to.
+    after: Option<i64>,
+    /// Tasks already sent: a task with several attempts is sent once.
+    sent: HashSet<TaskId>,
+    pending: VecDeque<Event>,
+    ended: bool,
+}
+
+impl Follow {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(event);
+            }
+            if self.ended {
+                return None;
+            }
+            match self.read().await {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::error!("event stream of batch {}: {err:#}", self.batch);
+                    self.ended = true;
+                    let data = serde_json::json!({"error": "internal", "detail": "internal error; see the server log"});
+                    return Some(Event::default().event("error").data(data.to_string()));
+                }
+            }
+            // Caught up: wait until something happens to this batch.
+            loop {
+                let received = tokio::select! {
+                    received = self.events.recv() => received,
+                    () = self.stopping.cancelled() => return None,
+                };
+                match received {
+                    Ok(event) if !event.concerns(self.batch) => continue,
+                    // Lagged behind: read the log again, it has everything.
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        }
+    }
+
+    /// Queues the events of what the log has gained; whether there were any.
+    async fn read(&mut self) -> StoreResult<bool> {
+        let scheduler = &self.state.scheduler;
+        // Counted before the log is read: when nothing is open, the log has every attempt.
+        let open = scheduler.store().batch_open_count(self.batch).await?;
+        let page = scheduler
+            .store()
+            .attempt_list(AttemptFilter {
+                batch: Some(self.batch),
+                after: self.after,
+                limit: Some(PAGE),
+                ..Default::default()
+            })
+            .await?;
+        if let Some((position, _)) = page.last() {
+            self.after = Some(*position);
+            for (_, attempt) in page {
+                if self.sent.contains(&attempt.task) {
+                    continue;
+                }
+                let task = scheduler.store().task_get(attempt.task).await?;
+                if task.state.is_ended() {
+                    self.sent.insert(task.id);
+                    self.pending.push_back(json_event("task", &task));
+                }
+            }
+            return Ok(true);
+        }
+        if open == 0 {
+            let batch = scheduler.store().batch_get(self.batch).await?;
+            self.pending.push_back(json_event("end", &batch));
+            self.ended = true;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+fn json_event(name: &str, value: &impl serde::Serialize) -> Event {
+    let data = serde_json::to_string(value).expect("JSON serializes");
+    Event::default().event(name).data(data)
+}

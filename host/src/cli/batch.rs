@@ -1,0 +1,274 @@
+//! `qhost batch open|submit|show|priority|seal|cancel|wait|release`: a batch, named by its
+//! handle (or by its id, with the admin token).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::EXIT_TASK_FAILED;
+use super::client::{BatchRef, Client, ConnectArgs, print_json, time};
+use super::plan::Plan;
+use crate::store::BatchInfo;
+
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    #[command(subcommand)]
+    pub command: BatchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// Open an empty batch and print its id and handle.
+    Open {
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        priority: i32,
+        /// At most this many of the batch's tasks run at once.
+        #[arg(long)]
+        max_parallel: Option<u32>,
+        /// Cancel the batch's pending tasks when one fails for good.
+        #[arg(long)]
+        halt_on_failure: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Open a batch and submit a plan file's tasks into it, all in one request.
+    Submit {
+        /// The plan: TOML with `[[task]]` tables (module, input | input_file | input_json,
+        /// order, group, priority) and optional batch settings (name, priority,
+        /// max_parallel, failure_policy).
+        plan: PathBuf,
+        /// Submit into this batch instead of opening one.
+        #[arg(long, value_name = "BATCH")]
+        batch: Option<BatchRef>,
+        /// Show progress until the batch has ended; exit 1 if a task failed.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a batch and its progress.
+    Show {
+        batch: BatchRef,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change the priority of the batch and of its pending tasks.
+    Priority {
+        batch: BatchRef,
+        #[arg(allow_negative_numbers = true)]
+        priority: i32,
+    },
+    /// Refuse further submissions into the batch.
+    Seal { batch: BatchRef },
+    /// Cancel the batch's pending tasks and stop its running ones.
+    Cancel { batch: BatchRef },
+    /// Show progress until every task of the batch has ended; exit 1 if one failed.
+    Wait {
+        batch: BatchRef,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget the batch, its tasks and their records.
+    Release { batch: BatchRef },
+}
+
+pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(connect)?;
+    match args.command {
+        BatchCommand::Open {
+            name,
+            priority,
+            max_parallel,
+            halt_on_failure,
+            json,
+        } => {
+            let mut body = json!({ "name": name, "priority": priority });
+            if let Some(max) = max_parallel {
+                body["max_parallel"] = json!(max);
+            }
+            if halt_on_failure {
+                body["failure_policy"] = json!("halt");
+            }
+            let opened = client.call("POST", "/v1/batches", Some(&body))?;
+            if json {
+                print_json(&opened)?;
+            } else {
+                println!("batch {}", opened["batch"]["id"]);
+                println!("handle {}", opened["handle"].as_str().unwrap_or_default());
+            }
+        }
+        BatchCommand::Submit {
+            plan: path,
+            batch,
+            wait,
+            json,
+        } => {
+            let plan = Plan::read(&path)?;
+            let base = path.parent().unwrap_or(std::path::Path::new("."));
+            let tasks = plan.tasks_json(base)?;
+            let batch = match batch {
+                Some(batch) => batch,
+                None => {
+                    let opened = client.call("POST", "/v1/batches", Some(&plan.batch_json()))?;
+                    let handle = opened["handle"].as_str().unwrap_or_default();
+                    handle.parse().map_err(|e: String| anyhow::anyhow!(e))?
+                }
+            };
+            let answer = batch.client(&client).call(
+                "POST",
+                &format!("/v1/batches/{}/tasks", batch.id),
+                Some(&tasks),
+            )?;
+            let mut report =
+                json!({ "batch": batch.id, "handle": batch.handle, "tasks": answer["tasks"] });
+            if !json {
+                println!("batch {}", batch.id);
+                if let Some(handle) = &batch.handle {
+                    println!("handle {handle}");
+                }
+                println!("submitted {} tasks", plan.tasks.len());
+            }
+            if !wait {
+                if json {
+                    print_json(&report)?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let info = wait_batch(&batch.client(&client), batch.id, !json)?;
+            if json {
+                report["progress"] = serde_json::to_value(info.progress)?;
+                print_json(&report)?;
+            } else {
+                print_summary(&info);
+            }
+            return Ok(exit_code(&info));
+        }
+        BatchCommand::Show { batch, json } => {
+            let info: BatchInfo = batch
+                .client(&client)
+                .get(&format!("/v1/batches/{}", batch.id))?;
+            if json {
+                print_json(&info)?;
+            } else {
+                let p = info.progress;
+                println!(
+                    "batch {}{}",
+                    info.id,
+                    info.name.map(|n| format!(" ({n})")).unwrap_or_default()
+                );
+                println!("  created   {}", time(info.created_at));
+                println!("  priority  {}", info.priority);
+                if let Some(max) = info.max_parallel {
+                    println!("  max parallel {max}");
+                }
+                println!("  sealed    {}", if info.sealed { "yes" } else { "no" });
+                println!(
+                    "  tasks     {} waiting, {} ready, {} running, {} succeeded, {} failed, {} cancelled",
+                    p.waiting, p.ready, p.running, p.succeeded, p.failed, p.cancelled
+                );
+            }
+        }
+        BatchCommand::Priority { batch, priority } => {
+            let answer = batch.client(&client).call(
+                "PUT",
+                &format!("/v1/batches/{}/priority", batch.id),
+                Some(&json!({ "priority": priority })),
+            )?;
+            println!(
+                "batch {} priority {priority} ({} pending tasks changed)",
+                batch.id, answer["changed"]
+            );
+        }
+        BatchCommand::Seal { batch } => {
+            batch
+                .client(&client)
+                .call("POST", &format!("/v1/batches/{}/seal", batch.id), None)?;
+            println!("batch {} sealed", batch.id);
+        }
+        BatchCommand::Cancel { batch } => {
+            let answer = batch.client(&client).call(
+                "POST",
+                &format!("/v1/batches/{}/cancel", batch.id),
+                None,
+            )?;
+            println!(
+                "batch {}: {} tasks cancelled",
+                batch.id, answer["cancelled"]
+            );
+        }
+        BatchCommand::Wait { batch, json } => {
+            let info = wait_batch(&batch.client(&client), batch.id, !json)?;
+            if json {
+                print_json(&info)?;
+            } else {
+                print_summary(&info);
+            }
+            return Ok(exit_code(&info));
+        }
+        BatchCommand::Release { batch } => {
+            batch
+                .client(&client)
+                .call("DELETE", &format!("/v1/batches/{}", batch.id), None)?;
+            println!("batch {} released", batch.id);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Long-polls the batch until all its tasks have ended, drawing a progress bar on a
+/// terminal when `bar` is set.
+pub fn wait_batch(client: &Client, batch: i64, bar: bool) -> anyhow::Result<BatchInfo> {
+    let mut info: BatchInfo = client.get(&format!("/v1/batches/{batch}"))?;
+    let progress = if bar {
+        indicatif::ProgressBar::new(info.progress.total())
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    progress.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} ended {msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    // While a bar shows, come back every second to redraw it.
+    let timeout = if progress.is_hidden() { "60s" } else { "1s" };
+    loop {
+        let p = info.progress;
+        progress.set_length(p.total());
+        progress.set_position(p.ended());
+        progress.set_message(format!("({} running, {} failed)", p.running, p.failed));
+        if p.is_done() {
+            break;
+        }
+        info = client.get(&format!("/v1/batches/{batch}/wait?timeout={timeout}"))?;
+    }
+    progress.finish();
+    Ok(info)
+}
+
+fn print_summary(info: &BatchInfo) {
+    let p = info.progress;
+    println!(
+        "batch {} ended: {} succeeded, {} failed, {} cancelled",
+        info.id, p.succeeded, p.failed, p.cancelled
+    );
+    if p.failed > 0 {
+        println!(
+            "the attempts and their errors: `qhost log --batch {}`",
+            info.id
+        );
+    }
+}
+
+fn exit_code(info: &BatchInfo) -> ExitCode {
+    if info.progress.failed > 0 {
+        ExitCode::from(EXIT_TASK_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

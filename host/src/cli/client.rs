@@ -1,0 +1,374 @@
+//! The HTTP client the remote subcommands share: where the server is and which token to
+//! send (flags, `QHOST_*` variables, the client config file, the local data directory),
+//! the requests themselves, and how a refusal or an unreachable server reads.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, anyhow};
+use clap::Args;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::store::{BatchId, Micros};
+
+/// Where `qhost serve` listens unless told otherwise.
+pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7700";
+/// Where `qhost serve` keeps its data unless told otherwise (relative to where it runs).
+const DEFAULT_DATA_DIR: &str = "qhost-data";
+
+/// How to reach the server: global flags of every remote subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectArgs {
+    /// The qhost server's URL [default: http://127.0.0.1:7700].
+    #[arg(long, global = true, env = "QHOST_SERVER")]
+    pub server: Option<String>,
+    /// The admin token, or a batch handle (default: the local server's `admin-token`).
+    #[arg(long, global = true, env = "QHOST_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The client config file, a TOML file with `server` and `token`
+    /// [default: ~/.config/qhost/client.toml].
+    #[arg(long, global = true, env = "QHOST_CLIENT_CONFIG")]
+    pub client_config: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientFile {
+    server: Option<String>,
+    token: Option<String>,
+}
+
+/// A connection to one server with one credential.
+#[derive(Clone)]
+pub struct Client {
+    agent: ureq::Agent,
+    server: String,
+    token: Option<String>,
+    /// Where the server setting came from, for the message when it cannot be reached.
+    config_path: Option<PathBuf>,
+}
+
+impl Client {
+    /// Resolves the server and the token: flag or variable, then the config file, then the
+    /// defaults (the local server and the `admin-token` of its default data directory).
+    pub fn new(args: &ConnectArgs) -> anyhow::Result<Client> {
+        let (file, config_path) = match &args.client_config {
+            Some(path) => (read_client_file(path)?, Some(path.clone())),
+            None => match dirs::config_dir().map(|d| d.join("qhost").join("client.toml")) {
+                Some(path) if path.exists() => (read_client_file(&path)?, Some(path)),
+                path => (ClientFile::default(), path),
+            },
+        };
+        let server = args
+            .server
+            .clone()
+            .or(file.server)
+            .unwrap_or_else(|| DEFAULT_SERVER.to_owned());
+        let server = server.trim_end_matches('/').to_owned();
+        let token = args.token.clone().or(file.token).or_else(local_admin_token);
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .build()
+            .into();
+        Ok(Client {
+            agent,
+            server,
+            token,
+            config_path,
+        })
+    }
+
+    /// The same server with another credential (a batch handle).
+    pub fn with_token(&self, token: &str) -> Client {
+        Client {
+            token: Some(token.to_owned()),
+            ..self.clone()
+        }
+    }
+
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> anyhow::Result<ureq::http::Response<ureq::Body>> {
+        let mut request = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.server));
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let context = || format!("{method} {path}");
+        // No body at all rather than an empty one: a GET must not carry one.
+        let sent = match body {
+            Some(body) => self.agent.run(request.body(body).with_context(context)?),
+            None => self.agent.run(request.body(()).with_context(context)?),
+        };
+        let response = sent
+            .map_err(|e| self.unreachable(e))
+            .with_context(context)?;
+        if response.status().as_u16() >= 400 {
+            return Err(refusal(response, self.token.is_some()));
+        }
+        Ok(response)
+    }
+
+    fn unreachable(&self, err: ureq::Error) -> anyhow::Error {
+        let refused = matches!(
+            &err,
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound | ureq::Error::Io(_)
+        );
+        if !refused {
+            return anyhow!(err);
+        }
+        let config = match &self.config_path {
+            Some(path) => format!("`server` in {}", path.display()),
+            None => "`server` in the client config file".to_owned(),
+        };
+        anyhow!(
+            "could not reach the qhost server at {} ({err}); start `qhost serve`, or say \
+             where it runs with --server, QHOST_SERVER or {config}",
+            self.server
+        )
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let mut response = self.send("GET", path, None, None)?;
+        read_json(&mut response)
+    }
+
+    /// A request with a JSON body (or none), answered with JSON (or nothing: `Value::Null`).
+    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> anyhow::Result<Value> {
+        let mut response = match body {
+            Some(body) => self.send(
+                method,
+                path,
+                Some("application/json"),
+                Some(serde_json::to_vec(body)?),
+            )?,
+            None => self.send(method, path, None, None)?,
+        };
+        if response.status().as_u16() == 204 {
+            return Ok(Value::Null);
+        }
+        read_json(&mut response)
+    }
+
+    /// A request with a raw body, answered with JSON.
+    pub fn upload<T: DeserializeOwned>(&self, path: &str, bytes: Vec<u8>) -> anyhow::Result<T> {
+        let mut response = self.send("POST", path, Some("application/wasm"), Some(bytes))?;
+        read_json(&mut response)
+    }
+
+    /// The raw body of a GET.
+    pub fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
+        let mut response = self.send("GET", path, None, None)?;
+        response
+            .body_mut()
+            .with_config()
+            .limit(u64::MAX)
+            .read_to_vec()
+            .context("reading the answer")
+    }
+
+    /// A server-sent-events stream: each event's name and data, until the server ends it.
+    pub fn events(&self, path: &str) -> anyhow::Result<Events> {
+        let response = self.send("GET", path, None, None)?;
+        Ok(Events {
+            lines: Box::new(std::io::BufReader::new(response.into_body().into_reader())),
+        })
+    }
+}
+
+/// Events read from a `text/event-stream` answer.
+pub struct Events {
+    lines: Box<dyn BufRead>,
+}
+
+impl Iterator for Events {
+    /// The event's name (`message` when unnamed) and its data.
+    type Item = anyhow::Result<(String, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut name = String::new();
+        let mut data = String::new();
+        loop {
+            let mut line = String::new();
+            match self.lines.read_line(&mut line) {
+                Err(e) => return Some(Err(anyhow!(e).context("reading the event stream"))),
+                Ok(0) => return None,
+                Ok(_) => {}
+            }
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                if data.is_empty() && name.is_empty() {
+                    continue;
+                }
+                if name.is_empty() {
+                    name.push_str("message");
+                }
+                return Some(Ok((name, data)));
+            }
+            if let Some(value) = line.strip_prefix("event:") {
+                name = value.trim_start().to_owned();
+            } else if let Some(value) = line.strip_prefix("data:") {
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            }
+            // Comments (keep-alives) and other fields are skipped.
+        }
+    }
+}
+
+fn read_json<T: DeserializeOwned>(
+    response: &mut ureq::http::Response<ureq::Body>,
+) -> anyhow::Result<T> {
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(1 << 30)
+        .read_to_string()
+        .context("reading the answer")?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("the server's answer is not as expected: {text}"))
+}
+
+/// An error answer (`{"error", "detail"}`) as an error message.
+fn refusal(mut response: ureq::http::Response<ureq::Body>, had_token: bool) -> anyhow::Error {
+    let status = response.status();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    let (kind, detail) = match serde_json::from_str::<Value>(&text) {
+        Ok(body) => (
+            body["error"].as_str().unwrap_or("error").to_owned(),
+            body["detail"].as_str().unwrap_or(&text).to_owned(),
+        ),
+        Err(_) => ("error".to_owned(), text),
+    };
+    let mut message = format!("the server answered {} {kind}: {detail}", status.as_u16());
+    if status.as_u16() == 401 && !had_token {
+        message.push_str(
+            " (no token was given: use --token, QHOST_TOKEN or `token` in the client config)",
+        );
+    }
+    anyhow!(message)
+}
+
+fn read_client_file(path: &std::path::Path) -> anyhow::Result<ClientFile> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("in the client config file {}", path.display()))
+}
+
+/// The admin token a local `qhost serve` keeps in its data directory.
+fn local_admin_token() -> Option<String> {
+    let dir = std::env::var_os("QHOST_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+    let token = std::fs::read_to_string(dir.join("admin-token")).ok()?;
+    Some(token.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+/// A batch named by its id (with the admin token) or by its handle (which names its id).
+#[derive(Debug, Clone)]
+pub struct BatchRef {
+    pub id: BatchId,
+    pub handle: Option<String>,
+}
+
+impl std::str::FromStr for BatchRef {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.starts_with("qhb_") {
+            let id = crate::scheduler::handle_batch(text)
+                .ok_or_else(|| "not a batch handle (qhb_<id>_<secret>)".to_owned())?;
+            return Ok(BatchRef {
+                id,
+                handle: Some(text.to_owned()),
+            });
+        }
+        let id = text
+            .parse()
+            .map_err(|_| "give a batch id or a batch handle (qhb_...)".to_owned())?;
+        Ok(BatchRef { id, handle: None })
+    }
+}
+
+impl BatchRef {
+    /// The client that opens this batch: with its handle when it was named by one.
+    pub fn client(&self, client: &Client) -> Client {
+        match &self.handle {
+            Some(handle) => client.with_token(handle),
+            None => client.clone(),
+        }
+    }
+}
+
+/// Prints a value as indented JSON.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Prints rows under a header, each column as wide as its widest cell.
+pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// A store timestamp as local-free UTC time, to the millisecond.
+pub fn time(at: Micros) -> String {
+    let time = UNIX_EPOCH + Duration::from_micros(u64::try_from(at).unwrap_or(0));
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// How long ago a store timestamp was, to the millisecond.
+pub fn age(at: Micros) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros() as i64;
+    duration(now - at)
+}
+
+/// A span in microseconds, short: fractions of a millisecond under a second.
+pub fn duration(micros: i64) -> String {
+    let micros = u64::try_from(micros).unwrap_or(0);
+    if micros < 1_000_000 {
+        return format!("{:.1}ms", micros as f64 / 1000.0);
+    }
+    humantime::format_duration(Duration::from_millis(micros / 1000)).to_string()
+}

@@ -1,0 +1,142 @@
+//! `qhost module add|ls|rm`: the components a server can run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::client::{Client, ConnectArgs, print_json, print_table, time};
+use crate::store::ModuleInfo;
+
+#[derive(Debug, Args)]
+pub struct ModuleArgs {
+    #[command(subcommand)]
+    pub command: ModuleCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModuleCommand {
+    /// Upload a component; the server checks and compiles it.
+    Add {
+        /// The component (.wasm).
+        file: PathBuf,
+        /// The name tasks may use instead of the digest.
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        tag: Option<String>,
+        /// Print the module as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the modules.
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a module, named by digest or by name.
+    Rm { module: String },
+}
+
+pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(connect)?;
+    match args.command {
+        ModuleCommand::Add {
+            file,
+            name,
+            tag,
+            json,
+        } => {
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let mut query = Vec::new();
+            if let Some(name) = &name {
+                query.push(format!("name={}", encode(name)));
+            }
+            if let Some(tag) = &tag {
+                query.push(format!("tag={}", encode(tag)));
+            }
+            let path = format!("/v1/modules?{}", query.join("&"));
+            let module: ModuleInfo = client.upload(&path, bytes)?;
+            if json {
+                print_json(&module)?;
+            } else {
+                println!(
+                    "added {} ({} bytes){}",
+                    module.digest,
+                    module.size,
+                    module
+                        .name
+                        .as_deref()
+                        .map(|n| format!(" as {n}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        ModuleCommand::Ls { json } => {
+            let modules: Vec<ModuleInfo> = client.get("/v1/modules")?;
+            if json {
+                print_json(&modules)?;
+            } else {
+                let rows: Vec<Vec<String>> = modules
+                    .iter()
+                    .map(|m| {
+                        vec![
+                            m.digest.to_string()[..12].to_owned(),
+                            m.name.clone().unwrap_or_default(),
+                            m.tag.clone().unwrap_or_default(),
+                            m.size.to_string(),
+                            time(m.added_at),
+                        ]
+                    })
+                    .collect();
+                print_table(&["DIGEST", "NAME", "TAG", "BYTES", "ADDED"], &rows);
+            }
+        }
+        ModuleCommand::Rm { module } => {
+            let digest = resolve(&client, &module)?;
+            client.call("DELETE", &format!("/v1/modules/{digest}"), None)?;
+            println!("deleted {digest}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A digest as given, or the digest of the one module of that name.
+fn resolve(client: &Client, module: &str) -> anyhow::Result<String> {
+    if crate::runtime::Digest::from_hex(module).is_ok() {
+        return Ok(module.to_owned());
+    }
+    let modules: Vec<ModuleInfo> = client.get("/v1/modules")?;
+    let named: Vec<_> = modules
+        .iter()
+        .filter(|m| m.name.as_deref() == Some(module))
+        .collect();
+    match named.as_slice() {
+        [] => anyhow::bail!("no module has the digest or name `{module}`"),
+        [one] => Ok(one.digest.to_string()),
+        many => anyhow::bail!(
+            "{} modules are named `{module}`; give the digest of one: {}",
+            many.len(),
+            many.iter()
+                .map(|m| m.digest.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Percent-encodes a query value.
+pub fn encode(value: &str) -> String {
+    let mut out = String::new();
+    for byte in value.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(byte as char)
+            }
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}

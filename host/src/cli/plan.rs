@@ -1,0 +1,118 @@
+//! The plan file `qhost batch submit` reads: batch settings and `[[task]]` tables, in TOML.
+//!
+//! ```toml
+//! name = "nightly"        # optional batch settings: name, priority, max_parallel,
+//! priority = 5            # failure_policy ("continue" or "halt")
+//!
+//! [[task]]
+//! module = "sha256"       # a module name or digest
+//! input = "200000 qhost"  # or input_file = "path" (relative to the plan), or
+//! order = 1               # input_json = { any = "TOML value" }
+//! group = "hashing"
+//! ```
+//!
+//! Unknown keys are refused, with the key named.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::submit::{Input, TaskFields};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub name: Option<String>,
+    pub priority: Option<i32>,
+    pub max_parallel: Option<u32>,
+    pub failure_policy: Option<String>,
+    #[serde(default, rename = "task")]
+    pub tasks: Vec<PlanTask>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanTask {
+    pub module: String,
+    pub input: Option<String>,
+    pub input_file: Option<String>,
+    pub input_json: Option<toml::Value>,
+    #[serde(default)]
+    pub order: i64,
+    pub group: Option<String>,
+    pub priority: Option<i32>,
+    pub max_attempts: Option<u32>,
+    pub timeout: Option<String>,
+    pub memory: Option<String>,
+}
+
+impl Plan {
+    pub fn read(path: &Path) -> anyhow::Result<Plan> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let plan: Plan =
+            toml::from_str(&text).with_context(|| format!("in the plan {}", path.display()))?;
+        anyhow::ensure!(
+            !plan.tasks.is_empty(),
+            "the plan {} has no [[task]]",
+            path.display()
+        );
+        Ok(plan)
+    }
+
+    /// The body of `POST /v1/batches` for this plan's batch settings.
+    pub fn batch_json(&self) -> Value {
+        let mut batch = json!({});
+        if let Some(name) = &self.name {
+            batch["name"] = json!(name);
+        }
+        if let Some(priority) = self.priority {
+            batch["priority"] = json!(priority);
+        }
+        if let Some(max) = self.max_parallel {
+            batch["max_parallel"] = json!(max);
+        }
+        if let Some(policy) = &self.failure_policy {
+            batch["failure_policy"] = json!(policy);
+        }
+        batch
+    }
+
+    /// The body of `POST /v1/batches/{id}/tasks`; input files are read relative to `base`.
+    pub fn tasks_json(&self, base: &Path) -> anyhow::Result<Value> {
+        let mut tasks = Vec::with_capacity(self.tasks.len());
+        for (index, task) in self.tasks.iter().enumerate() {
+            let input = match (&task.input, &task.input_file, &task.input_json) {
+                (None, None, None) => Input::None,
+                (Some(text), None, None) => Input::Text(text.clone()),
+                (None, Some(file), None) => {
+                    let path = base.join(file);
+                    Input::Bytes(std::fs::read(&path).with_context(|| {
+                        format!("task {index}: reading input_file {}", path.display())
+                    })?)
+                }
+                (None, None, Some(value)) => Input::Json(
+                    serde_json::to_value(value)
+                        .with_context(|| format!("task {index}: input_json"))?,
+                ),
+                _ => anyhow::bail!(
+                    "task {index}: give at most one of `input`, `input_file` and `input_json`"
+                ),
+            };
+            let fields = TaskFields {
+                module: task.module.clone(),
+                input,
+                order: task.order,
+                group: task.group.clone(),
+                priority: task.priority,
+                max_attempts: task.max_attempts,
+                timeout: task.timeout.clone(),
+                memory: task.memory.clone(),
+            };
+            tasks.push(fields.to_json());
+        }
+        Ok(json!({ "tasks": tasks }))
+    }
+}

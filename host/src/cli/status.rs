@@ -1,0 +1,49 @@
+//! `qhost status`: what runs now, on which node and slot, as a table.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::client::{Client, ConnectArgs, age, print_json, print_table};
+use crate::store::RunningTask;
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: StatusArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(connect)?;
+    let running: Vec<RunningTask> = client.get("/v1/running")?;
+    if args.json {
+        print_json(&running)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if running.is_empty() {
+        println!("nothing runs on {}", client.server());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = running
+        .iter()
+        .map(|t| {
+            vec![
+                t.task.to_string(),
+                t.batch.to_string(),
+                t.node.clone(),
+                t.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+                t.attempt.to_string(),
+                t.order.to_string(),
+                t.group.clone().unwrap_or_else(|| "-".into()),
+                age(t.since),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "TASK", "BATCH", "NODE", "SLOT", "ATTEMPT", "ORDER", "GROUP", "FOR",
+        ],
+        &rows,
+    );
+    Ok(ExitCode::SUCCESS)
+}

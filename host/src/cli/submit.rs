@@ -1,0 +1,230 @@
+//! `qhost submit`: one task, alone in a batch of its own or into a batch named by its
+//! handle; with `--wait`, its output once it has ended.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use base64::Engine as _;
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::EXIT_TASK_FAILED;
+use super::client::{BatchRef, Client, ConnectArgs, print_json};
+use crate::store::{TaskId, TaskInfo, TaskState};
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The module to run: a name or a digest.
+    #[arg(long)]
+    pub module: String,
+    /// The input, as text.
+    #[arg(long, conflicts_with_all = ["input_file", "input_json"])]
+    pub input: Option<String>,
+    /// The input, read from a file.
+    #[arg(long, conflicts_with = "input_json")]
+    pub input_file: Option<PathBuf>,
+    /// The input, as JSON (checked here, sent as its compact text).
+    #[arg(long)]
+    pub input_json: Option<String>,
+    /// No task of this order starts before every lower order of its batch has ended.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub order: i64,
+    /// At most the group's limit of tasks with this key run at once.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Higher runs first (default: the batch's priority).
+    #[arg(long, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// Attempts before the task fails for good.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// Wall-clock limit per attempt, e.g. `30s`.
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// Linear memory limit, e.g. `64MiB`.
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Add the task to this batch (its handle, or its id with the admin token) instead of
+    /// a batch of its own.
+    #[arg(long, value_name = "HANDLE")]
+    pub batch: Option<BatchRef>,
+    /// Wait until the task has ended, print its output, and exit 1 unless it succeeded.
+    #[arg(long)]
+    pub wait: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A task's input, as a submission carries it.
+pub enum Input {
+    None,
+    Text(String),
+    Bytes(Vec<u8>),
+    Json(Value),
+}
+
+/// One task of a submission request.
+pub struct TaskFields {
+    pub module: String,
+    pub input: Input,
+    pub order: i64,
+    pub group: Option<String>,
+    pub priority: Option<i32>,
+    pub max_attempts: Option<u32>,
+    pub timeout: Option<String>,
+    pub memory: Option<String>,
+}
+
+impl TaskFields {
+    /// The task as the API's JSON.
+    pub fn to_json(&self) -> Value {
+        let mut task = json!({ "module": self.module, "order": self.order });
+        match &self.input {
+            Input::None => {}
+            Input::Text(text) => task["input"] = json!(text),
+            Input::Bytes(bytes) => {
+                task["input_base64"] =
+                    json!(base64::engine::general_purpose::STANDARD.encode(bytes))
+            }
+            Input::Json(value) => task["input_json"] = value.clone(),
+        }
+        if let Some(group) = &self.group {
+            task["group"] = json!(group);
+        }
+        if let Some(priority) = self.priority {
+            task["priority"] = json!(priority);
+        }
+        if let Some(attempts) = self.max_attempts {
+            task["max_attempts"] = json!(attempts);
+        }
+        if let Some(timeout) = &self.timeout {
+            task["timeout"] = json!(timeout);
+        }
+        if let Some(memory) = &self.memory {
+            task["memory"] = json!(memory);
+        }
+        task
+    }
+}
+
+pub fn run(args: SubmitArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(connect)?;
+    let input = match (&args.input, &args.input_file, &args.input_json) {
+        (Some(text), _, _) => Input::Text(text.clone()),
+        (_, Some(path), _) => Input::Bytes(
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        ),
+        (_, _, Some(text)) => {
+            Input::Json(serde_json::from_str(text).context("--input-json is not JSON")?)
+        }
+        _ => Input::None,
+    };
+    let task = TaskFields {
+        module: args.module,
+        input,
+        order: args.order,
+        group: args.group,
+        priority: args.priority,
+        max_attempts: args.max_attempts,
+        timeout: args.timeout,
+        memory: args.memory,
+    }
+    .to_json();
+    let (task_id, batch, answer) = match &args.batch {
+        None => {
+            let answer = client.call("POST", "/v1/tasks", Some(&task))?;
+            let task_id = answer["task"]
+                .as_i64()
+                .context("the answer has no task id")?;
+            let batch: BatchRef = answer["handle"]
+                .as_str()
+                .context("the answer has no handle")?
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!(e))?;
+            (task_id, batch, answer)
+        }
+        Some(batch) => {
+            let answer = batch.client(&client).call(
+                "POST",
+                &format!("/v1/batches/{}/tasks", batch.id),
+                Some(&json!({ "tasks": [task] })),
+            )?;
+            let task_id = answer["tasks"][0]
+                .as_i64()
+                .context("the answer has no task id")?;
+            let answer = json!({ "task": task_id, "batch": batch.id });
+            (task_id, batch.clone(), answer)
+        }
+    };
+    if !args.wait {
+        if args.json {
+            print_json(&answer)?;
+        } else {
+            println!("task {task_id} in batch {}", batch.id);
+            if let Some(handle) = answer["handle"].as_str() {
+                println!("handle {handle}");
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let client = batch.client(&client);
+    let info = wait_task(&client, batch.id, task_id)?;
+    if args.json {
+        let view: Value = client.get(&format!("/v1/tasks/{task_id}"))?;
+        print_json(&view)?;
+    } else if info.state == TaskState::Succeeded {
+        let output = client.get_bytes(&format!("/v1/tasks/{task_id}/output"))?;
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(&output)?;
+        if !output.ends_with(b"\n") {
+            stdout.write_all(b"\n")?;
+        }
+    } else {
+        eprintln!("{}", ended_line(&info));
+    }
+    Ok(if info.state == TaskState::Succeeded {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_TASK_FAILED)
+    })
+}
+
+/// Follows the batch's events until this task has ended (or the batch has), then returns
+/// the task.
+pub fn wait_task(client: &Client, batch: i64, task: TaskId) -> anyhow::Result<TaskInfo> {
+    let path = format!("/v1/tasks/{task}");
+    for event in client.events(&format!("/v1/batches/{batch}/events"))? {
+        let (name, data) = event?;
+        if name == "end" {
+            break;
+        }
+        if name == "task" {
+            let info: TaskInfo = serde_json::from_str(&data)
+                .with_context(|| format!("an event the client does not know: {data}"))?;
+            if info.id == task {
+                return Ok(info);
+            }
+        }
+    }
+    let info: TaskInfo = client.get(&path)?;
+    anyhow::ensure!(
+        info.state.is_ended(),
+        "the event stream of batch {batch} ended before task {task} did"
+    );
+    Ok(info)
+}
+
+/// One line about a task that did not succeed.
+pub fn ended_line(info: &TaskInfo) -> String {
+    let mut line = format!("task {} {}", info.id, info.state.as_str());
+    if let Some(outcome) = info.outcome {
+        line.push_str(&format!(" ({})", outcome.as_str()));
+    }
+    if let Some(error) = &info.error {
+        line.push_str(&format!(": {error}"));
+    }
+    line
+}

@@ -1,0 +1,99 @@
+//! `qhost task show|output|cancel`: one task. The token may be the admin token or the
+//! handle of the task's batch (`--token qhb_...`).
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde::Deserialize;
+
+use super::client::{Client, ConnectArgs, duration, print_json, time};
+use crate::store::{AttemptRecord, TaskId, TaskInfo};
+
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    #[command(subcommand)]
+    pub command: TaskCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Show a task and its attempts.
+    Show {
+        task: TaskId,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a task's output, as it is.
+    Output { task: TaskId },
+    /// Cancel a pending task, or stop a running one.
+    Cancel { task: TaskId },
+}
+
+/// `GET /v1/tasks/{id}`: the task with its attempts.
+#[derive(Debug, Deserialize, serde::Serialize)]
+struct TaskView {
+    #[serde(flatten)]
+    task: TaskInfo,
+    log: Vec<AttemptRecord>,
+}
+
+pub fn run(args: TaskArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(connect)?;
+    match args.command {
+        TaskCommand::Show { task, json } => {
+            let view: TaskView = client.get(&format!("/v1/tasks/{task}"))?;
+            if json {
+                print_json(&view)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let t = &view.task;
+            println!("task {} in batch {}", t.id, t.batch);
+            println!("  module    {}", t.module);
+            println!("  state     {}", t.state.as_str());
+            println!("  order     {}", t.order);
+            println!("  group     {}", t.group.as_deref().unwrap_or("-"));
+            println!("  priority  {}", t.priority);
+            println!("  attempts  {} of {}", t.attempts, t.max_attempts);
+            println!("  submitted {}", time(t.submitted_at));
+            if let Some(ended) = t.ended_at {
+                println!("  ended     {}", time(ended));
+            }
+            if let Some(outcome) = t.outcome {
+                println!("  outcome   {}", outcome.as_str());
+            }
+            if let Some(error) = &t.error {
+                println!("  error     {error}");
+            }
+            if let Some(size) = t.output_size {
+                println!("  output    {size} bytes");
+            }
+            for a in &view.log {
+                println!(
+                    "  attempt {} on {} slot {}: {} after {}{}",
+                    a.attempt,
+                    a.node,
+                    a.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+                    a.outcome.as_str(),
+                    duration(a.ended_at - a.started_at),
+                    a.error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        TaskCommand::Output { task } => {
+            let output = client.get_bytes(&format!("/v1/tasks/{task}/output"))?;
+            std::io::stdout().lock().write_all(&output)?;
+        }
+        TaskCommand::Cancel { task } => {
+            let answer = client.call("POST", &format!("/v1/tasks/{task}/cancel"), None)?;
+            println!(
+                "task {task}: {}",
+                answer["result"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,99 @@
+//! A real `qhost serve` on port 0 in a temporary data directory, and the `qhost` command
+//! line pointed at it: what the client tests and the serve benchmark start from.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+pub struct Server {
+    child: Child,
+    pub url: String,
+    pub token: String,
+    pub data: PathBuf,
+}
+
+impl Server {
+    /// Starts `qhost serve` with `workers` slots, its data in `data`, and waits until it
+    /// listens.
+    pub fn start(data: &Path, workers: usize) -> Server {
+        let mut child = Command::new(crate::qhost_binary())
+            .args(["serve", "--listen", "127.0.0.1:0", "--grace", "30s"])
+            .arg("--workers")
+            .arg(workers.to_string())
+            .arg("--data-dir")
+            .arg(data)
+            .env_remove("QHOST_ADMIN_TOKEN")
+            .env_remove("QHOST_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting qhost serve");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("qhost serve printed nothing").unwrap();
+        let url = first
+            .strip_prefix("qhost listening on ")
+            .expect(&first)
+            .to_owned();
+        let token = std::fs::read_to_string(data.join("admin-token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        Server {
+            child,
+            url,
+            token,
+            data: data.to_owned(),
+        }
+    }
+
+    /// The `qhost` command line with this server and the admin token set by variables, and
+    /// nothing inherited that could point it elsewhere.
+    pub fn cli(&self) -> Command {
+        let mut command = bare_cli();
+        command
+            .env("QHOST_SERVER", &self.url)
+            .env("QHOST_TOKEN", &self.token);
+        command
+    }
+
+    /// Runs the command line with `args`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cli().args(args).output().expect("running qhost")
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `qhost` command line with no server, token or config set from outside, and a home
+/// without a client config.
+pub fn bare_cli() -> Command {
+    let mut command = Command::new(crate::qhost_binary());
+    for var in [
+        "QHOST_SERVER",
+        "QHOST_TOKEN",
+        "QHOST_CLIENT_CONFIG",
+        "QHOST_DATA_DIR",
+    ] {
+        command.env_remove(var);
+    }
+    command.env(
+        "XDG_CONFIG_HOME",
+        std::env::temp_dir().join("qhost-tests-no-config"),
+    );
+    command
+}

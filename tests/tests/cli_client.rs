@@ -1,0 +1,611 @@
+//! The `qhost` command line as a client of a real `qhost serve`: modules, plans, handles,
+//! waiting, the views, errors; and the API's extras it stands on: the OpenAPI document,
+//! a batch's event stream and the metrics.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Output;
+
+use qhost_tests::server::{Server, bare_cli};
+use serde_json::Value;
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts the exit code, showing what the command said otherwise.
+fn expect_code(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// Adds a guest as a module of that name.
+fn add_module(server: &Server, guest: &str) {
+    let path = qhost_tests::guest(guest);
+    let output = server.run(&["module", "add", path.to_str().unwrap(), "--name", guest]);
+    expect_code(&output, 0);
+    assert!(
+        stdout(&output).contains(&format!("as {guest}")),
+        "{}",
+        stdout(&output)
+    );
+}
+
+fn write_plan(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// The value of the line `key value` in a command's output.
+fn field(output: &Output, key: &str) -> String {
+    stdout(output)
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{key} ")))
+        .unwrap_or_else(|| panic!("no `{key}` in {}", stdout(output)))
+        .to_owned()
+}
+
+fn get(url: &str, token: &str) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .get(url)
+        .header("Authorization", format!("Bearer {token}"))
+        .call()
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.body_mut().read_to_string().unwrap())
+}
+
+#[test]
+fn a_plan_runs_to_its_end_and_a_failing_one_exits_non_zero() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    add_module(&server, "echo");
+    add_module(&server, "misbehave");
+    let modules: Value =
+        serde_json::from_str(&stdout(&server.run(&["module", "ls", "--json"]))).unwrap();
+    let names: Vec<&str> = modules
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{modules}");
+    assert!(names.contains(&"echo") && names.contains(&"misbehave"));
+    std::fs::write(data.path().join("input.txt"), "from a file").unwrap();
+
+    let plan = write_plan(
+        data.path(),
+        "plan.toml",
+        r#"
+        name = "tour"
+        [[task]]
+        module = "echo"
+        input = "first"
+        order = 1
+        group = "g"
+        [[task]]
+        module = "echo"
+        input_file = "input.txt"
+        order = 2
+        [[task]]
+        module = "echo"
+        input_json = { words = ["a", "b"] }
+        order = 2
+        "#,
+    );
+    let output = server.run(&["batch", "submit", &plan, "--wait"]);
+    expect_code(&output, 0);
+    let handle = field(&output, "handle");
+    assert!(handle.starts_with("qhb_"), "{handle}");
+    assert!(
+        stdout(&output).contains("3 succeeded, 0 failed, 0 cancelled"),
+        "{}",
+        stdout(&output)
+    );
+
+    // The log, as JSON lines, with the batch's handle alone as credential.
+    let output = bare_cli()
+        .env("QHOST_SERVER", &server.url)
+        .args(["log", "--batch", &handle, "--json"])
+        .output()
+        .unwrap();
+    expect_code(&output, 0);
+    let attempts: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(attempts.len(), 3);
+    assert!(attempts.iter().all(|a| a["outcome"] == "succeeded"));
+    let orders: Vec<i64> = attempts
+        .iter()
+        .map(|a| a["order"].as_i64().unwrap())
+        .collect();
+    assert_eq!(orders, [1, 2, 2], "order 1 ran first");
+    let table = stdout(&server.run(&["log", "--batch", &handle]));
+    assert!(table.starts_with("STARTED"), "{table}");
+    assert_eq!(table.lines().filter(|l| l.contains("succeeded")).count(), 3);
+
+    let outputs: Vec<String> = attempts
+        .iter()
+        .map(|a| {
+            let task = a["task"].to_string();
+            stdout(&server.run(&["task", "output", &task]))
+        })
+        .collect();
+    assert!(outputs.contains(&"from a file".to_owned()), "{outputs:?}");
+    assert!(
+        outputs.contains(&r#"{"words":["a","b"]}"#.to_owned()),
+        "{outputs:?}"
+    );
+
+    let failing = write_plan(
+        data.path(),
+        "failing.toml",
+        r#"
+        [[task]]
+        module = "echo"
+        input = "fine"
+        [[task]]
+        module = "misbehave"
+        input = "error"
+        "#,
+    );
+    let output = server.run(&["batch", "submit", &failing, "--wait", "--json"]);
+    expect_code(&output, 1);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["progress"]["failed"], 1, "{report}");
+    assert_eq!(report["progress"]["succeeded"], 1, "{report}");
+    let failed_task = report["tasks"][1].to_string();
+    let shown: Value = serde_json::from_str(&stdout(&server.run(&[
+        "task",
+        "show",
+        &failed_task,
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(shown["state"], "failed");
+    assert_eq!(shown["log"][0]["error"], "asked to fail", "{shown}");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_handle_changes_its_own_batch_and_no_other() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    add_module(&server, "sleep");
+    let open = |name: &str| -> Value {
+        let output = server.run(&["batch", "open", "--name", name, "--json"]);
+        expect_code(&output, 0);
+        serde_json::from_str(&stdout(&output)).unwrap()
+    };
+    let mine = open("mine");
+    let other = open("other");
+    let (mine_id, mine_handle) = (
+        mine["batch"]["id"].to_string(),
+        mine["handle"].as_str().unwrap(),
+    );
+    let other_handle = other["handle"].as_str().unwrap();
+    let plan = write_plan(
+        data.path(),
+        "sleeps.toml",
+        r#"
+        [[task]]
+        module = "sleep"
+        input = "60000"
+        timeout = "120s"
+        [[task]]
+        module = "sleep"
+        input = "60000"
+        timeout = "120s"
+        order = 1
+        "#,
+    );
+    expect_code(
+        &server.run(&["batch", "submit", &plan, "--batch", mine_handle]),
+        0,
+    );
+
+    let output = server.run(&["batch", "priority", mine_handle, "7"]);
+    expect_code(&output, 0);
+    // Another batch's handle, given as the token for this batch's id, is refused.
+    let output = server.run(&["--token", other_handle, "batch", "priority", &mine_id, "9"]);
+    expect_code(&output, 2);
+    assert!(
+        stderr(&output).contains("403 forbidden"),
+        "{}",
+        stderr(&output)
+    );
+    let shown: Value = serde_json::from_str(&stdout(&server.run(&[
+        "batch",
+        "show",
+        mine_handle,
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(shown["priority"], 7, "{shown}");
+    assert_eq!(shown["name"], "mine");
+
+    let output = server.run(&["batch", "cancel", mine_handle]);
+    expect_code(&output, 0);
+    let output = server.run(&["batch", "wait", mine_handle, "--json"]);
+    expect_code(&output, 0);
+    let waited: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(waited["progress"]["cancelled"], 2, "{waited}");
+    expect_code(&server.run(&["batch", "release", mine_handle]), 0);
+    let output = server.run(&["batch", "show", &mine_id]);
+    expect_code(&output, 2);
+    assert!(
+        stderr(&output).contains("404 not-found"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(server.stop().success());
+}
+
+#[test]
+fn status_shows_a_running_task_until_it_is_cancelled() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    add_module(&server, "sleep");
+    let output = server.run(&[
+        "submit",
+        "--module",
+        "sleep",
+        "--input",
+        "60000",
+        "--timeout",
+        "120s",
+        "--group",
+        "slow",
+        "--json",
+    ]);
+    expect_code(&output, 0);
+    let submitted: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let task = submitted["task"].to_string();
+    // Synchronize on the running view itself: the task shows there once claimed.
+    let running = loop {
+        let output = server.run(&["status", "--json"]);
+        expect_code(&output, 0);
+        let running: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        if !running.as_array().unwrap().is_empty() {
+            break running;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(running[0]["task"].to_string(), task);
+    let table = stdout(&server.run(&["status"]));
+    let mut lines = table.lines();
+    assert!(lines.next().unwrap().starts_with("TASK"), "{table}");
+    let row = lines.next().unwrap();
+    assert!(row.starts_with(&task) && row.contains("slow"), "{table}");
+    let group: Value =
+        serde_json::from_str(&stdout(&server.run(&["group", "limit", "slow", "--json"]))).unwrap();
+    assert_eq!(
+        (group["limit"].as_u64(), group["running"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let output = server.run(&["group", "limit", "slow", "3"]);
+    expect_code(&output, 0);
+    assert!(stdout(&output).contains("limit 3"), "{}", stdout(&output));
+
+    let output = server.run(&["task", "cancel", &task]);
+    expect_code(&output, 0);
+    assert!(stdout(&output).contains("stopping"), "{}", stdout(&output));
+    let handle = submitted["handle"].as_str().unwrap();
+    let output = server.run(&["batch", "wait", handle]);
+    expect_code(&output, 0);
+    assert!(stdout(&server.run(&["status"])).starts_with("nothing runs"));
+    let shown = stdout(&server.run(&["task", "show", &task]));
+    assert!(shown.contains("state     cancelled"), "{shown}");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn submit_and_wait_prints_the_output_or_the_failure() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    add_module(&server, "echo");
+    add_module(&server, "misbehave");
+    let output = server.run(&["submit", "--module", "echo", "--input", "hello", "--wait"]);
+    expect_code(&output, 0);
+    assert_eq!(stdout(&output), "hello\n");
+    let output = server.run(&[
+        "submit",
+        "--module",
+        "misbehave",
+        "--input",
+        "error",
+        "--wait",
+    ]);
+    expect_code(&output, 1);
+    assert!(
+        stderr(&output).contains("guest-error): asked to fail"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Into a shared batch: waiting follows the batch's events to this one task.
+    let opened = server.run(&["batch", "open"]);
+    let handle = field(&opened, "handle");
+    let output = server.run(&[
+        "submit",
+        "--module",
+        "echo",
+        "--input-json",
+        r#"{"n": 1}"#,
+        "--batch",
+        &handle,
+        "--wait",
+    ]);
+    expect_code(&output, 0);
+    assert_eq!(stdout(&output), "{\"n\":1}\n");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn mistakes_read_clearly_and_exit_2() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let unreachable = bare_cli()
+        .args(["--server", "http://127.0.0.1:1", "status"])
+        .output()
+        .unwrap();
+    expect_code(&unreachable, 2);
+    let message = stderr(&unreachable);
+    assert!(
+        message.contains("could not reach the qhost server at http://127.0.0.1:1")
+            && message.contains("QHOST_SERVER"),
+        "{message}"
+    );
+
+    let no_token = bare_cli()
+        .env("QHOST_SERVER", &server.url)
+        .args(["module", "ls"])
+        .output()
+        .unwrap();
+    expect_code(&no_token, 2);
+    assert!(
+        stderr(&no_token).contains("401 unauthorized"),
+        "{}",
+        stderr(&no_token)
+    );
+
+    let plan = write_plan(
+        data.path(),
+        "typo.toml",
+        "[[task]]\nmodule = \"echo\"\nordre = 2\n",
+    );
+    let output = server.run(&["batch", "submit", &plan]);
+    expect_code(&output, 2);
+    assert!(
+        stderr(&output).contains("unknown field `ordre`"),
+        "{}",
+        stderr(&output)
+    );
+
+    let plan = write_plan(
+        data.path(),
+        "nomodule.toml",
+        "[[task]]\nmodule = \"nope\"\n",
+    );
+    let output = server.run(&["batch", "submit", &plan]);
+    expect_code(&output, 2);
+    assert!(
+        stderr(&output).contains(
+            "400 bad-request: task 0: field `module`: no module has the digest or name `nope`"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    let output = server.run(&["group", "limit", "g", "0"]);
+    expect_code(&output, 2);
+    assert!(
+        stderr(&output).contains("at least 1"),
+        "{}",
+        stderr(&output)
+    );
+
+    let completions = server.run(&["completions", "bash"]);
+    expect_code(&completions, 0);
+    assert!(
+        stdout(&completions).contains("qhost__subcmd__batch"),
+        "a bash script with the subcommands"
+    );
+    assert!(server.stop().success());
+}
+
+#[test]
+fn the_cli_finds_its_server_by_config_file_or_local_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("qhost-data");
+    let server = Server::start(&data, 1);
+    let config = dir.path().join("client.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "server = \"{}\"\ntoken = \"{}\"\n",
+            server.url, server.token
+        ),
+    )
+    .unwrap();
+    let output = bare_cli()
+        .arg("--client-config")
+        .arg(&config)
+        .args(["module", "ls", "--json"])
+        .output()
+        .unwrap();
+    expect_code(&output, 0);
+    assert_eq!(stdout(&output).trim(), "[]");
+
+    // Next to the default data directory, the admin token is found there.
+    let output = bare_cli()
+        .current_dir(dir.path())
+        .env("QHOST_SERVER", &server.url)
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    expect_code(&output, 0);
+    assert_eq!(stdout(&output).trim(), "[]");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn openapi_describes_every_route() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let (status, text) = get(&format!("{}/v1/openapi.json", server.url), "");
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let routes = [
+        ("/v1/modules", "post"),
+        ("/v1/modules", "get"),
+        ("/v1/modules/{digest}", "delete"),
+        ("/v1/batches", "post"),
+        ("/v1/batches/{id}", "get"),
+        ("/v1/batches/{id}", "delete"),
+        ("/v1/batches/{id}/tasks", "post"),
+        ("/v1/batches/{id}/priority", "put"),
+        ("/v1/batches/{id}/seal", "post"),
+        ("/v1/batches/{id}/cancel", "post"),
+        ("/v1/batches/{id}/wait", "get"),
+        ("/v1/batches/{id}/events", "get"),
+        ("/v1/tasks", "post"),
+        ("/v1/tasks/{id}", "get"),
+        ("/v1/tasks/{id}/output", "get"),
+        ("/v1/tasks/{id}/cancel", "post"),
+        ("/v1/tasks/{id}/priority", "put"),
+        ("/v1/groups/{key}", "get"),
+        ("/v1/groups/{key}", "put"),
+        ("/v1/attempts", "get"),
+        ("/v1/running", "get"),
+        ("/v1/nodes", "get"),
+        ("/v1/openapi.json", "get"),
+        ("/healthz", "get"),
+        ("/metrics", "get"),
+    ];
+    for (path, method) in routes {
+        assert!(
+            doc["paths"][path][method]["responses"].is_object(),
+            "{method} {path} is not described"
+        );
+    }
+    let described: usize = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|ops| ops.as_object().unwrap().len())
+        .sum();
+    assert_eq!(described, routes.len(), "every described route exists");
+    // Every schema referred to is defined.
+    for reference in text.split("\"$ref\": \"#/components/schemas/").skip(1) {
+        let name = &reference[..reference.find('"').unwrap()];
+        assert!(doc["components"]["schemas"][name].is_object(), "{name}");
+    }
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_batch_streams_one_event_per_task_then_ends_and_metrics_count_them() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    add_module(&server, "echo");
+    let plan = write_plan(
+        data.path(),
+        "five.toml",
+        &(0..5)
+            .map(|i| format!("[[task]]\nmodule = \"echo\"\ninput = \"{i}\"\norder = {i}\n"))
+            .collect::<String>(),
+    );
+    let output = server.run(&["batch", "submit", &plan, "--json"]);
+    expect_code(&output, 0);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let (batch, handle) = (
+        report["batch"].as_i64().unwrap(),
+        report["handle"].as_str().unwrap(),
+    );
+    let mut submitted: Vec<i64> = report["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect();
+
+    // Opened while the batch may still run: the stream ends by itself once it has ended.
+    let mut response = ureq::get(format!("{}/v1/batches/{batch}/events", server.url))
+        .header("Authorization", format!("Bearer {handle}"))
+        .call()
+        .unwrap();
+    let lines: Vec<String> = BufReader::new(response.body_mut().as_reader())
+        .lines()
+        .map(Result::unwrap)
+        .collect();
+    let events: Vec<(&str, Value)> = lines
+        .iter()
+        .zip(lines.iter().skip(1))
+        .filter_map(|(name, data)| {
+            Some((
+                name.strip_prefix("event: ")?,
+                serde_json::from_str(data.strip_prefix("data: ")?).unwrap(),
+            ))
+        })
+        .collect();
+    let mut streamed: Vec<i64> = events
+        .iter()
+        .filter(|(name, _)| *name == "task")
+        .map(|(_, task)| {
+            assert_eq!(task["state"], "succeeded", "{task}");
+            task["id"].as_i64().unwrap()
+        })
+        .collect();
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|(n, _)| *n == "end")
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(ends.len(), 1, "{lines:?}");
+    assert_eq!(ends[0]["progress"]["succeeded"], 5);
+    assert_eq!(events.last().unwrap().0, "end");
+    submitted.sort();
+    streamed.sort();
+    assert_eq!(streamed, submitted, "one event per task");
+
+    let other = field(&server.run(&["batch", "open"]), "handle");
+    let (status, _) = get(&format!("{}/v1/batches/{batch}/events", server.url), &other);
+    assert_eq!(status, 403, "another batch's handle gets no events");
+
+    let (status, metrics) = get(&format!("{}/metrics", server.url), "");
+    assert_eq!(status, 200);
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+    };
+    assert_eq!(value("qhost_claim_latency_seconds_count"), 5.0);
+    assert_eq!(
+        value("qhost_claim_latency_seconds_bucket{le=\"+Inf\"}"),
+        5.0
+    );
+    assert_eq!(value("qhost_run_latency_seconds_count"), 5.0);
+    assert!(value("qhost_run_latency_seconds_sum") > 0.0);
+    assert_eq!(value("qhost_attempts_total{outcome=\"succeeded\"}"), 5.0);
+    assert_eq!(value("qhost_attempts_total{outcome=\"trap\"}"), 0.0);
+    assert_eq!(value("qhost_pool_occupancy"), 0.0, "nothing runs now");
+    assert!(metrics.contains("# TYPE qhost_claim_latency_seconds histogram"));
+    assert!(server.stop().success());
+}
