@@ -72,6 +72,19 @@ pub fn language_guest(stem: &str) -> PathBuf {
     path
 }
 
+/// A small deterministic generator: randomized workloads differ per round and are
+/// reproducible from their seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
 pub mod conformance;
 pub mod harness;
 pub mod pg;

@@ -16,7 +16,14 @@ impl Server {
     /// Starts `qhost serve` with `workers` slots, its data in `data`, and waits until it
     /// listens.
     pub fn start(data: &Path, workers: usize) -> Server {
-        let mut child = Command::new(crate::qhost_binary())
+        Server::start_with(data, workers, |_| {})
+    }
+
+    /// Like [`Server::start`], with more settings given by `configure` (flags, variables).
+    /// The admin token is `QHOST_ADMIN_TOKEN` when `configure` sets it, else the generated one.
+    pub fn start_with(data: &Path, workers: usize, configure: impl FnOnce(&mut Command)) -> Server {
+        let mut command = Command::new(crate::qhost_binary());
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--grace", "30s"])
             .arg("--workers")
             .arg(workers.to_string())
@@ -25,19 +32,26 @@ impl Server {
             .env_remove("QHOST_ADMIN_TOKEN")
             .env_remove("QHOST_CONFIG")
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting qhost serve");
+            .stderr(Stdio::null());
+        configure(&mut command);
+        let given_token = command
+            .get_envs()
+            .find(|(name, _)| *name == "QHOST_ADMIN_TOKEN")
+            .and_then(|(_, value)| value)
+            .map(|value| value.to_string_lossy().into_owned());
+        let mut child = command.spawn().expect("starting qhost serve");
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = lines.next().expect("qhost serve printed nothing").unwrap();
         let url = first
             .strip_prefix("qhost listening on ")
             .expect(&first)
             .to_owned();
-        let token = std::fs::read_to_string(data.join("admin-token"))
-            .unwrap()
-            .trim()
-            .to_owned();
+        let token = given_token.unwrap_or_else(|| {
+            std::fs::read_to_string(data.join("admin-token"))
+                .unwrap()
+                .trim()
+                .to_owned()
+        });
         Server {
             child,
             url,
@@ -59,6 +73,12 @@ impl Server {
     /// Runs the command line with `args`.
     pub fn run(&self, args: &[&str]) -> Output {
         self.cli().args(args).output().expect("running qhost")
+    }
+
+    /// kill -9, as a crash would.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
     }
 
     /// SIGTERM, then the exit status.

@@ -3,49 +3,36 @@
 //! and nodes whose clocks are seconds off.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qhost::runtime::Outcome;
 use qhost::scheduler::rules::{self, Span};
 use qhost::store::AttemptRecord;
+use qhost_tests::Rng;
 use qhost_tests::pg::TestDb;
+use qhost_tests::server::Server;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "nodes-test-admin-token";
 
 struct ServeNode {
     name: String,
-    child: Child,
-    url: String,
+    server: Server,
 }
 
 impl ServeNode {
     /// A node named `name` on the database `db`, its clock `skew_ms` off.
     fn start(db: &str, name: &str, data: &Path, skew_ms: i64) -> ServeNode {
-        let mut child = Command::new(qhost_tests::qhost_binary())
-            .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2"])
-            .args(["--lease", "3s", "--grace", "10s", "--node", name])
-            .args(["--db", db, "--admin-token", TOKEN])
-            .arg("--data-dir")
-            .arg(data.join(name))
-            .env("QHOST_CLOCK_SKEW_MS", skew_ms.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting qhost serve");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("qhost serve printed nothing").unwrap();
-        let url = first
-            .strip_prefix("qhost listening on ")
-            .unwrap_or_else(|| panic!("{name}: {first}"))
-            .to_owned();
+        let server = Server::start_with(&data.join(name), 2, |command| {
+            command
+                .args(["--lease", "3s", "--node", name, "--db", db])
+                .env("QHOST_ADMIN_TOKEN", TOKEN)
+                .env("QHOST_CLOCK_SKEW_MS", skew_ms.to_string());
+        });
         ServeNode {
             name: name.to_owned(),
-            child,
-            url,
+            server,
         }
     }
 
@@ -56,7 +43,7 @@ impl ServeNode {
             .into();
         let request = ureq::http::Request::builder()
             .method(method)
-            .uri(format!("{}{path}", self.url))
+            .uri(format!("{}{path}", self.server.url))
             .header("Authorization", format!("Bearer {TOKEN}"));
         let mut response = match body {
             Some(body) => agent.run(
@@ -80,7 +67,7 @@ impl ServeNode {
 
     fn upload(&self, guest: &str) {
         let bytes = std::fs::read(qhost_tests::guest(guest)).unwrap();
-        let response = ureq::post(format!("{}/v1/modules?name={guest}", self.url))
+        let response = ureq::post(format!("{}/v1/modules?name={guest}", self.server.url))
             .header("Authorization", format!("Bearer {TOKEN}"))
             .send(&bytes[..])
             .unwrap();
@@ -132,37 +119,11 @@ impl ServeNode {
     }
 
     fn kill(&mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
+        self.server.kill();
     }
 
-    /// SIGTERM, then the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for ServeNode {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A small deterministic generator: workloads differ per round and are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
+    fn stop(self) -> std::process::ExitStatus {
+        self.server.stop()
     }
 }
 

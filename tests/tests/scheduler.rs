@@ -9,6 +9,7 @@ use qhost::runtime::Outcome;
 use qhost::scheduler::rules::{self, Span};
 use qhost::scheduler::{Access, Error};
 use qhost::store::*;
+use qhost_tests::Rng;
 use qhost_tests::harness::{Backend, Harness};
 
 fn sleep_task(module: qhost::runtime::Digest, millis: u64, order: i64) -> TaskSpec {
@@ -233,18 +234,6 @@ async fn cancelling_a_running_task_stops_it_promptly(backend: Backend) {
         "the 30 s timeout did not fire first"
     );
     h.stop().await;
-}
-
-/// A small deterministic generator: the workloads differ per round and are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 /// Many batches, orders, groups with limits 1 to 3, priorities, batch limits, retries,

@@ -2,65 +2,8 @@
 //! language would: modules, batches, handles, waiting, bad input, and a restart with work
 //! queued and running.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-
+use qhost_tests::server::Server;
 use serde_json::{Value, json};
-
-struct Server {
-    child: Child,
-    url: String,
-    token: String,
-}
-
-impl Server {
-    fn start(data: &Path) -> Server {
-        let mut child = Command::new(qhost_tests::qhost_binary())
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--workers",
-                "2",
-                "--grace",
-                "30s",
-            ])
-            .arg("--data-dir")
-            .arg(data)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting qhost serve");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("qhost serve printed nothing").unwrap();
-        let url = first
-            .strip_prefix("qhost listening on ")
-            .expect(&first)
-            .to_owned();
-        let token = std::fs::read_to_string(data.join("admin-token"))
-            .unwrap()
-            .trim()
-            .to_owned();
-        Server { child, url, token }
-    }
-
-    /// SIGTERM, then the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
 
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
@@ -124,7 +67,7 @@ fn open(server: &Server) -> (i64, String) {
 #[test]
 fn a_plan_runs_through_the_api_and_handles_guard_batches() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(data.path());
+    let server = Server::start(data.path(), 2);
     let (status, module) = upload(
         &server,
         &std::fs::read(qhost_tests::guest("sleep")).unwrap(),
@@ -250,7 +193,7 @@ fn a_plan_runs_through_the_api_and_handles_guard_batches() {
 #[test]
 fn bad_input_gets_a_clear_4xx_and_stores_nothing() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(data.path());
+    let server = Server::start(data.path(), 2);
     let (status, body) = upload(&server, b"not a component", "junk");
     assert_eq!(
         (status, body["error"].as_str()),
@@ -383,7 +326,7 @@ fn bad_input_gets_a_clear_4xx_and_stores_nothing() {
 #[test]
 fn out_of_range_settings_and_wrong_credentials_are_refused() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(data.path());
+    let server = Server::start(data.path(), 2);
     upload(
         &server,
         &std::fs::read(qhost_tests::guest("echo")).unwrap(),
@@ -480,7 +423,7 @@ fn out_of_range_settings_and_wrong_credentials_are_refused() {
 #[test]
 fn a_restart_loses_nothing_queued_or_running() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(data.path());
+    let server = Server::start(data.path(), 2);
     upload(
         &server,
         &std::fs::read(qhost_tests::guest("sleep")).unwrap(),
@@ -512,7 +455,7 @@ fn a_restart_loses_nothing_queued_or_running() {
     }
     assert!(server.stop().success(), "a graceful stop exits 0");
 
-    let server = Server::start(data.path());
+    let server = Server::start(data.path(), 2);
     let (_, info) = call(
         "GET",
         &format!("{}/v1/batches/{batch}/wait?timeout=120s", server.url),
