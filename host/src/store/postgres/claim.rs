@@ -503,6 +503,58 @@ impl<'a> AttemptRows<'a> {
     }
 }
 
+/// What ending a set of attempts writes besides the tasks themselves: their attempt
+/// records, the slots they free, the orders they close, the batches they halt.
+#[derive(Default)]
+struct Ending<'a> {
+    attempts: AttemptRows<'a>,
+    freed: Freed,
+    closed: Vec<(BatchId, i64, i64)>,
+    halted: Vec<(BatchId, TaskId)>,
+}
+
+impl<'a> Ending<'a> {
+    /// A success, its task already ended.
+    fn succeeded(&mut self, task: &Running, end: AttemptEnd<'a>, result: &mut CompleteResult) {
+        self.attempts.push(task, end);
+        self.freed.add(task);
+        self.closed.push((task.batch, task.order, 1));
+        result.ended.push((task.id, task.batch));
+    }
+
+    /// Any other end: the task is retried, or ends failed or cancelled.
+    async fn other(
+        &mut self,
+        tx: &impl GenericClient,
+        task: &Running,
+        end: AttemptEnd<'a>,
+        now: Micros,
+        result: &mut CompleteResult,
+    ) -> StoreResult<()> {
+        let (outcome, error) = (end.outcome, end.error.map(str::to_owned));
+        self.attempts.push(task, end);
+        self.freed.add(task);
+        if let Some(state) = finish(tx, task, outcome, error, now, result).await? {
+            self.closed.push((task.batch, task.order, 1));
+            if state == TaskState::Failed && task.halts {
+                self.halted.push((task.batch, task.id));
+            }
+        }
+        Ok(())
+    }
+
+    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<()> {
+        self.attempts.write(tx).await?;
+        self.freed.write(tx).await?;
+        gate::close(tx, &self.closed).await?;
+        for (batch, task) in self.halted {
+            let reason = format!("cancelled: task {task} failed and the batch halts on failure");
+            gate::cancel_pending(tx, batch, now, &reason).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Ends attempts: successes in a few statements for all of them; the rest (retries,
 /// failures, cancellations) one task at a time.
 pub(super) async fn complete(
@@ -511,10 +563,7 @@ pub(super) async fn complete(
     now: Micros,
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
-    let mut attempts = AttemptRows::default();
-    let mut freed = Freed::default();
-    let mut closed: Vec<(BatchId, i64, i64)> = Vec::new();
-
+    let mut ending = Ending::default();
     let mut succeeded: Vec<&Completion> = completions
         .iter()
         .filter(|c| c.outcome.is_success())
@@ -559,10 +608,7 @@ pub(super) async fn complete(
                 limited: r.get::<_, Option<bool>>(5).unwrap_or(false),
                 halts: false,
             };
-            attempts.push(&task, AttemptEnd::of(c));
-            freed.add(&task);
-            closed.push((task.batch, task.order, 1));
-            result.ended.push((task.id, task.batch));
+            ending.succeeded(&task, AttemptEnd::of(c), &mut result);
         }
         result.stale += succeeded.len() - rows.len();
     }
@@ -572,7 +618,6 @@ pub(super) async fn complete(
         .filter(|c| !c.outcome.is_success())
         .collect();
     others.sort_by_key(|c| c.task);
-    let mut halted: Vec<(BatchId, TaskId)> = Vec::new();
     if !others.is_empty() {
         let ids: Vec<i64> = others.iter().map(|c| c.task).collect();
         let sql = format!("{RUNNING_SQL} AND t.id = ANY($1) ORDER BY t.id FOR UPDATE OF t");
@@ -594,35 +639,13 @@ pub(super) async fn complete(
                 result.stale += 1;
                 continue;
             };
-            attempts.push(task, AttemptEnd::of(c));
-            freed.add(task);
-            let ended = finish(tx, task, c.outcome, c.error.clone(), now, &mut result).await?;
-            if let Some(state) = ended {
-                closed.push((task.batch, task.order, 1));
-                if state == TaskState::Failed && task.halts {
-                    halted.push((task.batch, task.id));
-                }
-            }
+            ending
+                .other(tx, task, AttemptEnd::of(c), now, &mut result)
+                .await?;
         }
     }
-    attempts.write(tx).await?;
-    freed.write(tx).await?;
-    gate::close(tx, &closed).await?;
-    halt(tx, &halted, now).await?;
+    ending.write(tx, now).await?;
     Ok(result)
-}
-
-/// Cancels the pending tasks of batches that halt on failure.
-async fn halt(
-    tx: &impl GenericClient,
-    halted: &[(BatchId, TaskId)],
-    now: Micros,
-) -> StoreResult<()> {
-    for &(batch, task) in halted {
-        let reason = format!("cancelled: task {task} failed and the batch halts on failure");
-        gate::cancel_pending(tx, batch, now, &reason).await?;
-    }
-    Ok(())
 }
 
 /// Ends a task that did not succeed, or puts it back for another attempt; returns the
@@ -720,46 +743,22 @@ pub(super) async fn rescue(
             }
         })
         .collect();
-    let mut attempts = AttemptRows::default();
-    let mut freed = Freed::default();
-    let mut closed = Vec::new();
-    let mut halted = Vec::new();
+    let mut ending = Ending::default();
     for (task, error) in lost.iter().zip(&errors) {
-        attempts.push(
-            task,
-            AttemptEnd {
-                node: &task.lease_node,
-                slot: None,
-                started_at: task.claimed_at,
-                ended_at: now,
-                outcome: Outcome::Lost,
-                error: Some(error),
-                logs: &[],
-                stdout: &[],
-                stderr: &[],
-            },
-        );
-        freed.add(task);
-        let ended = finish(
-            tx,
-            task,
-            Outcome::Lost,
-            Some(error.clone()),
-            now,
-            &mut result,
-        )
-        .await?;
-        if let Some(state) = ended {
-            closed.push((task.batch, task.order, 1));
-            if state == TaskState::Failed && task.halts {
-                halted.push((task.batch, task.id));
-            }
-        }
+        let end = AttemptEnd {
+            node: &task.lease_node,
+            slot: None,
+            started_at: task.claimed_at,
+            ended_at: now,
+            outcome: Outcome::Lost,
+            error: Some(error),
+            logs: &[],
+            stdout: &[],
+            stderr: &[],
+        };
+        ending.other(tx, task, end, now, &mut result).await?;
     }
-    attempts.write(tx).await?;
-    freed.write(tx).await?;
-    gate::close(tx, &closed).await?;
-    halt(tx, &halted, now).await?;
+    ending.write(tx, now).await?;
     Ok(result)
 }
 
