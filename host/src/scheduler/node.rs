@@ -107,6 +107,8 @@ async fn forward_signals(scheduler: Arc<Scheduler>, mut signals: broadcast::Rece
         match signals.recv().await {
             Ok(Signal::Wake) => scheduler.wake.notify_one(),
             Ok(Signal::Batches(batches)) => {
+                // Tasks that ended freed their slots and may have opened gates.
+                scheduler.wake.notify_one();
                 for batch in batches {
                     scheduler.notify_batch(batch);
                 }

@@ -427,7 +427,7 @@ pub enum CancelResult {
 pub enum Signal {
     /// Work may have become claimable (a submission, a completion, a limit raised).
     Wake,
-    /// Tasks of these batches ended.
+    /// Tasks of these batches ended (which also frees slots: a wake-up too).
     Batches(Vec<BatchId>),
     /// A running task was asked to stop: renew leases now to learn which.
     Cancel,

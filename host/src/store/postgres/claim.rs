@@ -22,7 +22,7 @@ use crate::store::*;
 
 /// Claimable tasks as of the transaction's snapshot; nothing locked yet.
 const CANDIDATES_SQL: &str = "
-SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL
+SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL, t.vseq
 FROM tasks t
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN groups g ON g.key = t.group_key
@@ -53,6 +53,7 @@ struct Candidate {
     group: Option<String>,
     /// The batch has a `max_parallel`: its counter must be locked to take the task.
     limited: bool,
+    vseq: i64,
 }
 
 /// Room left in the groups and batches whose counters this claim holds.
@@ -95,20 +96,21 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
     // Walk the ready index in claim order and stop at the limit. Right after a large
     // submission the statistics say the queue is small, and the planner would rather
     // fetch every ready task and sort them: milliseconds per claim on a long queue.
-    tx.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off")
-        .await
-        .map_err(pg)?;
+    // Statements that do not depend on each other go out together (pipelined).
     let stmt = tx.prepare_cached(CANDIDATES_SQL).await.map_err(pg)?;
-    let candidates: Vec<Candidate> = tx
-        .query(&stmt, &[&p.now, &scan])
-        .await
-        .map_err(pg)?
+    let ((), rows) = tokio::try_join!(
+        tx.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off"),
+        async { tx.query(&stmt, &[&p.now, &scan]).await },
+    )
+    .map_err(pg)?;
+    let candidates: Vec<Candidate> = rows
         .iter()
         .map(|r| Candidate {
             id: r.get(0),
             batch: r.get(1),
             group: r.get(2),
             limited: r.get(3),
+            vseq: r.get(4),
         })
         .collect();
     if candidates.is_empty() {
@@ -118,12 +120,6 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
     let mut batches: Vec<BatchId> = candidates.iter().map(|c| c.batch).collect();
     batches.sort_unstable();
     batches.dedup();
-    let open_gates: HashSet<BatchId> = gate::try_share(tx, &batches).await?.into_iter().collect();
-    let mut contended = open_gates.len() < batches.len();
-    let mut candidates: Vec<Candidate> = candidates
-        .into_iter()
-        .filter(|c| open_gates.contains(&c.batch))
-        .collect();
     let mut to_lock: Vec<BatchId> = candidates
         .iter()
         .filter(|c| c.limited)
@@ -137,39 +133,50 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
         .collect();
     group_keys.sort_unstable();
     group_keys.dedup();
+    let (lock_batches, lock_groups) = tokio::try_join!(
+        tx.prepare_cached(
+            "SELECT id, max_parallel - running FROM batches
+             WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED",
+        ),
+        tx.prepare_cached(
+            "SELECT key, lim - running FROM groups
+             WHERE key = ANY($1) ORDER BY key FOR UPDATE SKIP LOCKED",
+        ),
+    )
+    .map_err(pg)?;
+    let (open_gates, batch_rows, group_rows) = tokio::try_join!(
+        gate::try_share(tx, &batches),
+        async {
+            if to_lock.is_empty() {
+                return Ok(Vec::new());
+            }
+            tx.query(&lock_batches, &[&to_lock]).await.map_err(pg)
+        },
+        async {
+            if group_keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            tx.query(&lock_groups, &[&group_keys]).await.map_err(pg)
+        },
+    )?;
+    let open_gates: HashSet<BatchId> = open_gates.into_iter().collect();
     let mut rooms = Rooms {
-        batches: HashMap::new(),
-        groups: HashMap::new(),
+        batches: batch_rows
+            .iter()
+            .map(|row| (row.get(0), row.get::<_, Option<i32>>(1).map(i64::from)))
+            .collect(),
+        groups: group_rows
+            .iter()
+            .map(|row| (row.get(0), i64::from(row.get::<_, i32>(1))))
+            .collect(),
     };
-    if !to_lock.is_empty() {
-        let stmt = tx
-            .prepare_cached(
-                "SELECT id, max_parallel - running FROM batches
-                 WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED",
-            )
-            .await
-            .map_err(pg)?;
-        for row in tx.query(&stmt, &[&to_lock]).await.map_err(pg)? {
-            let room: Option<i32> = row.get(1);
-            rooms.batches.insert(row.get(0), room.map(i64::from));
-        }
-        contended |= rooms.batches.len() < to_lock.len();
-    }
-    if !group_keys.is_empty() {
-        let stmt = tx
-            .prepare_cached(
-                "SELECT key, lim - running FROM groups
-                 WHERE key = ANY($1) ORDER BY key FOR UPDATE SKIP LOCKED",
-            )
-            .await
-            .map_err(pg)?;
-        for row in tx.query(&stmt, &[&group_keys]).await.map_err(pg)? {
-            rooms
-                .groups
-                .insert(row.get(0), i64::from(row.get::<_, i32>(1)));
-        }
-        contended |= rooms.groups.len() < group_keys.len();
-    }
+    let mut contended = open_gates.len() < batches.len()
+        || rooms.batches.len() < to_lock.len()
+        || rooms.groups.len() < group_keys.len();
+    let mut candidates: Vec<Candidate> = candidates
+        .into_iter()
+        .filter(|c| open_gates.contains(&c.batch))
+        .collect();
 
     // Pick first-fit, lock the picks; replace those another claim holds.
     let mut taken: Vec<Candidate> = Vec::new();
@@ -227,15 +234,53 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
             *group_taken.entry(group).or_default() += 1;
         }
     }
+    let latest_vseq = taken.iter().map(|c| c.vseq).max().unwrap_or(0);
     let taken: Vec<i64> = taken.iter().map(|c| c.id).collect();
+    let (batch_ids, batch_counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
+    let (group_keys, group_counts): (Vec<&str>, Vec<i32>) = group_taken.into_iter().unzip();
 
     let token_base = random_token() >> 2;
     let expires = p.now + duration_micros(p.lease);
-    let stmt = tx.prepare_cached(TAKE_SQL).await.map_err(pg)?;
-    let rows = tx
-        .query(&stmt, &[&p.now, &p.node, &token_base, &expires, &taken])
-        .await
-        .map_err(pg)?;
+    let (take, count_batches, count_groups, clock) = tokio::try_join!(
+        tx.prepare_cached(TAKE_SQL),
+        tx.prepare_cached(
+            "UPDATE batches AS b SET running = b.running + u.n
+             FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE b.id = u.id",
+        ),
+        tx.prepare_cached(
+            "UPDATE groups AS g SET running = g.running + u.n
+             FROM unnest($1::text[], $2::int[]) AS u(key, n) WHERE g.key = u.key",
+        ),
+        // The fair-queueing clock only moves forward; when another claim holds it, that
+        // claim moves it.
+        tx.prepare_cached(
+            "UPDATE scheduler SET vtime = $1 WHERE id IN
+                 (SELECT id FROM scheduler WHERE vtime < $1 FOR UPDATE SKIP LOCKED)",
+        ),
+    )
+    .map_err(pg)?;
+    let (rows, ..) = tokio::try_join!(
+        async {
+            tx.query(&take, &[&p.now, &p.node, &token_base, &expires, &taken])
+                .await
+        },
+        async {
+            if batch_ids.is_empty() {
+                return Ok(0);
+            }
+            tx.execute(&count_batches, &[&batch_ids, &batch_counts])
+                .await
+        },
+        async {
+            if group_keys.is_empty() {
+                return Ok(0);
+            }
+            tx.execute(&count_groups, &[&group_keys, &group_counts])
+                .await
+        },
+        async { tx.execute(&clock, &[&latest_vseq]).await },
+    )
+    .map_err(pg)?;
     let mut picked: Vec<(i32, i64, ClaimedTask)> = rows
         .iter()
         .map(|r| {
@@ -258,40 +303,6 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
         })
         .collect();
     picked.sort_by_key(|(priority, vseq, task)| (-priority, *vseq, task.id));
-    let latest_vseq = picked.iter().map(|&(_, vseq, _)| vseq).max().unwrap_or(0);
-
-    if !batch_taken.is_empty() {
-        let (ids, counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
-        let stmt = tx
-            .prepare_cached(
-                "UPDATE batches AS b SET running = b.running + u.n
-                 FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE b.id = u.id",
-            )
-            .await
-            .map_err(pg)?;
-        tx.execute(&stmt, &[&ids, &counts]).await.map_err(pg)?;
-    }
-    if !group_taken.is_empty() {
-        let (keys, counts): (Vec<&str>, Vec<i32>) = group_taken.into_iter().unzip();
-        let stmt = tx
-            .prepare_cached(
-                "UPDATE groups AS g SET running = g.running + u.n
-                 FROM unnest($1::text[], $2::int[]) AS u(key, n) WHERE g.key = u.key",
-            )
-            .await
-            .map_err(pg)?;
-        tx.execute(&stmt, &[&keys, &counts]).await.map_err(pg)?;
-    }
-    // The fair-queueing clock only moves forward; when another claim holds it, that claim
-    // moves it.
-    let stmt = tx
-        .prepare_cached(
-            "UPDATE scheduler SET vtime = $1 WHERE id IN
-                 (SELECT id FROM scheduler WHERE vtime < $1 FOR UPDATE SKIP LOCKED)",
-        )
-        .await
-        .map_err(pg)?;
-    tx.execute(&stmt, &[&latest_vseq]).await.map_err(pg)?;
     Ok(Claimed {
         tasks: picked.into_iter().map(|(_, _, task)| task).collect(),
         contended,
@@ -544,9 +555,11 @@ impl<'a> Ending<'a> {
     }
 
     async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<()> {
-        self.attempts.write(tx).await?;
-        self.freed.write(tx).await?;
-        gate::close(tx, &self.closed).await?;
+        tokio::try_join!(
+            self.attempts.write(tx),
+            self.freed.write(tx),
+            gate::close(tx, &self.closed),
+        )?;
         for (batch, task) in self.halted {
             let reason = format!("cancelled: task {task} failed and the batch halts on failure");
             gate::cancel_pending(tx, batch, now, &reason).await?;

@@ -184,6 +184,23 @@ impl PostgresStore {
         Ok(())
     }
 
+    /// Tells the other nodes what ended attempts changed: which batches had tasks end
+    /// (news that also wakes their claim loops: slots and gates opened), or only that
+    /// tasks went back to the queue.
+    async fn notify_ended(
+        &self,
+        tx: &impl GenericClient,
+        result: &CompleteResult,
+    ) -> StoreResult<()> {
+        if !result.ended.is_empty() {
+            self.notify_batches(tx, &result.ended).await
+        } else if result.retried > 0 {
+            self.notify(tx, "w").await
+        } else {
+            Ok(())
+        }
+    }
+
     /// Tells the other nodes which batches had tasks end, a few hundred ids a message.
     async fn notify_batches(
         &self,
@@ -1125,10 +1142,7 @@ impl Store for PostgresStore {
             .collect();
         transaction!(self, Commit::Bookkeeping, |tx| {
             let result = claim::complete(&tx, &completions, now).await?;
-            if !result.ended.is_empty() || result.retried > 0 {
-                self.notify_batches(&tx, &result.ended).await?;
-                self.notify(&tx, "w").await?;
-            }
+            self.notify_ended(&tx, &result).await?;
             Ok(result)
         })
     }
@@ -1164,10 +1178,7 @@ impl Store for PostgresStore {
         let now = self.db_time(now);
         transaction!(self, Commit::Bookkeeping, |tx| {
             let result = claim::rescue(&tx, node.as_deref(), now).await?;
-            if !result.ended.is_empty() || result.retried > 0 {
-                self.notify_batches(&tx, &result.ended).await?;
-                self.notify(&tx, "w").await?;
-            }
+            self.notify_ended(&tx, &result).await?;
             Ok(result)
         })
     }
