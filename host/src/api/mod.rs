@@ -105,6 +105,12 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let stopping = CancellationToken::new();
     let app = router(state).layer(Extension(stopping.clone()));
+    // Small responses go out at once, not held back waiting for the client's ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!("setting TCP_NODELAY failed: {err}");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
