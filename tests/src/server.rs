@@ -5,6 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+use serde_json::Value;
+
 pub struct Server {
     child: Child,
     pub url: String,
@@ -116,4 +118,37 @@ pub fn bare_cli() -> Command {
         std::env::temp_dir().join("qhost-tests-no-config"),
     );
     command
+}
+
+/// A request with `credential` as bearer; returns the status and the JSON body.
+pub fn call(
+    method: &str,
+    url: &str,
+    credential: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(token) = credential {
+        request = request.header("Authorization", format!("Bearer {token}"));
+    }
+    let response = match body {
+        Some(body) => agent.run(
+            request
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .unwrap(),
+        ),
+        None => agent.run(request.body(()).unwrap()),
+    };
+    let mut response = response.expect("request");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }

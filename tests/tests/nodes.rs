@@ -11,7 +11,7 @@ use qhost::scheduler::rules::{self, Span};
 use qhost::store::AttemptRecord;
 use qhost_tests::Rng;
 use qhost_tests::pg::TestDb;
-use qhost_tests::server::Server;
+use qhost_tests::server::{Server, call};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "nodes-test-admin-token";
@@ -37,32 +37,14 @@ impl ServeNode {
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let request = ureq::http::Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.server.url))
-            .header("Authorization", format!("Bearer {TOKEN}"));
-        let mut response = match body {
-            Some(body) => agent.run(
-                request
-                    .header("content-type", "application/json")
-                    .body(body.to_string())
-                    .unwrap(),
-            ),
-            None => agent.run(request.body(()).unwrap()),
-        }
-        .unwrap_or_else(|e| panic!("{method} {path} on {}: {e}", self.name));
-        let status = response.status().as_u16();
-        let text = response.body_mut().read_to_string().unwrap();
+        let url = format!("{}{path}", self.server.url);
+        let (status, body) = call(method, &url, Some(TOKEN), body);
         assert!(
             status < 300,
-            "{method} {path} on {}: {status} {text}",
+            "{method} {path} on {}: {status} {body}",
             self.name
         );
-        serde_json::from_str(&text).unwrap_or(Value::Null)
+        body
     }
 
     fn upload(&self, guest: &str) {

@@ -2,7 +2,7 @@
 //! language would: modules, batches, handles, waiting, bad input, and a restart with work
 //! queued and running.
 
-use qhost_tests::server::Server;
+use qhost_tests::server::{Server, call};
 use serde_json::{Value, json};
 
 fn agent() -> ureq::Agent {
@@ -10,31 +10,6 @@ fn agent() -> ureq::Agent {
         .http_status_as_error(false)
         .build()
         .into()
-}
-
-/// A request with `credential` as bearer; returns the status and the JSON body.
-fn call(method: &str, url: &str, credential: Option<&str>, body: Option<Value>) -> (u16, Value) {
-    let agent = agent();
-    let mut request = ureq::http::Request::builder().method(method).uri(url);
-    if let Some(token) = credential {
-        request = request.header("Authorization", format!("Bearer {token}"));
-    }
-    let response = match body {
-        Some(body) => agent.run(
-            request
-                .header("content-type", "application/json")
-                .body(body.to_string())
-                .unwrap(),
-        ),
-        None => agent.run(request.body(()).unwrap()),
-    };
-    let mut response = response.expect("request");
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
 }
 
 fn upload(server: &Server, bytes: &[u8], name: &str) -> (u16, Value) {

@@ -336,6 +336,36 @@ pub struct Completion {
     pub stderr: Vec<u8>,
 }
 
+/// How one attempt ended, as the execution log records it: from a node's completion, or
+/// from a rescue (`lost`).
+pub(crate) struct AttemptEnd<'a> {
+    pub(crate) node: &'a str,
+    pub(crate) slot: Option<usize>,
+    pub(crate) started_at: Micros,
+    pub(crate) ended_at: Micros,
+    pub(crate) outcome: Outcome,
+    pub(crate) error: Option<&'a str>,
+    pub(crate) logs: &'a [LogLine],
+    pub(crate) stdout: &'a [u8],
+    pub(crate) stderr: &'a [u8],
+}
+
+impl<'a> AttemptEnd<'a> {
+    pub(crate) fn of(c: &'a Completion) -> Self {
+        AttemptEnd {
+            node: &c.node,
+            slot: c.slot,
+            started_at: c.started_at,
+            ended_at: c.ended_at,
+            outcome: c.outcome,
+            error: c.error.as_deref(),
+            logs: &c.logs,
+            stdout: &c.stdout,
+            stderr: &c.stderr,
+        }
+    }
+}
+
 /// What a batch of completions did.
 #[derive(Debug, Clone, Default)]
 pub struct CompleteResult {

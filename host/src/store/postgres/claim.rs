@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use deadpool_postgres::GenericClient;
 
 use super::{digest_of, gate, pg};
-use crate::runtime::{LogLine, MountGrant, Outcome, TaskLimits};
+use crate::runtime::{MountGrant, Outcome, TaskLimits};
 use crate::store::*;
 
 /// Claimable tasks as of the transaction's snapshot; nothing locked yet.
@@ -397,35 +397,6 @@ impl Freed {
             tx.execute(&stmt, &[&keys, &counts]).await.map_err(pg)?;
         }
         Ok(())
-    }
-}
-
-/// One attempt's end, for the execution log.
-struct AttemptEnd<'a> {
-    node: &'a str,
-    slot: Option<usize>,
-    started_at: Micros,
-    ended_at: Micros,
-    outcome: Outcome,
-    error: Option<&'a str>,
-    logs: &'a [LogLine],
-    stdout: &'a [u8],
-    stderr: &'a [u8],
-}
-
-impl<'a> AttemptEnd<'a> {
-    fn of(c: &'a Completion) -> Self {
-        AttemptEnd {
-            node: &c.node,
-            slot: c.slot,
-            started_at: c.started_at,
-            ended_at: c.ended_at,
-            outcome: c.outcome,
-            error: c.error.as_deref(),
-            logs: &c.logs,
-            stdout: &c.stdout,
-            stderr: &c.stderr,
-        }
     }
 }
 

@@ -195,24 +195,10 @@ pub(super) fn complete(
             result.stale += 1;
             continue;
         };
-        record_attempt(tx, &task, &attempt_end(&c))?;
+        record_attempt(tx, &task, &AttemptEnd::of(&c))?;
         finish(tx, &task, c.outcome, c.error, c.output, now, &mut result)?;
     }
     Ok(result)
-}
-
-fn attempt_end(c: &Completion) -> AttemptEnd<'_> {
-    AttemptEnd {
-        node: &c.node,
-        slot: c.slot,
-        started_at: c.started_at,
-        ended_at: c.ended_at,
-        outcome: c.outcome,
-        error: c.error.as_deref(),
-        logs: &c.logs,
-        stdout: &c.stdout,
-        stderr: &c.stderr,
-    }
 }
 
 /// The common case, kept to one statement per task plus the attempt's record: a success
@@ -261,7 +247,7 @@ fn complete_successes(
             result.stale += 1;
             continue;
         };
-        record_attempt(tx, &task, &attempt_end(&c))?;
+        record_attempt(tx, &task, &AttemptEnd::of(&c))?;
         *batches.entry(task.batch).or_default() += 1;
         if let Some(group) = task.group {
             *groups.entry(group).or_default() += 1;
@@ -382,18 +368,6 @@ fn release_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<()> {
             .map_err(internal)?;
     }
     Ok(())
-}
-
-struct AttemptEnd<'a> {
-    node: &'a str,
-    slot: Option<usize>,
-    started_at: Micros,
-    ended_at: Micros,
-    outcome: Outcome,
-    error: Option<&'a str>,
-    logs: &'a [crate::runtime::LogLine],
-    stdout: &'a [u8],
-    stderr: &'a [u8],
 }
 
 fn record_attempt(tx: &Transaction<'_>, task: &Running, end: &AttemptEnd<'_>) -> StoreResult<()> {
