@@ -130,8 +130,14 @@ pub struct Scheduler {
     /// Runs on this node, by task: for cancellation and the live view.
     pub(crate) running: Mutex<HashMap<TaskId, LocalRun>>,
     modules: Mutex<HashMap<Digest, Arc<TaskModule>>>,
+    /// Handles already checked against the store, by batch (their sha256): a handle never
+    /// changes, so a caller that submits and waits is checked once, not on every request.
+    handles: Mutex<HashMap<BatchId, [u8; 32]>>,
     pub metrics: metrics::Metrics,
 }
+
+/// Checked handles kept before the cache starts over.
+const MAX_CHECKED_HANDLES: usize = 10_000;
 
 impl Scheduler {
     pub fn new(store: Arc<dyn Store>, runtime: Arc<Runtime>, config: SchedulerConfig) -> Arc<Self> {
@@ -145,6 +151,7 @@ impl Scheduler {
             started_at: now_micros(),
             running: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
+            handles: Mutex::new(HashMap::new()),
             metrics: metrics::Metrics::default(),
         })
     }
@@ -246,10 +253,17 @@ impl Scheduler {
                 if handle_batch(handle) != Some(batch) {
                     return Err(Error::Forbidden(batch));
                 }
-                Ok(self
-                    .store
-                    .batch_authorize(batch, hash_handle(handle))
-                    .await?)
+                let hash = hash_handle(handle);
+                if self.handles.lock().expect("handles lock").get(&batch) == Some(&hash) {
+                    return Ok(());
+                }
+                self.store.batch_authorize(batch, hash).await?;
+                let mut handles = self.handles.lock().expect("handles lock");
+                if handles.len() >= MAX_CHECKED_HANDLES {
+                    handles.clear();
+                }
+                handles.insert(batch, hash);
+                Ok(())
             }
         }
     }
@@ -352,7 +366,10 @@ impl Scheduler {
 
     pub async fn batch_release(&self, access: &Access, batch: BatchId) -> Result<()> {
         self.authorize(access, batch).await?;
-        Ok(self.store.batch_release(batch).await?)
+        self.store.batch_release(batch).await?;
+        // SQLite may give a released batch's id to the next batch opened.
+        self.handles.lock().expect("handles lock").remove(&batch);
+        Ok(())
     }
 
     /// Waits until every task of the batch has ended, or `timeout` passes; returns the
@@ -360,8 +377,7 @@ impl Scheduler {
     pub async fn batch_wait(&self, batch: BatchId, timeout: Duration) -> Result<BatchInfo> {
         let mut events = self.subscribe();
         let deadline = tokio::time::Instant::now() + timeout;
-        // NotFound before any waiting.
-        self.store.batch_get(batch).await?;
+        // A batch that does not exist has nothing open: the last read reports it missing.
         while self.store.batch_open_count(batch).await? > 0 {
             loop {
                 match tokio::time::timeout_at(deadline, events.recv()).await {

@@ -100,10 +100,15 @@ impl SqliteStore {
             let mut guard = conn.lock().expect("sqlite connection lock");
             let durable = commit == Commit::Durable;
             if guard.durable != durable {
-                let mode = if durable { "FULL" } else { "NORMAL" };
+                let sql = if durable {
+                    "PRAGMA synchronous = FULL"
+                } else {
+                    "PRAGMA synchronous = NORMAL"
+                };
                 guard
                     .conn
-                    .pragma_update(None, "synchronous", mode)
+                    .prepare_cached(sql)
+                    .and_then(|mut pragma| pragma.execute([]))
                     .map_err(internal)?;
                 guard.durable = durable;
             }
@@ -131,6 +136,15 @@ fn prepare(conn: &mut Connection) -> anyhow::Result<()> {
     conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
     conn.pragma_update(None, "cache_size", -65536)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // Plans must not depend on bound values: otherwise every new value given to a
+    // parameter that a partial index's predicate mentions throws the cached plan away, and
+    // the claim statement was parsed and planned anew on every call.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    // Room for every statement the driver caches (the default keeps 16).
+    conn.set_prepared_statement_cache_capacity(128);
     // One process per file: hold the lock for good, so that a second qhost on the same
     // file fails at once instead of fighting over it.
     conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
