@@ -9,6 +9,7 @@
 //! `batch_open`) and take plain parameters or one params struct. Times are microseconds
 //! since the Unix epoch, passed in by the caller so that tests control the clock.
 
+mod pick;
 pub mod postgres;
 pub mod sqlite;
 

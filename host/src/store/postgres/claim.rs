@@ -18,6 +18,7 @@ use deadpool_postgres::GenericClient;
 
 use super::{digest_of, gate, pg};
 use crate::runtime::{MountGrant, Outcome, TaskLimits};
+use crate::store::pick::{Candidate, Rooms};
 use crate::store::*;
 
 /// Claimable tasks as of the transaction's snapshot; nothing locked yet.
@@ -46,46 +47,6 @@ RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts,
 
 /// Rounds of picking and locking: each replaces picks another claim locked first.
 const PICK_ROUNDS: usize = 4;
-
-struct Candidate {
-    id: TaskId,
-    batch: BatchId,
-    group: Option<String>,
-    /// The batch has a `max_parallel`: its counter must be locked to take the task.
-    limited: bool,
-    vseq: i64,
-}
-
-/// Room left in the groups and batches whose counters this claim holds.
-#[derive(Clone)]
-struct Rooms {
-    /// Room per locked batch row (`None`: no limit).
-    batches: HashMap<BatchId, Option<i64>>,
-    groups: HashMap<String, i64>,
-}
-
-impl Rooms {
-    /// Whether `c` fits; if so, its room is taken.
-    fn take(&mut self, c: &Candidate) -> bool {
-        if c.limited {
-            match self.batches.get(&c.batch) {
-                None => return false, // its counter is held by another transaction
-                Some(room) if room.is_some_and(|room| room <= 0) => return false,
-                Some(_) => {}
-            }
-        }
-        if let Some(group) = &c.group {
-            match self.groups.get_mut(group) {
-                Some(room) if *room > 0 => *room -= 1,
-                _ => return false,
-            }
-        }
-        if let Some(Some(room)) = self.batches.get_mut(&c.batch) {
-            *room -= 1;
-        }
-        true
-    }
-}
 
 pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claimed> {
     if p.max == 0 {

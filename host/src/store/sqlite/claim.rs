@@ -1,10 +1,11 @@
 //! The scheduling core in SQLite: the atomic claim, completions and lease rescue.
 //!
-//! The claim is one statement inside one write transaction. It scans ready tasks in
-//! priority, then fair-queueing (`vseq`), then submission order; skips tasks whose group
-//! or batch is full (no head-of-line blocking: a blocked task is passed over, never waited
-//! on); and ranks the candidates per group and per batch, so that one claim never takes
-//! more tasks of a group or batch than it has room for.
+//! A claim is one write transaction (SQLite has one writer, so nothing else moves
+//! meanwhile). It reads ready tasks in priority, then fair-queueing (`vseq`), then
+//! submission order, with the room left in each task's group and batch; skips tasks whose
+//! group or batch is full (no head-of-line blocking: a blocked task is passed over, never
+//! waited on); picks first-fit ([`crate::store::pick`]), so one claim never takes more of
+//! a group or batch than it has room for; and takes the picks by id.
 
 use std::collections::HashMap;
 
@@ -12,43 +13,31 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{gate, internal};
 use crate::runtime::{MountGrant, Outcome, TaskLimits};
+use crate::store::pick::{Candidate, Rooms};
 use crate::store::*;
 
-/// Picks and takes the tasks in one statement: `?1` now, `?2` how many candidates to
-/// scan, `?3` how many to take, `?4` the node, `?5` the lease token base, `?6` the lease
-/// expiry.
-const CLAIM_SQL: &str = "
-WITH candidates AS (
-    SELECT t.id, t.batch_id, t.group_key, t.priority, t.vseq,
-           b.max_parallel - b.running AS batch_room,
-           g.lim - g.running AS group_room
-    FROM tasks t
-    JOIN batches b ON b.id = t.batch_id
-    LEFT JOIN groups g ON g.key = t.group_key
-    WHERE t.state = 1
-      AND t.not_before <= ?1
-      AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-      AND (t.group_key IS NULL OR g.running < g.lim)
-    ORDER BY t.priority DESC, t.vseq, t.id
-    LIMIT ?2
-),
-ranked AS (
-    SELECT *,
-           ROW_NUMBER() OVER (PARTITION BY group_key ORDER BY priority DESC, vseq, id) AS group_rank,
-           ROW_NUMBER() OVER (PARTITION BY batch_id ORDER BY priority DESC, vseq, id) AS batch_rank
-    FROM candidates
-)
-UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, lease_node = ?4,
-    lease_token = ?5 + id, lease_expires = ?6
-WHERE id IN (
-    SELECT id FROM ranked
-    WHERE (group_key IS NULL OR group_rank <= group_room)
-      AND (batch_room IS NULL OR batch_rank <= batch_room)
-    ORDER BY priority DESC, vseq, id
-    LIMIT ?3
-)
-RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts, lease_token,
-    priority, vseq";
+/// Claimable tasks in claim order: `?1` now, `?2` how many to read.
+const CANDIDATES_SQL: &str = "
+SELECT t.id, t.batch_id, t.group_key, t.vseq,
+       b.max_parallel - b.running AS batch_room,
+       g.lim - g.running AS group_room
+FROM tasks t
+JOIN batches b ON b.id = t.batch_id
+LEFT JOIN groups g ON g.key = t.group_key
+WHERE t.state = 1
+  AND t.not_before <= ?1
+  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+  AND (t.group_key IS NULL OR g.running < g.lim)
+ORDER BY t.priority DESC, t.vseq, t.id
+LIMIT ?2";
+
+/// Takes one picked task: `?1` now, `?2` the node, `?3` its lease token, `?4` the lease
+/// expiry, `?5` the task.
+const TAKE_SQL: &str = "
+UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, lease_node = ?2,
+    lease_token = ?3, lease_expires = ?4
+WHERE id = ?5
+RETURNING module, input, ord, limits, mounts, attempts";
 
 pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
     if p.max == 0 {
@@ -56,51 +45,72 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
     }
     // Room for candidates a group or batch limit turns away within this claim.
     let scan = p.max * 2 + 32;
+    let mut rooms = Rooms::default();
+    let candidates: Vec<Candidate> = {
+        let mut stmt = tx.prepare_cached(CANDIDATES_SQL).map_err(internal)?;
+        let rows = stmt
+            .query_map(params![p.now, scan as i64], |r| {
+                let candidate = Candidate {
+                    id: r.get(0)?,
+                    batch: r.get(1)?,
+                    group: r.get(2)?,
+                    limited: false,
+                    vseq: r.get(3)?,
+                };
+                let batch_room: Option<i64> = r.get(4)?;
+                let group_room: Option<i64> = r.get(5)?;
+                Ok((candidate, batch_room, group_room))
+            })
+            .map_err(internal)?;
+        let mut candidates = Vec::new();
+        for row in rows {
+            let (mut candidate, batch_room, group_room) = row.map_err(internal)?;
+            candidate.limited = batch_room.is_some();
+            rooms.batches.entry(candidate.batch).or_insert(batch_room);
+            if let (Some(group), Some(room)) = (&candidate.group, group_room) {
+                rooms.groups.entry(group.clone()).or_insert(room);
+            }
+            candidates.push(candidate);
+        }
+        candidates
+    };
+    let picks: Vec<Candidate> = candidates
+        .into_iter()
+        .filter(|c| rooms.take(c))
+        .take(p.max)
+        .collect();
+    if picks.is_empty() {
+        return Ok(Vec::new());
+    }
     // Tokens differ between attempts of a task: a fresh random base for every claim.
     let token_base = random_token() >> 2;
     let expires = p.now + duration_micros(p.lease);
-    let mut picked: Vec<(i32, i64, ClaimedTask)> = {
-        let mut stmt = tx.prepare_cached(CLAIM_SQL).map_err(internal)?;
-        let rows = stmt
-            .query_map(
-                params![
-                    p.now,
-                    scan as i64,
-                    p.max as i64,
-                    p.node,
-                    token_base,
-                    expires
-                ],
-                |r| {
-                    let limits: String = r.get(6)?;
-                    let mounts: String = r.get(7)?;
-                    let task = ClaimedTask {
-                        id: r.get(0)?,
-                        batch: r.get(1)?,
-                        module: super::digest_of(r.get(2)?),
-                        input: r.get(3)?,
-                        order: r.get(4)?,
-                        group: r.get(5)?,
-                        limits: serde_json::from_str::<TaskLimits>(&limits).unwrap_or_default(),
-                        mounts: serde_json::from_str::<Vec<MountGrant>>(&mounts)
-                            .unwrap_or_default(),
-                        attempt: r.get(8)?,
-                        lease_token: r.get(9)?,
-                        claimed_at: p.now,
-                    };
-                    Ok((r.get(10)?, r.get(11)?, task))
-                },
-            )
+    let mut take = tx.prepare_cached(TAKE_SQL).map_err(internal)?;
+    let mut claimed = Vec::with_capacity(picks.len());
+    for pick in &picks {
+        let lease_token = token_base + pick.id;
+        let task = take
+            .query_row(params![p.now, p.node, lease_token, expires, pick.id], |r| {
+                let limits: String = r.get(3)?;
+                let mounts: String = r.get(4)?;
+                Ok(ClaimedTask {
+                    id: pick.id,
+                    batch: pick.batch,
+                    module: super::digest_of(r.get(0)?),
+                    input: r.get(1)?,
+                    order: r.get(2)?,
+                    group: pick.group.clone(),
+                    limits: serde_json::from_str::<TaskLimits>(&limits).unwrap_or_default(),
+                    mounts: serde_json::from_str::<Vec<MountGrant>>(&mounts).unwrap_or_default(),
+                    attempt: r.get(5)?,
+                    lease_token,
+                    claimed_at: p.now,
+                })
+            })
             .map_err(internal)?;
-        rows.collect::<Result<_, _>>().map_err(internal)?
-    };
-    if picked.is_empty() {
-        return Ok(Vec::new());
+        claimed.push(task);
     }
-    // RETURNING gives rows in no particular order: hand them out in claim order.
-    picked.sort_by_key(|(priority, vseq, task)| (-priority, *vseq, task.id));
-    let latest_vseq = picked.iter().map(|&(_, vseq, _)| vseq).max().unwrap_or(0);
-    let claimed: Vec<ClaimedTask> = picked.into_iter().map(|(_, _, task)| task).collect();
+    let latest_vseq = picks.iter().map(|c| c.vseq).max().unwrap_or(0);
     // The counters change once per batch and group, not once per task.
     let mut batches: HashMap<BatchId, (i64, i64)> = HashMap::new();
     let mut groups: HashMap<&str, i64> = HashMap::new();

@@ -1,0 +1,88 @@
+//! First-fit picking of claim candidates under group and batch limits, shared by the
+//! drivers: candidates come in claim order, and each is taken if its group and its batch
+//! still have room, so a full group or batch passes its tasks over without holding up
+//! the rest (no head-of-line blocking).
+
+use std::collections::HashMap;
+
+use super::{BatchId, TaskId};
+
+/// A ready task that a claim may take.
+pub(crate) struct Candidate {
+    pub id: TaskId,
+    pub batch: BatchId,
+    pub group: Option<String>,
+    /// The batch has a `max_parallel`: it needs room in its batch to be taken.
+    pub limited: bool,
+    pub vseq: i64,
+}
+
+/// Room left in groups and batches.
+#[derive(Clone, Default)]
+pub(crate) struct Rooms {
+    /// Room per batch (`None`: no limit). A limited batch that is missing has no room.
+    pub batches: HashMap<BatchId, Option<i64>>,
+    /// Room per group; a group that is missing has no room.
+    pub groups: HashMap<String, i64>,
+}
+
+impl Rooms {
+    /// Whether `c` fits; if so, its room is taken.
+    pub fn take(&mut self, c: &Candidate) -> bool {
+        if c.limited {
+            match self.batches.get(&c.batch) {
+                None => return false,
+                Some(room) if room.is_some_and(|room| room <= 0) => return false,
+                Some(_) => {}
+            }
+        }
+        if let Some(group) = &c.group {
+            match self.groups.get_mut(group) {
+                Some(room) if *room > 0 => *room -= 1,
+                _ => return false,
+            }
+        }
+        if let Some(Some(room)) = self.batches.get_mut(&c.batch) {
+            *room -= 1;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(id: TaskId, batch: BatchId, group: Option<&str>, limited: bool) -> Candidate {
+        Candidate {
+            id,
+            batch,
+            group: group.map(str::to_owned),
+            limited,
+            vseq: 0,
+        }
+    }
+
+    #[test]
+    fn a_full_group_or_batch_is_passed_over_and_the_rest_is_taken() {
+        let mut rooms = Rooms::default();
+        rooms.groups.insert("g".into(), 1);
+        rooms.batches.insert(1, Some(2));
+        rooms.batches.insert(2, None);
+        let candidates = [
+            candidate(1, 1, Some("g"), true),
+            candidate(2, 1, Some("g"), true),
+            candidate(3, 1, None, true),
+            candidate(4, 1, None, true),
+            candidate(5, 2, None, false),
+            candidate(6, 3, None, true),
+        ];
+        let taken: Vec<TaskId> = candidates
+            .iter()
+            .filter(|c| rooms.take(c))
+            .map(|c| c.id)
+            .collect();
+        // 2: its group is full; 4: its batch is full; 6: its batch has no room known.
+        assert_eq!(taken, [1, 3, 5]);
+    }
+}
