@@ -34,9 +34,9 @@ pub struct BenchArgs {
     /// Orders per batch: each batch's tasks in this many consecutive orders.
     #[arg(long, default_value_t = 1)]
     pub orders: usize,
-    /// Tasks claimed ahead of free slots.
-    #[arg(long, default_value_t = 256)]
-    pub prefetch: usize,
+    /// At most this many tasks claimed ahead of free slots (default: as `qhost serve`).
+    #[arg(long)]
+    pub prefetch: Option<usize>,
     /// The database: `sqlite:PATH` of a file that does not exist yet (default: one in a
     /// temporary directory), or `postgres://USER@HOST/DB`, where a fresh schema is made
     /// for the run and dropped after it.
@@ -118,7 +118,9 @@ async fn drain(
         runtime.cache_dir = Some(temp.join("artifacts"));
         let runtime = Arc::new(Runtime::new(runtime)?);
         let mut config = SchedulerConfig::new(name);
-        config.prefetch = args.prefetch;
+        if let Some(prefetch) = args.prefetch {
+            config.prefetch = prefetch;
+        }
         schedulers.push(Scheduler::new(store, runtime, config));
     }
     let scheduler = schedulers[0].clone();

@@ -62,9 +62,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct SchedulerConfig {
     /// This node's name in leases and the execution log.
     pub node: String,
-    /// Tasks a node may hold beyond its free slots, claimed ahead to keep slots busy.
-    /// They count as running for every rule.
+    /// At most this many tasks held beyond the free slots, claimed ahead to keep slots
+    /// busy. They count as running for every rule.
     pub prefetch: usize,
+    /// How much work, judged by recent run times, a node claims ahead of its slots: short
+    /// tasks are claimed in large batches, long ones barely ahead (see [`node`]).
+    pub claim_ahead: Duration,
     /// How long a claim stays valid without renewal.
     pub lease: Duration,
     /// Limits of a task that sets none.
@@ -79,7 +82,8 @@ impl SchedulerConfig {
     pub fn new(node: impl Into<String>) -> Self {
         SchedulerConfig {
             node: node.into(),
-            prefetch: 32,
+            prefetch: 4096,
+            claim_ahead: Duration::from_millis(50),
             lease: Duration::from_secs(30),
             default_limits: TaskLimits::default(),
             retention: None,
@@ -133,6 +137,8 @@ pub struct Scheduler {
     /// Handles already checked against the store, by batch (their sha256): a handle never
     /// changes, so a caller that submits and waits is checked once, not on every request.
     handles: Mutex<HashMap<BatchId, [u8; 32]>>,
+    /// Recent run times on this node, for how far ahead to claim.
+    pub(crate) pace: node::Pace,
     pub metrics: metrics::Metrics,
 }
 
@@ -152,6 +158,7 @@ impl Scheduler {
             running: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
             handles: Mutex::new(HashMap::new()),
+            pace: node::Pace::default(),
             metrics: metrics::Metrics::default(),
         })
     }

@@ -1,11 +1,18 @@
 //! A node: the loop that claims tasks and runs them on the runtime's slots, the writer
 //! that records completions in few transactions, and the keeper that renews leases.
 //!
+//! How far ahead to claim: a claim is a transaction, and the store can make only so many
+//! a second; tasks of a few microseconds are claimed thousands at a time, tasks of seconds
+//! one or two ahead (so that they do not wait on a node while another could run them).
+//! [`Pace`] keeps the recent run time and the claim loop holds about
+//! [`SchedulerConfig::claim_ahead`](super::SchedulerConfig) of work beyond its slots.
+//!
 //! Nothing here sleeps to poll: the claim loop waits for a wake-up (a submission, a
 //! completion, a group limit raised) or for the next retry time; the lease keeper waits
 //! while nothing runs. An idle node uses no CPU.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -19,6 +26,40 @@ use crate::store::*;
 
 /// Completions written in one transaction at most.
 const COMPLETION_BATCH: usize = 2048;
+
+/// A moving average of how long runs take on this node.
+#[derive(Default)]
+pub(crate) struct Pace {
+    /// Nanoseconds; 0 until the first run ends.
+    run_nanos: AtomicU64,
+}
+
+impl Pace {
+    fn record(&self, took: Duration) {
+        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
+        // Races between runs lose an update now and then; the average stays close.
+        let old = self.run_nanos.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            took
+        } else {
+            old - old / 16 + took / 16
+        };
+        self.run_nanos.store(new.max(1), Ordering::Relaxed);
+    }
+
+    /// Tasks to hold beyond the free slots: `ahead` worth of work for `workers` slots,
+    /// at least one per slot and at most `max`; one per slot until a run has ended.
+    fn prefetch(&self, workers: usize, ahead: Duration, max: usize) -> usize {
+        let run = self.run_nanos.load(Ordering::Relaxed);
+        let per_slot = match run {
+            0 => 1,
+            run => usize::try_from(ahead.as_nanos() / u128::from(run)).unwrap_or(usize::MAX),
+        };
+        per_slot
+            .saturating_mul(workers)
+            .clamp(workers.min(max), max)
+    }
+}
 
 /// How a run left its task.
 enum Done {
@@ -159,20 +200,11 @@ async fn run(
     ));
     let maintenance = tokio::spawn(maintain(scheduler.clone(), hand_back.clone(), started_at));
 
-    let capacity = scheduler.runtime.config().workers + scheduler.config.prefetch;
     // A failing store (a database restarting, say) pauses claiming, never ends it.
     let mut delay = Duration::from_millis(50);
     loop {
         let started = tokio::time::Instant::now();
-        let Err(err) = claim_loop(
-            &scheduler,
-            &stop_claiming,
-            &held_tx,
-            capacity,
-            &done_tx,
-            &hand_back,
-        )
-        .await
+        let Err(err) = claim_loop(&scheduler, &stop_claiming, &held_tx, &done_tx, &hand_back).await
         else {
             break;
         };
@@ -218,7 +250,6 @@ async fn claim_loop(
     scheduler: &Arc<Scheduler>,
     stop: &CancellationToken,
     held: &Arc<watch::Sender<usize>>,
-    capacity: usize,
     done: &mpsc::UnboundedSender<Done>,
     hand_back: &CancellationToken,
 ) -> anyhow::Result<()> {
@@ -232,6 +263,10 @@ async fn claim_loop(
         if stop.is_cancelled() {
             return Ok(());
         }
+        let capacity = workers
+            + scheduler
+                .pace
+                .prefetch(workers, config.claim_ahead, config.prefetch);
         let holding = *held.borrow();
         let room = capacity.saturating_sub(holding);
         // Claim in large batches: wait until half the capacity is free, unless slots would
@@ -357,6 +392,7 @@ async fn run_one(
         None => Done::HandedBack(task.id, task.lease_token),
         Some(Ok(report)) => {
             scheduler.metrics.ran(report.outcome, report.duration);
+            scheduler.pace.record(report.duration);
             let started_at = to_micros(report.started_at);
             Done::Completed(Box::new(Completion {
                 task: task.id,
@@ -566,4 +602,39 @@ pub async fn prune(scheduler: &Scheduler, before: Micros, stop: &CancellationTok
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_far_ahead_for_short_runs_and_barely_for_long_ones() {
+        let ahead = Duration::from_millis(50);
+        let pace = Pace::default();
+        assert_eq!(
+            pace.prefetch(2, ahead, 4096),
+            2,
+            "one per slot before any run"
+        );
+        pace.record(Duration::from_micros(10));
+        assert_eq!(pace.prefetch(2, ahead, 4096), 4096, "capped");
+        let pace = Pace::default();
+        pace.record(Duration::from_millis(1));
+        assert_eq!(pace.prefetch(2, ahead, 4096), 100);
+        let pace = Pace::default();
+        pace.record(Duration::from_secs(3));
+        assert_eq!(pace.prefetch(2, ahead, 4096), 2, "at least one per slot");
+        assert_eq!(pace.prefetch(2, ahead, 0), 0, "none when none is allowed");
+    }
+
+    #[test]
+    fn the_pace_follows_a_change_of_run_times() {
+        let pace = Pace::default();
+        pace.record(Duration::from_micros(10));
+        for _ in 0..100 {
+            pace.record(Duration::from_millis(10));
+        }
+        assert_eq!(pace.prefetch(1, Duration::from_millis(50), 4096), 5);
+    }
 }
