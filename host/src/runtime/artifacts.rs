@@ -18,32 +18,30 @@ use super::Digest;
 
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
-    engine_hash: u64,
 }
 
 impl ArtifactCache {
-    pub(crate) fn open(dir: &Path, engine: &Engine) -> anyhow::Result<Self> {
+    pub(crate) fn open(dir: &Path) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the artifact cache {}", dir.display()))?;
-        let mut hasher = std::hash::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
         Ok(ArtifactCache {
             dir: dir.to_owned(),
-            engine_hash: hasher.finish(),
         })
     }
 
-    fn path(&self, digest: &Digest) -> PathBuf {
+    fn path(&self, engine: &Engine, digest: &Digest) -> PathBuf {
+        let mut hasher = std::hash::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
         self.dir.join(format!(
             "{}-{:016x}.cwasm",
             digest.to_hex(),
-            self.engine_hash
+            hasher.finish()
         ))
     }
 
     /// Loads the cached artifact for `digest`, if there is a usable one.
     pub(crate) fn load(&self, engine: &Engine, digest: &Digest) -> Option<Component> {
-        let path = self.path(digest);
+        let path = self.path(engine, digest);
         if !path.exists() {
             return None;
         }
@@ -61,7 +59,7 @@ impl ArtifactCache {
     /// Writes `component`'s artifact for the next start.
     pub(crate) fn store(&self, digest: &Digest, component: &Component) -> anyhow::Result<()> {
         let bytes = component.serialize().map_err(anyhow::Error::from)?;
-        let path = self.path(digest);
+        let path = self.path(component.engine(), digest);
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)
             .with_context(|| format!("creating a temporary file in {}", self.dir.display()))?;
         file.write_all(&bytes)?;

@@ -28,7 +28,7 @@ pub(crate) struct EpochTicker {
 }
 
 impl EpochTicker {
-    pub(crate) fn start(engine: EngineWeak) -> std::io::Result<Self> {
+    pub(crate) fn start(engines: Vec<EngineWeak>) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
@@ -36,7 +36,7 @@ impl EpochTicker {
         let thread_shared = shared.clone();
         thread::Builder::new()
             .name("qhost-epoch".into())
-            .spawn(move || tick(&thread_shared, &engine))?;
+            .spawn(move || tick(&thread_shared, &engines))?;
         Ok(EpochTicker { shared })
     }
 
@@ -70,7 +70,7 @@ impl Drop for RunningGuard {
     }
 }
 
-fn tick(shared: &Shared, engine: &EngineWeak) {
+fn tick(shared: &Shared, engines: &[EngineWeak]) {
     loop {
         {
             let mut state = shared.state.lock().expect("epoch lock");
@@ -82,9 +82,11 @@ fn tick(shared: &Shared, engine: &EngineWeak) {
             }
         }
         thread::sleep(TICK);
-        match engine.upgrade() {
-            Some(engine) => engine.increment_epoch(),
-            None => return,
+        for engine in engines {
+            match engine.upgrade() {
+                Some(engine) => engine.increment_epoch(),
+                None => return,
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The task runtime: loads components, and runs each task attempt in a fresh, sandboxed
 //! `Store` on one of a fixed number of instance slots.
 //!
-//! - [`engine`]: the one `Engine`, with its pooling allocator.
+//! - [`engine`]: the engines, with their pooling allocators.
 //! - [`artifacts`]: precompiled components cached on disk.
 //! - [`sandbox`]: the WASI context, mounts and the `qhost:task/host` implementation.
 //! - [`limits`], [`capture`], [`epoch`]: what bounds a run and how it is enforced.
@@ -32,6 +32,7 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 use artifacts::ArtifactCache;
 use bindings::TaskPre;
 use capture::{LogCapture, OutputCapture};
+use engine::MemoryInit;
 use epoch::EpochTicker;
 use limits::MemoryLimiter;
 pub use limits::TaskLimits;
@@ -178,10 +179,34 @@ impl fmt::Debug for OnStart {
     }
 }
 
-/// Loads components and runs tasks on a fixed pool of instance slots.
-pub struct Runtime {
+/// Components up to this size get their memory's data copied in at instantiation, larger
+/// ones mapped copy-on-write (see [`engine::MemoryInit`]). A component's size bounds
+/// the data it can copy.
+const COPY_INIT_MAX_BYTES: usize = 1 << 20;
+
+/// An engine and the linker of the host functions for it.
+struct Flavor {
     engine: Engine,
     linker: Linker<TaskState>,
+}
+
+impl Flavor {
+    fn new(config: &RuntimeConfig, init: MemoryInit) -> anyhow::Result<Self> {
+        let engine = engine::build(config, init)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        bindings::Task::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+            &mut linker,
+            |state: &mut TaskState| state,
+        )?;
+        Ok(Flavor { engine, linker })
+    }
+}
+
+/// Loads components and runs tasks on a fixed pool of instance slots.
+pub struct Runtime {
+    copied: Flavor,
+    mapped: Flavor,
     config: RuntimeConfig,
     slots: SlotPool,
     artifacts: Option<ArtifactCache>,
@@ -192,22 +217,18 @@ pub struct Runtime {
 impl Runtime {
     pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
         anyhow::ensure!(config.workers >= 1, "workers must be at least 1");
-        let engine = engine::build(&config)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        bindings::Task::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
-            &mut linker,
-            |state: &mut TaskState| state,
-        )?;
+        let copied = Flavor::new(&config, MemoryInit::Copy)?;
+        let mapped = Flavor::new(&config, MemoryInit::Map)?;
         let artifacts = match &config.cache_dir {
-            Some(dir) => Some(ArtifactCache::open(dir, &engine)?),
+            Some(dir) => Some(ArtifactCache::open(dir)?),
             None => None,
         };
-        let ticker = EpochTicker::start(engine.weak()).context("starting the epoch thread")?;
+        let ticker = EpochTicker::start(vec![copied.engine.weak(), mapped.engine.weak()])
+            .context("starting the epoch thread")?;
         Ok(Runtime {
             slots: SlotPool::new(config.workers),
-            engine,
-            linker,
+            copied,
+            mapped,
             config,
             artifacts,
             loaded: Mutex::new(HashMap::new()),
@@ -245,8 +266,13 @@ impl Runtime {
         if let Some(module) = self.loaded.lock().expect("loaded lock").get(&digest) {
             return Ok(module.clone());
         }
-        let component = self.compile(&digest, bytes)?;
-        let pre = self
+        let flavor = if bytes.len() <= COPY_INIT_MAX_BYTES {
+            &self.copied
+        } else {
+            &self.mapped
+        };
+        let component = self.compile(&flavor.engine, &digest, bytes)?;
+        let pre = flavor
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::UnsupportedImport(format!("{e:#}")))?;
@@ -259,16 +285,21 @@ impl Runtime {
         Ok(module)
     }
 
-    fn compile(&self, digest: &Digest, bytes: &[u8]) -> Result<Component, LoadError> {
+    fn compile(
+        &self,
+        engine: &Engine,
+        digest: &Digest,
+        bytes: &[u8],
+    ) -> Result<Component, LoadError> {
         if let Some(component) = self
             .artifacts
             .as_ref()
-            .and_then(|cache| cache.load(&self.engine, digest))
+            .and_then(|cache| cache.load(engine, digest))
         {
             return Ok(component);
         }
-        let component = Component::new(&self.engine, bytes)
-            .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        let component =
+            Component::new(engine, bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
         if let Some(cache) = &self.artifacts
             && let Err(err) = cache.store(digest, &component)
         {
@@ -294,7 +325,7 @@ impl Runtime {
         let stderr = OutputCapture::new(limits.stderr);
         let wasi = sandbox::wasi_context(&self.config.mounts, &request.mounts, &stdout, &stderr)?;
         let mut store = Store::new(
-            &self.engine,
+            module.pre.engine(),
             TaskState {
                 wasi,
                 table: ResourceTable::new(),
