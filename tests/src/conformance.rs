@@ -473,15 +473,19 @@ async fn failures_are_retried_with_backoff_then_fail(store: Arc<dyn Store>) {
     let first = claim(&store, "n1", 1, T0).await;
     let result = complete(&store, &first, Outcome::Trap, T0 + 1).await;
     assert_eq!(result.retried, 1);
-    assert!(
-        claim(&store, "n1", 1, T0 + 2).await.is_empty(),
-        "retried before its backoff"
-    );
-    let due = store
-        .task_next_ready_at(T0 + 2)
+    let early = store
+        .task_claim(ClaimParams {
+            node: "n1".into(),
+            max: 1,
+            now: T0 + 2,
+            lease: Duration::from_secs(30),
+        })
         .await
-        .unwrap()
-        .expect("a retry is due");
+        .unwrap();
+    assert!(early.tasks.is_empty(), "retried before its backoff");
+    let due = early
+        .next_due
+        .expect("the claim says when the retry is due");
     assert!(
         (T0 + 1 + 5 * SECOND..=T0 + 1 + 10 * SECOND).contains(&due),
         "backoff {}",

@@ -273,6 +273,7 @@ async fn claim_loop(
         // otherwise go idle.
         let worth_claiming = room > 0 && (holding < workers || room >= capacity / 2);
         let mut full = !worth_claiming;
+        let mut next_due = None;
         // The same instant for the claim and for the next due time: a retry that became due
         // between the two would otherwise be neither claimed nor waited for.
         let now = now_micros();
@@ -292,6 +293,7 @@ async fn claim_loop(
                 None => Some(FIRST_RETRY),
                 Some(pause) => Some((pause * 2).min(Duration::from_millis(50))),
             };
+            next_due = claimed.next_due;
             let claimed = claimed.tasks;
             full = claimed.len() == room;
             if !claimed.is_empty() {
@@ -311,11 +313,6 @@ async fn claim_loop(
             }
         }
         // Nothing more to claim now: sleep until woken or until a retry becomes due.
-        let next_due = if full {
-            None
-        } else {
-            scheduler.store.task_next_ready_at(now).await?
-        };
         let sleep = async {
             match (next_due, contended.filter(|_| !full)) {
                 (_, Some(pause)) => tokio::time::sleep(pause).await,

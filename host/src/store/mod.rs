@@ -310,6 +310,9 @@ pub struct Claimed {
     /// their group's or batch's counter) at that moment: claim again shortly rather than
     /// wait for a wake-up. Only stores shared by several writers set it.
     pub contended: bool,
+    /// When a claim took fewer tasks than it could: the earliest time a ready task held
+    /// back by its retry delay becomes due, if any is.
+    pub next_due: Option<Micros>,
 }
 
 #[derive(Debug, Clone)]
@@ -556,8 +559,6 @@ pub trait Store: Send + Sync + 'static {
     /// Ends as `lost` the attempts whose lease expired, or all of `node`'s (a node
     /// restarting), retrying their tasks while attempts remain.
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult>;
-    /// When the next ready task's not-before time comes, if it is in the future.
-    async fn task_next_ready_at(&self, now: Micros) -> StoreResult<Option<Micros>>;
 
     /// How many tasks of the whole store are in each state.
     async fn task_counts(&self) -> StoreResult<Progress>;

@@ -180,8 +180,8 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
     }
     if taken.is_empty() {
         return Ok(Claimed {
-            tasks: Vec::new(),
             contended,
+            ..Claimed::default()
         });
     }
     // Counter changes per limited batch and per group.
@@ -267,6 +267,7 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
     Ok(Claimed {
         tasks: picked.into_iter().map(|(_, _, task)| task).collect(),
         contended,
+        next_due: None,
     })
 }
 

@@ -809,13 +809,25 @@ impl Store for SqliteStore {
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
         // One writer at a time: nothing is ever passed over for being held.
-        let tasks = self
-            .write_as(Commit::Bookkeeping, move |tx| claim::claim(tx, &params))
-            .await?;
-        Ok(Claimed {
-            tasks,
-            contended: false,
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            let tasks = claim::claim(tx, &params)?;
+            let next_due = if tasks.len() < params.max {
+                tx.prepare_cached(
+                    "SELECT MIN(not_before) FROM tasks WHERE state = 1 AND not_before > ?",
+                )
+                .map_err(internal)?
+                .query_row([params.now], |r| r.get(0))
+                .map_err(internal)?
+            } else {
+                None
+            };
+            Ok(Claimed {
+                tasks,
+                contended: false,
+                next_due,
+            })
         })
+        .await
     }
 
     async fn task_complete(
@@ -852,18 +864,6 @@ impl Store for SqliteStore {
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
         self.write_as(Commit::Bookkeeping, move |tx| {
             claim::rescue(tx, node.as_deref(), now)
-        })
-        .await
-    }
-
-    async fn task_next_ready_at(&self, now: Micros) -> StoreResult<Option<Micros>> {
-        self.call(move |conn| {
-            conn.query_row(
-                "SELECT MIN(not_before) FROM tasks WHERE state = 1 AND not_before > ?",
-                [now],
-                |r| r.get(0),
-            )
-            .map_err(internal)
         })
         .await
     }
