@@ -45,6 +45,16 @@ WHERE id = ANY($5)
 RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts, lease_token,
     priority, vseq";
 
+/// When the next ready task held back by its retry delay becomes due, if any is: after
+/// `now`, in database time.
+pub(super) async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
+    let stmt = tx
+        .prepare_cached("SELECT MIN(not_before) FROM tasks WHERE state = 1 AND not_before > $1")
+        .await
+        .map_err(pg)?;
+    Ok(tx.query_one(&stmt, &[&now]).await.map_err(pg)?.get(0))
+}
+
 /// Rounds of picking and locking: each replaces picks another claim locked first.
 const PICK_ROUNDS: usize = 4;
 

@@ -175,21 +175,6 @@ impl PostgresStore {
         db.saturating_sub(self.clock_offset.load(Ordering::Relaxed))
     }
 
-    /// When the next ready task's not-before time comes, if it is after `now` (database
-    /// time); in local time.
-    async fn next_due(&self, now: Micros) -> StoreResult<Option<Micros>> {
-        let client = self.client(Commit::Durable).await?;
-        let next: Option<i64> = client
-            .query_one(
-                "SELECT MIN(not_before) FROM tasks WHERE state = 1 AND not_before > $1",
-                &[&now],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        Ok(next.map(|at| self.local_time(at)))
-    }
-
     /// Queues a notification to the other nodes, sent when the transaction commits.
     async fn notify(&self, tx: &impl GenericClient, what: &str) -> StoreResult<()> {
         let payload = format!("{}\n{what}", self.node);
@@ -1137,11 +1122,13 @@ impl Store for PostgresStore {
             ..params
         };
         let mut claimed = transaction!(self, Commit::Bookkeeping, |tx| {
-            claim::claim(&tx, &params).await
+            let mut claimed = claim::claim(&tx, &params).await?;
+            if claimed.tasks.len() < params.max {
+                claimed.next_due = claim::next_due(&tx, params.now).await?;
+            }
+            Ok(claimed)
         })?;
-        if claimed.tasks.len() < params.max {
-            claimed.next_due = self.next_due(params.now).await?;
-        }
+        claimed.next_due = claimed.next_due.map(|at| self.local_time(at));
         Ok(claimed)
     }
 

@@ -50,22 +50,21 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
         let mut stmt = tx.prepare_cached(CANDIDATES_SQL).map_err(internal)?;
         let rows = stmt
             .query_map(params![p.now, scan as i64], |r| {
+                let batch_room: Option<i64> = r.get(4)?;
+                let group_room: Option<i64> = r.get(5)?;
                 let candidate = Candidate {
                     id: r.get(0)?,
                     batch: r.get(1)?,
                     group: r.get(2)?,
-                    limited: false,
+                    limited: batch_room.is_some(),
                     vseq: r.get(3)?,
                 };
-                let batch_room: Option<i64> = r.get(4)?;
-                let group_room: Option<i64> = r.get(5)?;
                 Ok((candidate, batch_room, group_room))
             })
             .map_err(internal)?;
         let mut candidates = Vec::new();
         for row in rows {
-            let (mut candidate, batch_room, group_room) = row.map_err(internal)?;
-            candidate.limited = batch_room.is_some();
+            let (candidate, batch_room, group_room) = row.map_err(internal)?;
             rooms.batches.entry(candidate.batch).or_insert(batch_room);
             if let (Some(group), Some(room)) = (&candidate.group, group_room) {
                 rooms.groups.entry(group.clone()).or_insert(room);
