@@ -88,6 +88,11 @@ fn task(module: Digest, order: i64, group: Option<&str>) -> TaskSpec {
 }
 
 async fn claim(store: &Arc<dyn Store>, node: &str, max: usize, now: Micros) -> Vec<ClaimedTask> {
+    claim_all(store, node, max, now).await.tasks
+}
+
+/// A claim with all it reports besides the tasks.
+async fn claim_all(store: &Arc<dyn Store>, node: &str, max: usize, now: Micros) -> Claimed {
     store
         .task_claim(ClaimParams {
             node: node.into(),
@@ -97,7 +102,6 @@ async fn claim(store: &Arc<dyn Store>, node: &str, max: usize, now: Micros) -> V
         })
         .await
         .unwrap()
-        .tasks
 }
 
 fn ids(tasks: &[ClaimedTask]) -> Vec<TaskId> {
@@ -473,15 +477,7 @@ async fn failures_are_retried_with_backoff_then_fail(store: Arc<dyn Store>) {
     let first = claim(&store, "n1", 1, T0).await;
     let result = complete(&store, &first, Outcome::Trap, T0 + 1).await;
     assert_eq!(result.retried, 1);
-    let early = store
-        .task_claim(ClaimParams {
-            node: "n1".into(),
-            max: 1,
-            now: T0 + 2,
-            lease: Duration::from_secs(30),
-        })
-        .await
-        .unwrap();
+    let early = claim_all(&store, "n1", 1, T0 + 2).await;
     assert!(early.tasks.is_empty(), "retried before its backoff");
     let due = early
         .next_due

@@ -120,6 +120,14 @@ pub fn bare_cli() -> Command {
     command
 }
 
+/// An HTTP client that hands back error statuses as responses, for tests to check.
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
 /// A request with `credential` as bearer; returns the status and the JSON body.
 pub fn call(
     method: &str,
@@ -127,10 +135,7 @@ pub fn call(
     credential: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let agent = agent();
     let mut request = ureq::http::Request::builder().method(method).uri(url);
     if let Some(token) = credential {
         request = request.header("Authorization", format!("Bearer {token}"));

@@ -56,11 +56,7 @@ fn field(output: &Output, key: &str) -> String {
 }
 
 fn get(url: &str, token: &str) -> (u16, String) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut response = agent
+    let mut response = qhost_tests::server::agent()
         .get(url)
         .header("Authorization", format!("Bearer {token}"))
         .call()

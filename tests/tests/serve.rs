@@ -2,15 +2,8 @@
 //! language would: modules, batches, handles, waiting, bad input, and a restart with work
 //! queued and running.
 
-use qhost_tests::server::{Server, call};
+use qhost_tests::server::{Server, agent, call};
 use serde_json::{Value, json};
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
 
 fn upload(server: &Server, bytes: &[u8], name: &str) -> (u16, Value) {
     let mut response = agent()
