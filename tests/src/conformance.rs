@@ -309,6 +309,43 @@ async fn groups_limit_running_tasks_without_blocking_others(store: Arc<dyn Store
     assert_eq!(claim(&store, "n1", 10, T0 + 3).await.len(), 3);
 }
 
+/// Not in [`CASES`] yet: only the PostgreSQL driver passes it. The SQLite driver reads a
+/// bounded window of the queue per claim, so tasks behind a group with more ready tasks
+/// than the window wait until that group is busy when a claim runs.
+pub async fn a_long_group_at_the_head_holds_up_nothing_behind_it(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    // More tasks of one group than any claim reads in one go, then a few others.
+    let long = store
+        .task_submit(b, (0..3000).map(|_| task(m, 0, Some("long"))).collect(), T0)
+        .await
+        .unwrap();
+    let behind = store
+        .task_submit(
+            b,
+            vec![
+                task(m, 0, Some("a")),
+                task(m, 0, None),
+                task(m, 0, Some("a")),
+                task(m, 0, Some("b")),
+            ],
+            T0,
+        )
+        .await
+        .unwrap();
+    let first = claim(&store, "n1", 10, T0).await;
+    assert_eq!(
+        ids(&first),
+        vec![long[0], behind[0], behind[1], behind[3]],
+        "the head of the long group, and the first of everything behind it"
+    );
+    complete(&store, &first, Outcome::Succeeded, T0 + 1).await;
+    assert_eq!(
+        ids(&claim(&store, "n1", 10, T0 + 2).await),
+        vec![long[1], behind[2]]
+    );
+}
+
 async fn batch_limits_bound_a_batch(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let limited = batch(

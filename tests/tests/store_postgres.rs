@@ -32,6 +32,14 @@ async fn postgres_passes_the_conformance_suite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_group_at_the_head_holds_up_nothing_behind_it() {
+    let db = TestDb::new().await;
+    let store = PostgresStore::connect(&db.url, "n1").await.unwrap();
+    qhost_tests::conformance::a_long_group_at_the_head_holds_up_nothing_behind_it(Arc::new(store))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_starting_at_once_migrate_once() {
     let db = TestDb::new().await;
     let connects = (0..4).map(|n| {

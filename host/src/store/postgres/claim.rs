@@ -1,8 +1,10 @@
 //! The scheduling core in PostgreSQL: the atomic claim, completions, lease rescue and
 //! the execution log.
 //!
-//! A claim is one transaction that never waits. It reads ready tasks in priority,
-//! fair-queueing and submission order; takes its batches' gate locks shared (tried, not
+//! A claim is one transaction that never waits. It reads a window of ready tasks in
+//! priority, fair-queueing and submission order (and, when busy or full groups leave the
+//! window short, each other group's first tasks and the ungrouped ones behind it, from
+//! indexes of their own); takes its batches' gate locks shared (tried, not
 //! waited for: a submission is changing that gate); locks the group and batch counters it
 //! will consume with
 //! `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that group or batch full
@@ -21,18 +23,50 @@ use crate::runtime::{MountGrant, Outcome, TaskLimits};
 use crate::store::pick::{Candidate, Rooms};
 use crate::store::*;
 
-/// Claimable tasks as of the transaction's snapshot; nothing locked yet.
-const CANDIDATES_SQL: &str = "
-SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL, t.vseq
+/// The head of the queue: ready tasks in claim order, of batches with room; nothing
+/// locked yet. Groups are not looked at here: a claim locks the counters of the groups
+/// it meets anyway, and learns their room from that.
+const WINDOW_SQL: &str = "
+SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL, t.vseq, t.priority
 FROM tasks t
 JOIN batches b ON b.id = t.batch_id
-LEFT JOIN groups g ON g.key = t.group_key
 WHERE t.state = 1
   AND t.not_before <= $1
   AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-  AND (t.group_key IS NULL OR g.running < g.lim)
 ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT $2";
+
+/// Ready tasks behind the window's last one (priority `$2`, vseq `$3`, id `$4`) that the
+/// window could not supply: tasks without a group (at most `$5`), and the first tasks of
+/// every group with room, but those the window filled (`$6`). Walks two short indexes,
+/// never the tasks of busy groups: so a claim costs what it can take, however many
+/// tasks wait behind a busy group.
+const BEYOND_SQL: &str = "
+SELECT * FROM (
+  (SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL, t.vseq, t.priority
+   FROM tasks t
+   JOIN batches b ON b.id = t.batch_id
+   WHERE t.state = 1 AND t.group_key IS NULL AND t.not_before <= $1
+     AND (t.priority < $2 OR (t.priority = $2 AND (t.vseq, t.id) > ($3, $4)))
+     AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+   ORDER BY t.priority DESC, t.vseq, t.id
+   LIMIT $5)
+  UNION ALL
+  (SELECT h.*
+   FROM groups g
+   LEFT JOIN unnest($6::text[]) AS filled(key) ON filled.key = g.key
+   CROSS JOIN LATERAL (
+     SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL, t.vseq, t.priority
+     FROM tasks t
+     JOIN batches b ON b.id = t.batch_id
+     WHERE t.group_key = g.key AND t.state = 1 AND t.not_before <= $1
+       AND (t.priority < $2 OR (t.priority = $2 AND (t.vseq, t.id) > ($3, $4)))
+       AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+     ORDER BY t.priority DESC, t.vseq, t.id
+     LIMIT g.lim - g.running) AS h
+   WHERE g.running < g.lim AND filled.key IS NULL)
+) AS beyond
+ORDER BY 6 DESC, 5, 1";
 
 /// Locks the picked tasks that are still ready and no other claim holds.
 const LOCK_SQL: &str = "
@@ -49,101 +83,199 @@ RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts,
 /// `now`, in database time.
 pub(super) async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
     let stmt = tx
-        .prepare_cached("SELECT MIN(not_before) FROM tasks WHERE state = 1 AND not_before > $1")
+        .prepare_cached(
+            "SELECT MIN(not_before) FROM tasks
+             WHERE state = 1 AND not_before > 0 AND not_before > $1",
+        )
         .await
         .map_err(pg)?;
     Ok(tx.query_one(&stmt, &[&now]).await.map_err(pg)?.get(0))
 }
 
+/// Ready tasks a claim reads in queue order at most (see [`claim`]).
+const WINDOW_MAX: usize = 512;
+
 /// Rounds of picking and locking: each replaces picks another claim locked first.
 const PICK_ROUNDS: usize = 4;
+
+/// A candidate with its place in claim order.
+fn candidate(r: &tokio_postgres::Row) -> (Candidate, i32) {
+    let candidate = Candidate {
+        id: r.get(0),
+        batch: r.get(1),
+        group: r.get(2),
+        limited: r.get(3),
+        vseq: r.get(4),
+    };
+    (candidate, r.get(5))
+}
+
+/// What a claim holds besides tasks: its batches' gates (shared), and the counters of
+/// the limited batches and groups it may consume (locked), with their room.
+#[derive(Default)]
+struct Held {
+    /// Batches whose gate this claim holds; batches tried and refused are absent.
+    open_gates: HashSet<BatchId>,
+    /// Batches and groups already tried, held or not.
+    tried_batches: HashSet<BatchId>,
+    tried_groups: HashSet<String>,
+    rooms: Rooms,
+    /// Another transaction held a gate or counter this claim wanted.
+    contended: bool,
+}
+
+impl Held {
+    /// Takes the gates and counters `candidates` need that this claim has not tried yet.
+    /// Never waits: what another transaction holds is passed over, and remembered as
+    /// contention. Groups without room are not locked.
+    async fn take(&mut self, tx: &impl GenericClient, candidates: &[Candidate]) -> StoreResult<()> {
+        let mut batches: Vec<BatchId> = Vec::new();
+        let mut limited: Vec<BatchId> = Vec::new();
+        let mut groups: Vec<&str> = Vec::new();
+        for c in candidates {
+            if self.tried_batches.insert(c.batch) {
+                batches.push(c.batch);
+                if c.limited {
+                    limited.push(c.batch);
+                }
+            }
+            if let Some(group) = c.group.as_deref()
+                && !self.tried_groups.contains(group)
+            {
+                self.tried_groups.insert(group.to_owned());
+                groups.push(group);
+            }
+        }
+        batches.sort_unstable();
+        limited.sort_unstable();
+        groups.sort_unstable();
+        let (lock_batches, lock_groups, free_groups) = tokio::try_join!(
+            tx.prepare_cached(
+                "SELECT id, max_parallel - running FROM batches
+                 WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED",
+            ),
+            tx.prepare_cached(
+                "SELECT key, lim - running FROM groups
+                 WHERE key = ANY($1) AND running < lim ORDER BY key FOR UPDATE SKIP LOCKED",
+            ),
+            tx.prepare_cached("SELECT COUNT(*) FROM groups WHERE key = ANY($1) AND running < lim"),
+        )
+        .map_err(pg)?;
+        let (open_gates, batch_rows, group_rows, free) = tokio::try_join!(
+            async {
+                if batches.is_empty() {
+                    return Ok(Vec::new());
+                }
+                gate::try_share(tx, &batches).await
+            },
+            async {
+                if limited.is_empty() {
+                    return Ok(Vec::new());
+                }
+                tx.query(&lock_batches, &[&limited]).await.map_err(pg)
+            },
+            async {
+                if groups.is_empty() {
+                    return Ok(Vec::new());
+                }
+                tx.query(&lock_groups, &[&groups]).await.map_err(pg)
+            },
+            async {
+                if groups.is_empty() {
+                    return Ok(0);
+                }
+                let row = tx.query_one(&free_groups, &[&groups]).await.map_err(pg)?;
+                Ok(row.get::<_, i64>(0))
+            },
+        )?;
+        self.contended |= open_gates.len() < batches.len()
+            || batch_rows.len() < limited.len()
+            || (group_rows.len() as i64) < free;
+        self.open_gates.extend(open_gates);
+        self.rooms.batches.extend(
+            batch_rows
+                .iter()
+                .map(|row| (row.get(0), row.get::<_, Option<i32>>(1).map(i64::from))),
+        );
+        self.rooms.groups.extend(
+            group_rows
+                .iter()
+                .map(|row| (row.get(0), i64::from(row.get::<_, i32>(1)))),
+        );
+        Ok(())
+    }
+}
 
 pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claimed> {
     if p.max == 0 {
         return Ok(Claimed::default());
     }
-    // Room for candidates a group or batch limit turns away within this claim.
-    let scan = (p.max * 2 + 32) as i64;
+    // The window: as many tasks as the claim may take, and a few for those a group or
+    // batch limit turns away, up to a bound: past it, reading on in the queue's order
+    // costs more than asking each group with room for its first tasks.
+    let window = (p.max.min(WINDOW_MAX) + 32) as i64;
     // Walk the ready index in claim order and stop at the limit. Right after a large
     // submission the statistics say the queue is small, and the planner would rather
     // fetch every ready task and sort them: milliseconds per claim on a long queue.
+    // Parallel workers and JIT compilation cost more to start than such a walk takes (and
+    // the sort the planner may not choose would make every plan look worth compiling).
     // Statements that do not depend on each other go out together (pipelined).
-    let stmt = tx.prepare_cached(CANDIDATES_SQL).await.map_err(pg)?;
+    let stmt = tx.prepare_cached(WINDOW_SQL).await.map_err(pg)?;
     let ((), rows) = tokio::try_join!(
-        tx.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off"),
-        async { tx.query(&stmt, &[&p.now, &scan]).await },
+        tx.batch_execute(
+            "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off;
+             SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL jit = off"
+        ),
+        async { tx.query(&stmt, &[&p.now, &window]).await },
     )
     .map_err(pg)?;
-    let candidates: Vec<Candidate> = rows
-        .iter()
-        .map(|r| Candidate {
-            id: r.get(0),
-            batch: r.get(1),
-            group: r.get(2),
-            limited: r.get(3),
-            vseq: r.get(4),
-        })
-        .collect();
-    if candidates.is_empty() {
-        return Ok(Claimed::default());
+    let mut candidates: Vec<Candidate> = Vec::with_capacity(rows.len());
+    let mut last = None;
+    for row in &rows {
+        let (c, priority) = candidate(row);
+        last = Some((priority, c.vseq, c.id));
+        candidates.push(c);
     }
-
-    let mut batches: Vec<BatchId> = candidates.iter().map(|c| c.batch).collect();
-    batches.sort_unstable();
-    batches.dedup();
-    let mut to_lock: Vec<BatchId> = candidates
-        .iter()
-        .filter(|c| c.limited)
-        .map(|c| c.batch)
-        .collect();
-    to_lock.sort_unstable();
-    to_lock.dedup();
-    let mut group_keys: Vec<&str> = candidates
-        .iter()
-        .filter_map(|c| c.group.as_deref())
-        .collect();
-    group_keys.sort_unstable();
-    group_keys.dedup();
-    let (lock_batches, lock_groups) = tokio::try_join!(
-        tx.prepare_cached(
-            "SELECT id, max_parallel - running FROM batches
-             WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED",
-        ),
-        tx.prepare_cached(
-            "SELECT key, lim - running FROM groups
-             WHERE key = ANY($1) ORDER BY key FOR UPDATE SKIP LOCKED",
-        ),
-    )
-    .map_err(pg)?;
-    let (open_gates, batch_rows, group_rows) = tokio::try_join!(
-        gate::try_share(tx, &batches),
-        async {
-            if to_lock.is_empty() {
-                return Ok(Vec::new());
-            }
-            tx.query(&lock_batches, &[&to_lock]).await.map_err(pg)
-        },
-        async {
-            if group_keys.is_empty() {
-                return Ok(Vec::new());
-            }
-            tx.query(&lock_groups, &[&group_keys]).await.map_err(pg)
-        },
-    )?;
-    let open_gates: HashSet<BatchId> = open_gates.into_iter().collect();
-    let mut rooms = Rooms {
-        batches: batch_rows
-            .iter()
-            .map(|row| (row.get(0), row.get::<_, Option<i32>>(1).map(i64::from)))
-            .collect(),
-        groups: group_rows
-            .iter()
-            .map(|row| (row.get(0), i64::from(row.get::<_, i32>(1))))
-            .collect(),
+    let Some((priority, vseq, id)) = last else {
+        return Ok(Claimed::default());
     };
-    let mut contended = open_gates.len() < batches.len()
-        || rooms.batches.len() < to_lock.len()
-        || rooms.groups.len() < group_keys.len();
+    let mut held = Held::default();
+    held.take(tx, &candidates).await?;
+
+    // A full window that cannot fill the claim (busy groups, full groups): look behind it.
+    if rows.len() as i64 == window {
+        let mut trial = held.rooms.clone();
+        let fits = candidates
+            .iter()
+            .filter(|c| held.open_gates.contains(&c.batch) && trial.take(c))
+            .take(p.max)
+            .count();
+        if fits < p.max {
+            let filled: Vec<&str> = held
+                .tried_groups
+                .iter()
+                .map(String::as_str)
+                .filter(|g| trial.groups.get(*g).is_none_or(|room| *room <= 0))
+                .collect();
+            let need = (p.max - fits) as i64;
+            let stmt = tx.prepare_cached(BEYOND_SQL).await.map_err(pg)?;
+            let beyond: Vec<Candidate> = tx
+                .query(&stmt, &[&p.now, &priority, &vseq, &id, &need, &filled])
+                .await
+                .map_err(pg)?
+                .iter()
+                .map(|row| candidate(row).0)
+                .collect();
+            held.take(tx, &beyond).await?;
+            candidates.extend(beyond);
+        }
+    }
+    let Held {
+        open_gates,
+        mut rooms,
+        mut contended,
+        ..
+    } = held;
     let mut candidates: Vec<Candidate> = candidates
         .into_iter()
         .filter(|c| open_gates.contains(&c.batch))
@@ -535,10 +667,12 @@ pub(super) async fn complete(
                 "UPDATE tasks AS t SET state = 3, ended_at = $1, outcome = 'succeeded',
                      error = NULL, output = u.output,
                      lease_node = NULL, lease_token = NULL, lease_expires = NULL
-                 FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS u(id, token, output)
+                 FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS u(id, token, output),
+                     batches AS b
                  WHERE t.id = u.id AND t.state = 2 AND t.lease_token = u.token
+                     AND b.id = t.batch_id
                  RETURNING t.id, t.batch_id, t.ord, t.group_key, t.attempts,
-                     (SELECT max_parallel IS NOT NULL FROM batches WHERE id = t.batch_id)",
+                     b.max_parallel IS NOT NULL",
             )
             .await
             .map_err(pg)?;
@@ -561,7 +695,7 @@ pub(super) async fn complete(
                 lease_token: c.lease_token,
                 lease_node: String::new(),
                 claimed_at: 0,
-                limited: r.get::<_, Option<bool>>(5).unwrap_or(false),
+                limited: r.get(5),
                 halts: false,
             };
             ending.succeeded(&task, AttemptEnd::of(c), &mut result);

@@ -32,7 +32,10 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::*;
 
-const MIGRATIONS: [&str; 1] = [include_str!("0001_init.sql")];
+const MIGRATIONS: [&str; 2] = [
+    include_str!("0001_init.sql"),
+    include_str!("0002_claim_indexes.sql"),
+];
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).
 const MIGRATION_LOCK: i64 = 0x7168_6f73_7400_0001;
@@ -653,8 +656,9 @@ async fn submit(
             .push(serde_json::to_string(&spec.limits).expect("limits serialize"));
         c.mounts
             .push(serde_json::to_string(&spec.mounts).expect("mounts serialize"));
+        // 0: due at once (see the schema's tasks_delayed).
         c.not_before
-            .push(spec.not_before.map(|t| store.db_time(t)).unwrap_or(now));
+            .push(spec.not_before.map_or(0, |t| store.db_time(t)));
     }
     let rows = tx
         .query(
@@ -1237,7 +1241,7 @@ impl Store for PostgresStore {
             let ids: Vec<i64> = tx
                 .query(
                     "SELECT id FROM tasks WHERE state >= 3 AND ended_at < $1
-                     ORDER BY ended_at LIMIT $2 FOR UPDATE SKIP LOCKED",
+                     LIMIT $2 FOR UPDATE SKIP LOCKED",
                     &[&before, &chunk],
                 )
                 .await
