@@ -32,14 +32,6 @@ async fn postgres_passes_the_conformance_suite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_long_group_at_the_head_holds_up_nothing_behind_it() {
-    let db = TestDb::new().await;
-    let store = PostgresStore::connect(&db.url, "n1").await.unwrap();
-    qhost_tests::conformance::a_long_group_at_the_head_holds_up_nothing_behind_it(Arc::new(store))
-        .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_starting_at_once_migrate_once() {
     let db = TestDb::new().await;
     let connects = (0..4).map(|n| {
@@ -107,4 +99,107 @@ async fn other_nodes_hear_of_submissions_and_ended_tasks() {
     assert_eq!(own.recv().await.unwrap(), Signal::Wake);
     assert!(own.try_recv().is_err());
     assert!(heard.try_recv().is_err());
+}
+
+/// A database left by the previous schema version, with a task ready, one running on a
+/// node that is gone and one waiting behind them, keeps all three through the upgrade:
+/// the lost attempt is rescued and every task runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgraded_database_keeps_its_queue_and_leases() {
+    let db = TestDb::new().await;
+    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    let bytes = std::fs::read(qhost_tests::guest("echo")).unwrap();
+    let digest = qhost::runtime::Digest::of(&bytes).to_hex();
+    let past = now_micros() - 60_000_000;
+    client
+        .batch_execute(concat!(
+            include_str!("../../host/src/store/postgres/0001_init.sql"),
+            include_str!("../../host/src/store/postgres/0002_claim_indexes.sql"),
+            "CREATE TABLE qhost_schema (version INT NOT NULL);
+             INSERT INTO qhost_schema VALUES (2);"
+        ))
+        .await
+        .unwrap();
+    client
+        .execute(
+            "INSERT INTO modules (digest, size, bytes, added_at) VALUES ($1, $2, $3, $4)",
+            &[&digest, &(bytes.len() as i64), &bytes, &past],
+        )
+        .await
+        .unwrap();
+    client
+        .batch_execute(&format!(
+            "INSERT INTO batches (id, handle_hash, priority, halt_on_failure, created_at, next_vseq)
+                 VALUES (1, '\\x01', 0, FALSE, {past}, 3);
+             INSERT INTO batch_orders VALUES (1, 0, 2), (1, 1, 1);
+             INSERT INTO tasks (id, batch_id, module, input, ord, priority, vseq, state,
+                     attempts, max_attempts, backoff_ms, limits, mounts, not_before,
+                     submitted_at, claimed_at, lease_node, lease_token, lease_expires)
+                 VALUES
+                 (1, 1, '{digest}', 'ready', 0, 0, 0, 1, 0, 3, 0, '{{}}', '[]', 0, {past},
+                  NULL, NULL, NULL, NULL),
+                 (2, 1, '{digest}', 'running', 0, 0, 1, 2, 1, 3, 0, '{{}}', '[]', 0, {past},
+                  {past}, 'gone', 42, {past}),
+                 (3, 1, '{digest}', 'waiting', 1, 0, 2, 0, 0, 3, 0, '{{}}', '[]', 0, {past},
+                  NULL, NULL, NULL, NULL);"
+        ))
+        .await
+        .unwrap();
+    drop(client);
+    let _ = driver.await;
+
+    let store = PostgresStore::connect(&db.url, "n1").await.unwrap();
+    let running = store.running_list().await.unwrap();
+    assert_eq!(
+        running.len(),
+        1,
+        "the running attempt is still leased: {running:?}"
+    );
+    assert_eq!((running[0].task, running[0].node.as_str()), (2, "gone"));
+    let rescued = store.lease_rescue(None, now_micros()).await.unwrap();
+    assert_eq!(rescued.retried, 1, "the lost attempt is retried");
+
+    let mut ran = Vec::new();
+    for order in [0, 1] {
+        let claimed = store
+            .task_claim(ClaimParams {
+                node: "n1".into(),
+                max: 10,
+                now: now_micros(),
+                lease: std::time::Duration::from_secs(30),
+            })
+            .await
+            .unwrap()
+            .tasks;
+        assert!(claimed.iter().all(|t| t.order == order), "{claimed:?}");
+        let done = claimed
+            .iter()
+            .map(|t| Completion {
+                task: t.id,
+                lease_token: t.lease_token,
+                node: "n1".into(),
+                slot: Some(0),
+                started_at: now_micros(),
+                ended_at: now_micros(),
+                outcome: qhost::runtime::Outcome::Succeeded,
+                error: None,
+                output: Some(t.input.clone()),
+                logs: Vec::new(),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+            })
+            .collect();
+        store.task_complete(done, now_micros()).await.unwrap();
+        ran.extend(claimed.iter().map(|t| t.id));
+    }
+    ran.sort_unstable();
+    assert_eq!(ran, [1, 2, 3]);
+    assert!(store.batch_get(1).await.unwrap().progress.is_done());
+    assert_eq!(
+        store.task_output(2).await.unwrap().as_deref(),
+        Some(&b"running"[..])
+    );
 }

@@ -1,18 +1,19 @@
 //! The scheduling core in PostgreSQL: the atomic claim, completions, lease rescue and
 //! the execution log.
 //!
-//! A claim is one transaction that never waits. It reads a window of ready tasks in
+//! A claim is one transaction that never waits. It reads a window of the `ready` queue in
 //! priority, fair-queueing and submission order (and, when busy or full groups leave the
 //! window short, each other group's first tasks and the ungrouped ones behind it, from
-//! indexes of their own); takes its batches' gate locks shared (tried, not
-//! waited for: a submission is changing that gate); locks the group and batch counters it
-//! will consume with
-//! `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that group or batch full
-//! for this one); picks tasks first-fit where the locked counters have room; and locks
-//! exactly the picked tasks, `SKIP LOCKED` again. Picks another claim locked first are
-//! replaced from the candidates left, a few rounds at most. So concurrent claimers take
-//! disjoint tasks without blocking each other, and between them take what one claimer
-//! would have (no head-of-line blocking: a blocked task is passed over, never waited on).
+//! indexes of their own); takes its batches' gate locks shared (tried, not waited for: a
+//! submission is changing that gate); locks the group and batch counters it will consume
+//! with `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that group or batch
+//! full for this one); picks tasks first-fit where the locked counters have room; and
+//! locks exactly the picked tasks, `SKIP LOCKED` again. Picks another claim locked first
+//! are replaced from the candidates left, a few rounds at most. So concurrent claimers
+//! take disjoint tasks without blocking each other, and between them take what one
+//! claimer would have (no head-of-line blocking: a blocked task is passed over, never
+//! waited on). A taken task moves from `ready` to `leases`; its attempt's end removes the
+//! lease (see the schema's version 3 for why these are tables of their own).
 
 use std::collections::{HashMap, HashSet};
 
@@ -27,13 +28,12 @@ use crate::store::*;
 /// locked yet. Groups are not looked at here: a claim locks the counters of the groups
 /// it meets anyway, and learns their room from that.
 const WINDOW_SQL: &str = "
-SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL, t.vseq, t.priority
-FROM tasks t
-JOIN batches b ON b.id = t.batch_id
-WHERE t.state = 1
-  AND t.not_before <= $1
+SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority
+FROM ready r
+JOIN batches b ON b.id = r.batch_id
+WHERE r.not_before <= $1
   AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-ORDER BY t.priority DESC, t.vseq, t.id
+ORDER BY r.priority DESC, r.vseq, r.task_id
 LIMIT $2";
 
 /// Ready tasks behind the window's last one (priority `$2`, vseq `$3`, id `$4`) that the
@@ -43,38 +43,43 @@ LIMIT $2";
 /// tasks wait behind a busy group.
 const BEYOND_SQL: &str = "
 SELECT * FROM (
-  (SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL, t.vseq, t.priority
-   FROM tasks t
-   JOIN batches b ON b.id = t.batch_id
-   WHERE t.state = 1 AND t.group_key IS NULL AND t.not_before <= $1
-     AND (t.priority < $2 OR (t.priority = $2 AND (t.vseq, t.id) > ($3, $4)))
+  (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority
+   FROM ready r
+   JOIN batches b ON b.id = r.batch_id
+   WHERE r.group_key IS NULL AND r.not_before <= $1
+     AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
      AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-   ORDER BY t.priority DESC, t.vseq, t.id
+   ORDER BY r.priority DESC, r.vseq, r.task_id
    LIMIT $5)
   UNION ALL
   (SELECT h.*
    FROM groups g
    LEFT JOIN unnest($6::text[]) AS filled(key) ON filled.key = g.key
    CROSS JOIN LATERAL (
-     SELECT t.id, t.batch_id, t.group_key, b.max_parallel IS NOT NULL, t.vseq, t.priority
-     FROM tasks t
-     JOIN batches b ON b.id = t.batch_id
-     WHERE t.group_key = g.key AND t.state = 1 AND t.not_before <= $1
-       AND (t.priority < $2 OR (t.priority = $2 AND (t.vseq, t.id) > ($3, $4)))
+     SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority
+     FROM ready r
+     JOIN batches b ON b.id = r.batch_id
+     WHERE r.group_key = g.key AND r.not_before <= $1
+       AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
        AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-     ORDER BY t.priority DESC, t.vseq, t.id
+     ORDER BY r.priority DESC, r.vseq, r.task_id
      LIMIT g.lim - g.running) AS h
    WHERE g.running < g.lim AND filled.key IS NULL)
 ) AS beyond
 ORDER BY 6 DESC, 5, 1";
 
-/// Locks the picked tasks that are still ready and no other claim holds.
+/// Locks the picked tasks that are still ready and no other claim holds. The task row's
+/// lock guards its queue and lease rows too: whoever changes a task's state locks its row
+/// first.
 const LOCK_SQL: &str = "
 SELECT id FROM tasks WHERE id = ANY($1) AND state = 1 ORDER BY id FOR UPDATE SKIP LOCKED";
 
+/// Takes the locked tasks out of the queue and leases them.
 const TAKE_SQL: &str = "
+WITH queued AS (DELETE FROM ready WHERE task_id = ANY($5) RETURNING task_id),
+     leased AS (INSERT INTO leases (task_id, node, expires) SELECT task_id, $2, $4 FROM queued)
 UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = $1, lease_node = $2,
-    lease_token = $3 + id, lease_expires = $4
+    lease_token = $3 + id
 WHERE id = ANY($5)
 RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts, lease_token,
     priority, vseq";
@@ -84,8 +89,7 @@ RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts,
 pub(super) async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
     let stmt = tx
         .prepare_cached(
-            "SELECT MIN(not_before) FROM tasks
-             WHERE state = 1 AND not_before > 0 AND not_before > $1",
+            "SELECT MIN(not_before) FROM ready WHERE not_before > 0 AND not_before > $1",
         )
         .await
         .map_err(pg)?;
@@ -504,6 +508,19 @@ impl Freed {
     }
 }
 
+/// Deletes the leases of tasks whose attempt ended.
+async fn drop_leases(tx: &impl GenericClient, tasks: &[TaskId]) -> StoreResult<()> {
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached("DELETE FROM leases WHERE task_id = ANY($1)")
+        .await
+        .map_err(pg)?;
+    tx.execute(&stmt, &[&tasks]).await.map_err(pg)?;
+    Ok(())
+}
+
 /// Attempt records, written in one statement.
 #[derive(Default)]
 struct AttemptRows<'a> {
@@ -632,6 +649,7 @@ impl<'a> Ending<'a> {
     async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<()> {
         tokio::try_join!(
             self.attempts.write(tx),
+            drop_leases(tx, &self.attempts.task),
             self.freed.write(tx),
             gate::close(tx, &self.closed),
         )?;
@@ -666,7 +684,7 @@ pub(super) async fn complete(
             .prepare_cached(
                 "UPDATE tasks AS t SET state = 3, ended_at = $1, outcome = 'succeeded',
                      error = NULL, output = u.output,
-                     lease_node = NULL, lease_token = NULL, lease_expires = NULL
+                     lease_node = NULL, lease_token = NULL
                  FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS u(id, token, output),
                      batches AS b
                  WHERE t.id = u.id AND t.state = 2 AND t.lease_token = u.token
@@ -755,9 +773,13 @@ async fn finish(
         let not_before = now + backoff_micros(task.backoff_ms, task.attempts as u32);
         let stmt = tx
             .prepare_cached(
-                "UPDATE tasks SET state = 1, not_before = $1, outcome = $2, error = $3,
-                     lease_node = NULL, lease_token = NULL, lease_expires = NULL
-                 WHERE id = $4",
+                "WITH back AS (
+                     UPDATE tasks SET state = 1, not_before = $1, outcome = $2, error = $3,
+                         lease_node = NULL, lease_token = NULL
+                     WHERE id = $4
+                     RETURNING id, batch_id, group_key, priority, vseq, not_before)
+                 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
+                 SELECT * FROM back",
             )
             .await
             .map_err(pg)?;
@@ -779,7 +801,7 @@ async fn finish(
     let stmt = tx
         .prepare_cached(
             "UPDATE tasks SET state = $1, ended_at = $2, outcome = $3, error = $4, output = NULL,
-                 lease_node = NULL, lease_token = NULL, lease_expires = NULL
+                 lease_node = NULL, lease_token = NULL
              WHERE id = $5",
         )
         .await
@@ -810,7 +832,8 @@ pub(super) async fn rescue(
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
     let sql = format!(
-        "{RUNNING_SQL} AND (t.lease_expires < $1 OR t.lease_node = $2)
+        "{RUNNING_SQL}
+         AND t.id IN (SELECT task_id FROM leases WHERE expires < $1 OR node = $2)
          ORDER BY t.id FOR UPDATE OF t SKIP LOCKED"
     );
     let lost: Vec<Running> = tx
@@ -875,14 +898,19 @@ pub(super) async fn release(tx: &impl GenericClient, tasks: &[(TaskId, i64)]) ->
         }
     }
     tx.execute(
-        "UPDATE tasks SET state = 1, attempts = attempts - 1, claimed_at = NULL,
-             lease_node = NULL, lease_token = NULL, lease_expires = NULL
-         WHERE id = ANY($1)",
+        "WITH back AS (
+             UPDATE tasks SET state = 1, attempts = attempts - 1, claimed_at = NULL,
+                 lease_node = NULL, lease_token = NULL
+             WHERE id = ANY($1)
+             RETURNING id, batch_id, group_key, priority, vseq, not_before)
+         INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
+         SELECT * FROM back",
         &[&back],
     )
     .await
     .map_err(pg)?;
-    freed.write(tx).await
+    tokio::try_join!(drop_leases(tx, &back), freed.write(tx))?;
+    Ok(())
 }
 
 pub(super) async fn attempt_list(

@@ -116,10 +116,14 @@ async fn promote(tx: &impl GenericClient, batches: &[BatchId]) -> StoreResult<()
     .await
     .map_err(pg)?;
     tx.execute(
-        "UPDATE tasks AS t SET state = 1
-         FROM (SELECT batch_id, MIN(ord) AS gate FROM batch_orders
-               WHERE batch_id = ANY($1) GROUP BY batch_id) AS g
-         WHERE t.batch_id = g.batch_id AND t.ord = g.gate AND t.state = 0",
+        "WITH promoted AS (
+             UPDATE tasks AS t SET state = 1
+             FROM (SELECT batch_id, MIN(ord) AS gate FROM batch_orders
+                   WHERE batch_id = ANY($1) GROUP BY batch_id) AS g
+             WHERE t.batch_id = g.batch_id AND t.ord = g.gate AND t.state = 0
+             RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before)
+         INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
+         SELECT * FROM promoted",
         &[&batches],
     )
     .await
@@ -136,13 +140,18 @@ pub(super) async fn cancel_pending(
 ) -> StoreResult<u64> {
     lock(tx, batch).await?;
     let cancelled = tx
-        .execute(
-            "UPDATE tasks SET state = 5, ended_at = $1, outcome = 'cancelled', error = $2
-             WHERE batch_id = $3 AND state IN (0, 1)",
+        .query_one(
+            "WITH cancelled AS (
+                 UPDATE tasks SET state = 5, ended_at = $1, outcome = 'cancelled', error = $2
+                 WHERE batch_id = $3 AND state IN (0, 1)
+                 RETURNING id),
+             dequeued AS (DELETE FROM ready WHERE task_id IN (SELECT id FROM cancelled))
+             SELECT COUNT(*) FROM cancelled",
             &[&now, &reason, &batch],
         )
         .await
-        .map_err(pg)?;
+        .map_err(pg)?
+        .get::<_, i64>(0) as u64;
     if cancelled > 0 {
         tx.execute("DELETE FROM batch_orders WHERE batch_id = $1", &[&batch])
             .await

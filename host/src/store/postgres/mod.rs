@@ -32,9 +32,10 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::*;
 
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     include_str!("0001_init.sql"),
     include_str!("0002_claim_indexes.sql"),
+    include_str!("0003_queue_tables.sql"),
 ];
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).
@@ -606,7 +607,10 @@ async fn submit(
         && new < old
     {
         tx.execute(
-            "UPDATE tasks SET state = 0 WHERE batch_id = $1 AND ord = $2 AND state = 1",
+            "WITH held AS (
+                 UPDATE tasks SET state = 0 WHERE batch_id = $1 AND ord = $2 AND state = 1
+                 RETURNING id)
+             DELETE FROM ready WHERE task_id IN (SELECT id FROM held)",
             &[&batch, &old],
         )
         .await
@@ -656,22 +660,28 @@ async fn submit(
             .push(serde_json::to_string(&spec.limits).expect("limits serialize"));
         c.mounts
             .push(serde_json::to_string(&spec.mounts).expect("mounts serialize"));
-        // 0: due at once (see the schema's tasks_delayed).
+        // 0: due at once (see the schema's ready_delayed).
         c.not_before
             .push(spec.not_before.map_or(0, |t| store.db_time(t)));
     }
     let rows = tx
         .query(
-            "INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq, state,
-                 max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
-             SELECT $1, module, input, ord, group_key, priority, vseq, state, max_attempts,
-                 backoff_ms, limits, mounts, not_before, $2
-             FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::text[], $7::int[],
-                 $8::bigint[], $9::int[], $10::int[], $11::bigint[], $12::text[], $13::text[],
-                 $14::bigint[])
-                 AS u(module, input, ord, group_key, priority, vseq, state, max_attempts,
-                      backoff_ms, limits, mounts, not_before)
-             RETURNING id, vseq",
+            "WITH added AS (
+                 INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq,
+                     state, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
+                 SELECT $1, module, input, ord, group_key, priority, vseq, state, max_attempts,
+                     backoff_ms, limits, mounts, not_before, $2
+                 FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::text[], $7::int[],
+                     $8::bigint[], $9::int[], $10::int[], $11::bigint[], $12::text[],
+                     $13::text[], $14::bigint[])
+                     AS u(module, input, ord, group_key, priority, vseq, state, max_attempts,
+                          backoff_ms, limits, mounts, not_before)
+                 RETURNING id, batch_id, group_key, priority, vseq, not_before, state),
+             queued AS (
+                 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
+                 SELECT id, batch_id, group_key, priority, vseq, not_before FROM added
+                 WHERE state = 1)
+             SELECT id, vseq FROM added",
             &[
                 &batch,
                 &now,
@@ -941,14 +951,20 @@ impl Store for PostgresStore {
             {
                 return Err(not_found("batch", batch));
             }
-            let changed = tx
-                .execute(
-                    "UPDATE tasks SET priority = $1 WHERE batch_id = $2 AND state IN (0, 1)",
+            let changed: i64 = tx
+                .query_one(
+                    "WITH changed AS (
+                         UPDATE tasks SET priority = $1 WHERE batch_id = $2 AND state IN (0, 1)
+                         RETURNING id),
+                     queued AS (UPDATE ready SET priority = $1
+                                WHERE task_id IN (SELECT id FROM changed))
+                     SELECT COUNT(*) FROM changed",
                     &[&priority, &batch],
                 )
                 .await
-                .map_err(pg)?;
-            Ok(changed)
+                .map_err(pg)?
+                .get(0);
+            Ok(changed as u64)
         })
     }
 
@@ -1026,13 +1042,19 @@ impl Store for PostgresStore {
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
         transaction!(self, Commit::Durable, |tx| {
-            let changed = tx
-                .execute(
-                    "UPDATE tasks SET priority = $1 WHERE id = $2 AND state IN (0, 1)",
+            let changed: i64 = tx
+                .query_one(
+                    "WITH changed AS (
+                         UPDATE tasks SET priority = $1 WHERE id = $2 AND state IN (0, 1)
+                         RETURNING id),
+                     queued AS (UPDATE ready SET priority = $1
+                                WHERE task_id IN (SELECT id FROM changed))
+                     SELECT COUNT(*) FROM changed",
                     &[&priority, &task],
                 )
                 .await
-                .map_err(pg)?;
+                .map_err(pg)?
+                .get(0);
             if changed == 0 {
                 let state = task_info(&tx, task).await?.state;
                 return Err(StoreError::Conflict(format!(
@@ -1057,8 +1079,11 @@ impl Store for PostgresStore {
             match TaskState::from_code(state.into()) {
                 Some(TaskState::Waiting | TaskState::Ready) => {
                     tx.execute(
-                        "UPDATE tasks SET state = 5, ended_at = $1, outcome = 'cancelled',
-                             error = 'cancelled before it ran' WHERE id = $2",
+                        "WITH cancelled AS (
+                             UPDATE tasks SET state = 5, ended_at = $1, outcome = 'cancelled',
+                                 error = 'cancelled before it ran' WHERE id = $2
+                             RETURNING id)
+                         DELETE FROM ready WHERE task_id IN (SELECT id FROM cancelled)",
                         &[&now, &task],
                     )
                     .await
@@ -1170,8 +1195,9 @@ impl Store for PostgresStore {
         transaction!(self, Commit::Bookkeeping, |tx| {
             let rows = tx
                 .query(
-                    "UPDATE tasks SET lease_expires = $1 WHERE state = 2 AND lease_node = $2
-                     RETURNING id, cancel_requested",
+                    "UPDATE leases AS l SET expires = $1 FROM tasks AS t
+                     WHERE l.node = $2 AND t.id = l.task_id
+                     RETURNING l.task_id, t.cancel_requested",
                     &[&until, &node],
                 )
                 .await
@@ -1212,8 +1238,10 @@ impl Store for PostgresStore {
         let client = self.client(Commit::Durable).await?;
         let rows = client
             .query(
-                "SELECT id, batch_id, lease_node, attempts, group_key, ord, claimed_at, lease_expires
-                 FROM tasks WHERE state = 2 ORDER BY claimed_at, id",
+                "SELECT t.id, t.batch_id, l.node, t.attempts, t.group_key, t.ord, t.claimed_at,
+                        l.expires
+                 FROM leases l JOIN tasks t ON t.id = l.task_id
+                 ORDER BY t.claimed_at, t.id",
                 &[],
             )
             .await
@@ -1240,8 +1268,10 @@ impl Store for PostgresStore {
         transaction!(self, Commit::Durable, |tx| {
             let ids: Vec<i64> = tx
                 .query(
+                    // Oldest first along the primary key: ended tasks are mostly the
+                    // oldest, and no index on the end time slows every completion.
                     "SELECT id FROM tasks WHERE state >= 3 AND ended_at < $1
-                     LIMIT $2 FOR UPDATE SKIP LOCKED",
+                     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
                     &[&before, &chunk],
                 )
                 .await
