@@ -28,6 +28,7 @@ cases!(
     gates_hold_back_higher_orders,
     a_lower_order_than_one_started_is_refused,
     groups_limit_running_tasks_without_blocking_others,
+    a_long_group_at_the_head_holds_up_nothing_behind_it,
     batch_limits_bound_a_batch,
     priority_orders_claims_and_can_change,
     a_later_small_batch_is_not_starved,
@@ -309,10 +310,7 @@ async fn groups_limit_running_tasks_without_blocking_others(store: Arc<dyn Store
     assert_eq!(claim(&store, "n1", 10, T0 + 3).await.len(), 3);
 }
 
-/// Not in [`CASES`] yet: only the PostgreSQL driver passes it. The SQLite driver reads a
-/// bounded window of the queue per claim, so tasks behind a group with more ready tasks
-/// than the window wait until that group is busy when a claim runs.
-pub async fn a_long_group_at_the_head_holds_up_nothing_behind_it(store: Arc<dyn Store>) {
+async fn a_long_group_at_the_head_holds_up_nothing_behind_it(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     // More tasks of one group than any claim reads in one go, then a few others.

@@ -20,7 +20,8 @@ use crate::store::*;
 const CANDIDATES_SQL: &str = "
 SELECT t.id, t.batch_id, t.group_key, t.vseq,
        b.max_parallel - b.running AS batch_room,
-       g.lim - g.running AS group_room
+       g.lim - g.running AS group_room,
+       t.priority
 FROM tasks t
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN groups g ON g.key = t.group_key
@@ -30,6 +31,108 @@ WHERE t.state = 1
   AND (t.group_key IS NULL OR g.running < g.lim)
 ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT ?2";
+
+/// Claimable tasks without a group behind the scan's last one (`?2` priority, `?3` vseq,
+/// `?4` id), at most `?5`; the same columns as [`CANDIDATES_SQL`].
+const FREE_BEYOND_SQL: &str = "
+SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, NULL, t.priority
+FROM tasks t
+JOIN batches b ON b.id = t.batch_id
+WHERE t.state = 1 AND t.group_key IS NULL
+  AND t.not_before <= ?1
+  AND (t.priority < ?2 OR (t.priority = ?2 AND (t.vseq, t.id) > (?3, ?4)))
+  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+ORDER BY t.priority DESC, t.vseq, t.id
+LIMIT ?5";
+
+/// Claimable tasks of group `?5` (with room `?6`) behind the scan's last one, at most `?6`.
+const GROUP_BEYOND_SQL: &str = "
+SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, ?6, t.priority
+FROM tasks t
+JOIN batches b ON b.id = t.batch_id
+WHERE t.state = 1 AND t.group_key = ?5
+  AND t.not_before <= ?1
+  AND (t.priority < ?2 OR (t.priority = ?2 AND (t.vseq, t.id) > (?3, ?4)))
+  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+ORDER BY t.priority DESC, t.vseq, t.id
+LIMIT ?6";
+
+/// The first group after `?1` that has ready tasks, along the per-group ready index.
+const NEXT_GROUP_SQL: &str = "
+SELECT group_key FROM tasks
+WHERE state = 1 AND group_key IS NOT NULL AND group_key > ?1
+ORDER BY group_key LIMIT 1";
+
+/// A candidate row: the candidate, its batch's and group's room, and its priority.
+type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32);
+
+fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CandidateRow> {
+    let batch_room: Option<i64> = r.get(4)?;
+    let candidate = Candidate {
+        id: r.get(0)?,
+        batch: r.get(1)?,
+        group: r.get(2)?,
+        limited: batch_room.is_some(),
+        vseq: r.get(3)?,
+    };
+    Ok((candidate, batch_room, r.get(5)?, r.get(6)?))
+}
+
+/// Claimable tasks behind the scan's last one (`after`: priority, vseq, id) that a scan
+/// filled by one group's tasks left out: ungrouped tasks, and the first tasks of each
+/// group with room, but those the scan filled (`rooms`). Walks the groups that have
+/// ready tasks along an index, never the tasks of a busy group. In claim order.
+fn beyond(
+    tx: &Transaction<'_>,
+    now: Micros,
+    (priority, vseq, id): (i32, i64, TaskId),
+    need: usize,
+    rooms: &Rooms,
+) -> StoreResult<Vec<CandidateRow>> {
+    let need = need as i64;
+    let mut rows: Vec<CandidateRow> = tx
+        .prepare_cached(FREE_BEYOND_SQL)
+        .map_err(internal)?
+        .query_map(params![now, priority, vseq, id, need], candidate_row)
+        .map_err(internal)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(internal)?;
+    let mut next_group = tx.prepare_cached(NEXT_GROUP_SQL).map_err(internal)?;
+    let mut group_room = tx
+        .prepare_cached("SELECT lim - running FROM groups WHERE key = ?")
+        .map_err(internal)?;
+    let mut group_beyond = tx.prepare_cached(GROUP_BEYOND_SQL).map_err(internal)?;
+    let mut key = String::new();
+    while let Some(group) = next_group
+        .query_row([&key], |r| r.get::<_, String>(0))
+        .optional()
+        .map_err(internal)?
+    {
+        // A group the scan met has what its tasks there left; any other, its counter.
+        let room = match rooms.groups.get(&group) {
+            Some(&room) => room,
+            None => group_room
+                .query_row([&group], |r| r.get::<_, i64>(0))
+                .optional()
+                .map_err(internal)?
+                .unwrap_or(0),
+        };
+        if room > 0 {
+            let heads = group_beyond
+                .query_map(
+                    params![now, priority, vseq, id, group, room.min(need)],
+                    candidate_row,
+                )
+                .map_err(internal)?;
+            for row in heads {
+                rows.push(row.map_err(internal)?);
+            }
+        }
+        key = group;
+    }
+    rows.sort_by_key(|(c, _, _, priority)| (-priority, c.vseq, c.id));
+    Ok(rows)
+}
 
 /// Takes one picked task: `?1` now, `?2` the node, `?3` its lease token, `?4` the lease
 /// expiry, `?5` the task.
@@ -46,33 +149,42 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
     // Room for candidates a group or batch limit turns away within this claim.
     let scan = p.max * 2 + 32;
     let mut rooms = Rooms::default();
-    let candidates: Vec<Candidate> = {
-        let mut stmt = tx.prepare_cached(CANDIDATES_SQL).map_err(internal)?;
-        let rows = stmt
-            .query_map(params![p.now, scan as i64], |r| {
-                let batch_room: Option<i64> = r.get(4)?;
-                let group_room: Option<i64> = r.get(5)?;
-                let candidate = Candidate {
-                    id: r.get(0)?,
-                    batch: r.get(1)?,
-                    group: r.get(2)?,
-                    limited: batch_room.is_some(),
-                    vseq: r.get(3)?,
-                };
-                Ok((candidate, batch_room, group_room))
-            })
-            .map_err(internal)?;
-        let mut candidates = Vec::new();
-        for row in rows {
-            let (candidate, batch_room, group_room) = row.map_err(internal)?;
-            rooms.batches.entry(candidate.batch).or_insert(batch_room);
-            if let (Some(group), Some(room)) = (&candidate.group, group_room) {
-                rooms.groups.entry(group.clone()).or_insert(room);
-            }
-            candidates.push(candidate);
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let add = |rooms: &mut Rooms, candidates: &mut Vec<Candidate>, row: CandidateRow| {
+        let (candidate, batch_room, group_room, _) = row;
+        rooms.batches.entry(candidate.batch).or_insert(batch_room);
+        if let (Some(group), Some(room)) = (&candidate.group, group_room) {
+            rooms.groups.entry(group.clone()).or_insert(room);
         }
-        candidates
+        candidates.push(candidate);
     };
+    let mut last = None;
+    for row in tx
+        .prepare_cached(CANDIDATES_SQL)
+        .map_err(internal)?
+        .query_map(params![p.now, scan as i64], candidate_row)
+        .map_err(internal)?
+    {
+        let row = row.map_err(internal)?;
+        last = Some((row.3, row.0.vseq, row.0.id));
+        add(&mut rooms, &mut candidates, row);
+    }
+    // A full scan that cannot fill the claim (one group's tasks filled it): look behind it.
+    if candidates.len() == scan
+        && let Some(after) = last
+    {
+        let mut trial = rooms.clone();
+        let fits = candidates
+            .iter()
+            .filter(|c| trial.take(c))
+            .take(p.max)
+            .count();
+        if fits < p.max {
+            for row in beyond(tx, p.now, after, p.max - fits, &trial)? {
+                add(&mut rooms, &mut candidates, row);
+            }
+        }
+    }
     let picks: Vec<Candidate> = candidates
         .into_iter()
         .filter(|c| rooms.take(c))

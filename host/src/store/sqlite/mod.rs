@@ -25,7 +25,10 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 
 use super::*;
 
-const MIGRATIONS: [&str; 1] = [include_str!("0001_init.sql")];
+const MIGRATIONS: [&str; 2] = [
+    include_str!("0001_init.sql"),
+    include_str!("0002_group_queues.sql"),
+];
 
 pub struct SqliteStore {
     /// A std mutex, not an async one: it is only ever held inside `spawn_blocking`.
