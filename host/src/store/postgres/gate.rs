@@ -3,11 +3,13 @@
 //!
 //! Whoever moves a gate holds the batch's advisory lock exclusively: a submission (which
 //! may lower it), the transaction that closes an order (which promotes the next), and a
-//! cancellation. Claims hold it shared and never wait for it.
+//! cancellation. Claims hold it shared and never wait for it. The lock's class is the id of
+//! the schema's `tasks` table, so that stores in other schemas of the same database never
+//! contend for a gate.
 
 use deadpool_postgres::GenericClient;
 
-use super::{GATE_LOCK, pg};
+use super::pg;
 use crate::store::{BatchId, Micros, StoreResult};
 
 /// The advisory lock key of a batch (ids past 2^31 share keys: coarser, still correct).
@@ -17,12 +19,11 @@ fn key(batch: BatchId) -> i32 {
 
 /// Takes the batch's gate lock exclusively, waiting for claims and other writers.
 pub(super) async fn lock(tx: &impl GenericClient, batch: BatchId) -> StoreResult<()> {
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)",
-        &[&GATE_LOCK, &key(batch)],
-    )
-    .await
-    .map_err(pg)?;
+    let stmt = tx
+        .prepare_cached("SELECT pg_advisory_xact_lock('tasks'::regclass::oid::int, $1)")
+        .await
+        .map_err(pg)?;
+    tx.execute(&stmt, &[&key(batch)]).await.map_err(pg)?;
     Ok(())
 }
 
@@ -33,14 +34,14 @@ pub(super) async fn try_share(
     batches: &[BatchId],
 ) -> StoreResult<Vec<BatchId>> {
     let keys: Vec<i32> = batches.iter().map(|&b| key(b)).collect();
-    let rows = tx
-        .query(
+    let stmt = tx
+        .prepare_cached(
             "SELECT b FROM unnest($1::bigint[], $2::int[]) AS u(b, k)
-             WHERE pg_try_advisory_xact_lock_shared($3, k)",
-            &[&batches, &keys, &GATE_LOCK],
+             WHERE pg_try_advisory_xact_lock_shared('tasks'::regclass::oid::int, k)",
         )
         .await
         .map_err(pg)?;
+    let rows = tx.query(&stmt, &[&batches, &keys]).await.map_err(pg)?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 

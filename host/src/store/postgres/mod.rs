@@ -40,8 +40,6 @@ const MIGRATIONS: [&str; 3] = [
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).
 const MIGRATION_LOCK: i64 = 0x7168_6f73_7400_0001;
-/// Advisory lock class of batch gates, with the batch id as the second key.
-const GATE_LOCK: i32 = 0x7168_6f73;
 /// Clock offsets below this are treated as none: times stay exactly as given.
 const CLOCK_TOLERANCE: Micros = 100_000;
 
@@ -522,6 +520,29 @@ async fn task_info(tx: &impl GenericClient, task: TaskId) -> StoreResult<TaskInf
     })
 }
 
+/// Sets the priority of the pending tasks whose `column` is `value`, in the queue too;
+/// returns how many changed.
+async fn set_pending_priority(
+    tx: &impl GenericClient,
+    column: &str,
+    value: i64,
+    priority: i32,
+) -> StoreResult<u64> {
+    let sql = format!(
+        "WITH changed AS (
+             UPDATE tasks SET priority = $1 WHERE {column} = $2 AND state IN (0, 1)
+             RETURNING id),
+         queued AS (UPDATE ready SET priority = $1 WHERE task_id IN (SELECT id FROM changed))
+         SELECT COUNT(*) FROM changed"
+    );
+    let changed: i64 = tx
+        .query_one(&sql, &[&priority, &value])
+        .await
+        .map_err(pg)?
+        .get(0);
+    Ok(changed as u64)
+}
+
 async fn submit(
     store: &PostgresStore,
     tx: &impl GenericClient,
@@ -951,20 +972,7 @@ impl Store for PostgresStore {
             {
                 return Err(not_found("batch", batch));
             }
-            let changed: i64 = tx
-                .query_one(
-                    "WITH changed AS (
-                         UPDATE tasks SET priority = $1 WHERE batch_id = $2 AND state IN (0, 1)
-                         RETURNING id),
-                     queued AS (UPDATE ready SET priority = $1
-                                WHERE task_id IN (SELECT id FROM changed))
-                     SELECT COUNT(*) FROM changed",
-                    &[&priority, &batch],
-                )
-                .await
-                .map_err(pg)?
-                .get(0);
-            Ok(changed as u64)
+            set_pending_priority(&tx, "batch_id", batch, priority).await
         })
     }
 
@@ -1042,20 +1050,7 @@ impl Store for PostgresStore {
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
         transaction!(self, Commit::Durable, |tx| {
-            let changed: i64 = tx
-                .query_one(
-                    "WITH changed AS (
-                         UPDATE tasks SET priority = $1 WHERE id = $2 AND state IN (0, 1)
-                         RETURNING id),
-                     queued AS (UPDATE ready SET priority = $1
-                                WHERE task_id IN (SELECT id FROM changed))
-                     SELECT COUNT(*) FROM changed",
-                    &[&priority, &task],
-                )
-                .await
-                .map_err(pg)?
-                .get(0);
-            if changed == 0 {
+            if set_pending_priority(&tx, "id", task, priority).await? == 0 {
                 let state = task_info(&tx, task).await?.state;
                 return Err(StoreError::Conflict(format!(
                     "task {task} is {}: only a pending task's priority can change",
