@@ -47,6 +47,23 @@ impl Rooms {
         }
         true
     }
+
+    /// How many of `candidates` a first-fit pick of at most `max` would take, and the room
+    /// it would leave; these rooms stay as they are. A claim that would come out short
+    /// looks for more candidates where that room is.
+    pub fn trial<'a>(
+        &self,
+        candidates: impl IntoIterator<Item = &'a Candidate>,
+        max: usize,
+    ) -> (usize, Rooms) {
+        let mut rooms = self.clone();
+        let fits = candidates
+            .into_iter()
+            .filter(|c| rooms.take(c))
+            .take(max)
+            .count();
+        (fits, rooms)
+    }
 }
 
 #[cfg(test)]

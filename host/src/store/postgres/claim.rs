@@ -248,12 +248,10 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
 
     // A full window that cannot fill the claim (busy groups, full groups): look behind it.
     if rows.len() as i64 == window {
-        let mut trial = held.rooms.clone();
-        let fits = candidates
+        let open = candidates
             .iter()
-            .filter(|c| held.open_gates.contains(&c.batch) && trial.take(c))
-            .take(p.max)
-            .count();
+            .filter(|c| held.open_gates.contains(&c.batch));
+        let (fits, trial) = held.rooms.trial(open, p.max);
         if fits < p.max {
             let filled: Vec<&str> = held
                 .tried_groups

@@ -173,12 +173,7 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
     if candidates.len() == scan
         && let Some(after) = last
     {
-        let mut trial = rooms.clone();
-        let fits = candidates
-            .iter()
-            .filter(|c| trial.take(c))
-            .take(p.max)
-            .count();
+        let (fits, trial) = rooms.trial(&candidates, p.max);
         if fits < p.max {
             for row in beyond(tx, p.now, after, p.max - fits, &trial)? {
                 add(&mut rooms, &mut candidates, row);
