@@ -27,7 +27,7 @@ use super::*;
 
 const MIGRATIONS: [&str; 2] = [
     include_str!("0001_init.sql"),
-    include_str!("0002_group_queues.sql"),
+    include_str!("0002_claim_indexes.sql"),
 ];
 
 pub struct SqliteStore {
@@ -349,7 +349,8 @@ fn submit(
                     spec.backoff.as_millis() as i64,
                     serde_json::to_string(&spec.limits).expect("limits serialize"),
                     serde_json::to_string(&spec.mounts).expect("mounts serialize"),
-                    spec.not_before.unwrap_or(now),
+                    // 0: due at once (see the schema's tasks_delayed).
+                    spec.not_before.unwrap_or(0),
                     now,
                 ])
                 .map_err(internal)?;
@@ -816,7 +817,8 @@ impl Store for SqliteStore {
             let tasks = claim::claim(tx, &params)?;
             let next_due = if tasks.len() < params.max {
                 tx.prepare_cached(
-                    "SELECT MIN(not_before) FROM tasks WHERE state = 1 AND not_before > ?",
+                    "SELECT MIN(not_before) FROM tasks
+                     WHERE state = 1 AND not_before > 0 AND not_before > ?",
                 )
                 .map_err(internal)?
                 .query_row([params.now], |r| r.get(0))
