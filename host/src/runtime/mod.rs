@@ -165,18 +165,6 @@ pub struct RunRequest {
     pub mounts: Vec<MountGrant>,
     /// Cancelling it stops the run promptly with outcome `cancelled`.
     pub cancel: CancellationToken,
-    /// Told the slot once the run has one and starts.
-    pub on_start: Option<OnStart>,
-}
-
-/// A callback told the slot a run starts in.
-#[derive(Clone)]
-pub struct OnStart(pub Arc<dyn Fn(usize) + Send + Sync>);
-
-impl fmt::Debug for OnStart {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("OnStart")
-    }
 }
 
 /// Components up to this size get their memory's data copied in at instantiation, larger
@@ -312,10 +300,23 @@ impl Runtime {
     /// never fails for lack of one. Errors only for a host-side failure (a mount that cannot
     /// be opened); everything the task does ends in the report's outcome.
     pub async fn run(&self, module: &TaskModule, request: RunRequest) -> anyhow::Result<RunReport> {
-        let slot = self.slots.acquire().await;
-        if let Some(on_start) = &request.on_start {
-            (on_start.0)(slot.index);
-        }
+        let slot = self.slot().await;
+        self.run_in(slot, module, request).await
+    }
+
+    /// Waits for a free slot. Waiters get slots first come, first served, so a caller that
+    /// asks in some order starts its runs in that order.
+    pub async fn slot(&self) -> Slot {
+        self.slots.acquire().await
+    }
+
+    /// Runs one attempt in a slot from [`Runtime::slot`], which it frees when it returns.
+    pub async fn run_in(
+        &self,
+        slot: Slot,
+        module: &TaskModule,
+        request: RunRequest,
+    ) -> anyhow::Result<RunReport> {
         let _ticking = self.ticker.running();
         let started_at = SystemTime::now();
         let started = Instant::now();
@@ -462,7 +463,8 @@ struct SlotPool {
     free: Arc<Mutex<Vec<usize>>>,
 }
 
-struct Slot {
+/// A slot held for one run: at most `workers` exist at once. Dropping it frees the slot.
+pub struct Slot {
     index: usize,
     free: Arc<Mutex<Vec<usize>>>,
     _permit: OwnedSemaphorePermit,
@@ -494,6 +496,13 @@ impl SlotPool {
             free: self.free.clone(),
             _permit: permit,
         }
+    }
+}
+
+impl Slot {
+    /// The slot's number, `0..workers`, as the execution log names it.
+    pub fn index(&self) -> usize {
+        self.index
     }
 }
 
