@@ -37,6 +37,8 @@ cases!(
     failures_are_retried_with_backoff_then_fail,
     expired_leases_are_rescued,
     released_tasks_go_back_untouched,
+    claimed_tasks_are_reserved_until_started,
+    changes_reach_reserved_tasks,
     cancelling_pending_and_running_tasks,
     halting_batches_cancel_their_pending_tasks,
     release_and_prune_remove_ended_work,
@@ -126,6 +128,19 @@ fn completion(task: &ClaimedTask, outcome: Outcome, now: Micros) -> Completion {
         stdout: Vec::new(),
         stderr: Vec::new(),
     }
+}
+
+/// Marks claimed tasks started on their node's slots at `now`.
+async fn start(store: &Arc<dyn Store>, tasks: &[ClaimedTask], now: Micros) {
+    let starts = tasks
+        .iter()
+        .map(|t| Start {
+            task: t.id,
+            lease_token: t.lease_token,
+            at: now,
+        })
+        .collect();
+    store.task_start(starts).await.unwrap();
 }
 
 async fn complete(
@@ -230,7 +245,7 @@ async fn gates_hold_back_higher_orders(store: Arc<dyn Store>) {
         (
             progress.succeeded,
             progress.failed,
-            progress.running,
+            progress.reserved,
             progress.waiting
         ),
         (1, 1, 1, 1)
@@ -395,14 +410,12 @@ async fn priority_orders_claims_and_can_change(store: Arc<dyn Store>) {
         .await
         .unwrap();
     store.task_set_priority(t[3], 9).await.unwrap();
-    let order: Vec<_> = claim(&store, "n1", 4, T0)
-        .await
-        .iter()
-        .map(|c| c.id)
-        .collect();
+    let claimed = claim(&store, "n1", 4, T0).await;
+    let order: Vec<_> = claimed.iter().map(|c| c.id).collect();
     assert_eq!(order, vec![t[3], t[1], t[2], t[0]]);
+    start(&store, &claimed, T0).await;
     let err = store.task_set_priority(t[0], 3).await.unwrap_err();
-    assert!(err.to_string().contains("only a pending task"), "{err}");
+    assert!(err.to_string().contains("has not started"), "{err}");
 
     let b2 = batch(&store, BatchSpec::default()).await;
     let late = store
@@ -476,7 +489,7 @@ async fn stale_completions_change_nothing(store: Arc<dyn Store>) {
     assert_eq!(result.stale, 1);
     assert_eq!(
         store.task_get(claimed[0].id).await.unwrap().state,
-        TaskState::Running
+        TaskState::Reserved
     );
     complete(&store, &claimed, Outcome::Succeeded, T0 + 2).await;
     let twice = complete(&store, &claimed, Outcome::GuestError, T0 + 3).await;
@@ -610,13 +623,122 @@ async fn released_tasks_go_back_untouched(store: Arc<dyn Store>) {
         .unwrap()[0];
     let claimed = claim(&store, "n1", 1, T0).await;
     store
-        .task_release(vec![(id, claimed[0].lease_token)])
+        .task_release(vec![(id, claimed[0].lease_token)], T0)
         .await
         .unwrap();
     let info = store.task_get(id).await.unwrap();
     assert_eq!((info.state, info.attempts), (TaskState::Ready, 0));
     assert_eq!(store.group_get("g".into()).await.unwrap().running, 0);
     assert_eq!(claim(&store, "n2", 1, T0).await[0].attempt, 1);
+}
+
+/// A claimed task is `reserved` until its node marks it started: views, counts and the
+/// live view say `running` only of what runs.
+async fn claimed_tasks_are_reserved_until_started(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    store
+        .task_submit(b, vec![task(m, 0, None), task(m, 0, None)], T0)
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", 2, T0).await;
+    let progress = store.batch_get(b).await.unwrap().progress;
+    assert_eq!((progress.reserved, progress.running), (2, 0));
+    assert!(store.running_list().await.unwrap().is_empty());
+
+    start(&store, &claimed[..1], T0 + 5).await;
+    let mut stale = claimed[1].clone();
+    stale.lease_token += 1;
+    start(&store, &[stale], T0 + 5).await;
+    let state = |id| {
+        let store = store.clone();
+        async move { store.task_get(id).await.unwrap().state }
+    };
+    assert_eq!(state(claimed[0].id).await, TaskState::Running);
+    assert_eq!(
+        state(claimed[1].id).await,
+        TaskState::Reserved,
+        "a start with a stale lease token changes nothing"
+    );
+    let counts = store.task_counts().await.unwrap();
+    assert_eq!((counts.reserved, counts.running), (1, 1));
+    let running = store.running_list().await.unwrap();
+    assert_eq!(
+        running
+            .iter()
+            .map(|r| (r.task, r.since))
+            .collect::<Vec<_>>(),
+        [(claimed[0].id, T0 + 5)]
+    );
+
+    // A claim after a hand-back starts unmarked again.
+    store
+        .task_release(vec![(claimed[1].id, claimed[1].lease_token)], T0 + 6)
+        .await
+        .unwrap();
+    start(&store, &claimed[1..], T0 + 6).await;
+    assert_eq!(state(claimed[1].id).await, TaskState::Ready);
+    let again = claim(&store, "n2", 1, T0 + 7).await;
+    assert_eq!(state(again[0].id).await, TaskState::Reserved);
+}
+
+/// A priority change and a cancellation reach a task that was claimed and not started:
+/// its node hands it back, and it goes back ranked anew, or ends cancelled.
+async fn changes_reach_reserved_tasks(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    let t = store
+        .task_submit(
+            b,
+            vec![task(m, 0, Some("g")), task(m, 0, None), task(m, 1, None)],
+            T0,
+        )
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", 2, T0).await;
+    assert_eq!(ids(&claimed), [t[0], t[1]]);
+    start(&store, &claimed[1..], T0 + 1).await;
+
+    store.task_set_priority(t[0], 7).await.unwrap();
+    let refused = store.task_set_priority(t[1], 7).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("is running"),
+        "a started task keeps its priority: {refused}"
+    );
+    assert_eq!(store.task_get(t[0]).await.unwrap().priority, 7);
+
+    assert_eq!(
+        store.task_cancel(t[0], T0 + 2).await.unwrap(),
+        CancelResult::Requested
+    );
+    let handed = store
+        .task_release(vec![(t[0], claimed[0].lease_token)], T0 + 3)
+        .await
+        .unwrap();
+    assert_eq!(handed.ended, [(t[0], b)], "its cancellation ends it");
+    let info = store.task_get(t[0]).await.unwrap();
+    assert_eq!(
+        (info.state, info.attempts, info.ended_at),
+        (TaskState::Cancelled, 0, Some(T0 + 3))
+    );
+    assert_eq!(store.group_get("g".into()).await.unwrap().running, 0);
+    assert!(
+        store
+            .attempt_list(AttemptFilter {
+                task: Some(t[0]),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .is_empty(),
+        "an attempt that never started is not in the execution log"
+    );
+    complete(&store, &claimed[1..], Outcome::Succeeded, T0 + 4).await;
+    assert_eq!(
+        ids(&claim(&store, "n1", 2, T0 + 5).await),
+        [t[2]],
+        "the order closed by the cancellation opens the next"
+    );
 }
 
 async fn cancelling_pending_and_running_tasks(store: Arc<dyn Store>) {
@@ -686,7 +808,7 @@ async fn halting_batches_cancel_their_pending_tasks(store: Arc<dyn Store>) {
     complete(&store, &claimed[..1], Outcome::GuestError, T0 + 1).await;
     let progress = store.batch_get(b).await.unwrap().progress;
     assert_eq!(
-        (progress.failed, progress.running, progress.cancelled),
+        (progress.failed, progress.reserved, progress.cancelled),
         (1, 1, 2)
     );
     let cancelled = store.task_get(t[3]).await.unwrap();
@@ -753,9 +875,10 @@ async fn the_execution_log_filters(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 3, T0).await;
+    start(&store, &claimed, T0 + 1).await;
     let running = store.running_list().await.unwrap();
     assert_eq!(running.len(), 3);
-    assert!(running.iter().all(|r| r.node == "n1" && r.since == T0));
+    assert!(running.iter().all(|r| r.node == "n1" && r.since == T0 + 1));
     complete(&store, &claimed[..2], Outcome::Succeeded, T0 + SECOND).await;
     complete(&store, &claimed[2..], Outcome::GuestError, T0 + 2 * SECOND).await;
     let all = store.attempt_list(AttemptFilter::default()).await.unwrap();

@@ -66,7 +66,7 @@ impl ServeNode {
                 None,
             );
             let progress = &info["progress"];
-            let open = ["waiting", "ready", "running"]
+            let open = ["waiting", "ready", "reserved", "running"]
                 .iter()
                 .map(|k| progress[k].as_u64().unwrap())
                 .sum::<u64>();

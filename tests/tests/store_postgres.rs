@@ -76,6 +76,11 @@ async fn other_nodes_hear_of_submissions_and_ended_tasks() {
         .unwrap()
         .tasks;
     assert_eq!(claimed.len(), 1);
+    assert_eq!(
+        heard.recv().await.unwrap(),
+        Signal::Wake,
+        "a claim that took all it asked for may leave work behind for idle nodes"
+    );
     let task = &claimed[0];
     let done = Completion {
         task: task.id,
@@ -96,7 +101,7 @@ async fn other_nodes_hear_of_submissions_and_ended_tasks() {
     // A node does not hear itself (it already knows): of all the above, `a` hears only
     // what `b` does next, which reaches it after everything `a` sent.
     b.group_set_limit("g".into(), 2).await.unwrap();
-    assert_eq!(own.recv().await.unwrap(), Signal::Wake);
+    assert_eq!(own.recv().await.unwrap(), Signal::Reclaim);
     assert!(own.try_recv().is_err());
     assert!(heard.try_recv().is_err());
 }

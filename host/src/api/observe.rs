@@ -109,6 +109,7 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoRespon
     for (name, value) in [
         ("waiting", counts.waiting),
         ("ready", counts.ready),
+        ("reserved", counts.reserved),
         ("running", counts.running),
         ("succeeded", counts.succeeded),
         ("failed", counts.failed),

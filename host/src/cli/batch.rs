@@ -167,8 +167,8 @@ pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
                 }
                 println!("  sealed    {}", if info.sealed { "yes" } else { "no" });
                 println!(
-                    "  tasks     {} waiting, {} ready, {} running, {} succeeded, {} failed, {} cancelled",
-                    p.waiting, p.ready, p.running, p.succeeded, p.failed, p.cancelled
+                    "  tasks     {} waiting, {} ready, {} reserved, {} running, {} succeeded, {} failed, {} cancelled",
+                    p.waiting, p.ready, p.reserved, p.running, p.succeeded, p.failed, p.cancelled
                 );
             }
         }

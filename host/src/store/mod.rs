@@ -100,9 +100,14 @@ pub enum TaskState {
     /// by the transaction that ends the last open task of the lower orders.
     Waiting,
     /// At its batch's gate, claimable once its group and batch have room and its
-    /// not-before time has come. Set by submit, by gate promotion, and by a retry.
+    /// not-before time has come. Set by submit, by gate promotion, by a retry, and by a
+    /// node handing back a task it had not started.
     Ready,
-    /// Claimed by a node under a lease (reserved or executing). Set by the claim.
+    /// Claimed by a node under a lease and not yet started on one of its slots: the few
+    /// tasks a node holds ahead of its free slots. Set by the claim; the node's start mark
+    /// makes it `Running`, a hand-back makes it `Ready` again.
+    Reserved,
+    /// Started on a node's slot, under the node's lease. Set by the node's start mark.
     Running,
     /// Ended: an attempt succeeded. Set by a completion.
     Succeeded,
@@ -112,22 +117,37 @@ pub enum TaskState {
     Cancelled,
 }
 
-impl TaskState {
-    pub const ALL: [TaskState; 6] = [
-        TaskState::Waiting,
-        TaskState::Ready,
-        TaskState::Running,
-        TaskState::Succeeded,
-        TaskState::Failed,
-        TaskState::Cancelled,
-    ];
+/// The state code stores report for a claimed task that has no start mark. The stores
+/// keep every claimed task as code 2 (with or without a start mark); reads map an unmarked
+/// one to this code, which is never stored.
+pub(crate) const RESERVED_CODE: i64 = 6;
 
+impl TaskState {
+    /// The code the stores keep: 0 waiting, 1 ready, 2 claimed (reserved or running),
+    /// 3 succeeded, 4 failed, 5 cancelled.
     pub fn code(self) -> i64 {
-        self as i64
+        match self {
+            TaskState::Waiting => 0,
+            TaskState::Ready => 1,
+            TaskState::Reserved | TaskState::Running => 2,
+            TaskState::Succeeded => 3,
+            TaskState::Failed => 4,
+            TaskState::Cancelled => 5,
+        }
     }
 
+    /// The state of a code as the stores report it: a stored code, or [`RESERVED_CODE`].
     pub fn from_code(code: i64) -> Option<Self> {
-        Self::ALL.get(usize::try_from(code).ok()?).copied()
+        Some(match code {
+            0 => TaskState::Waiting,
+            1 => TaskState::Ready,
+            2 => TaskState::Running,
+            3 => TaskState::Succeeded,
+            4 => TaskState::Failed,
+            5 => TaskState::Cancelled,
+            RESERVED_CODE => TaskState::Reserved,
+            _ => return None,
+        })
     }
 
     pub fn is_ended(self) -> bool {
@@ -141,6 +161,7 @@ impl TaskState {
         match self {
             TaskState::Waiting => "waiting",
             TaskState::Ready => "ready",
+            TaskState::Reserved => "reserved",
             TaskState::Running => "running",
             TaskState::Succeeded => "succeeded",
             TaskState::Failed => "failed",
@@ -229,6 +250,7 @@ pub struct BatchInfo {
 pub struct Progress {
     pub waiting: u64,
     pub ready: u64,
+    pub reserved: u64,
     pub running: u64,
     pub succeeded: u64,
     pub failed: u64,
@@ -237,7 +259,7 @@ pub struct Progress {
 
 impl Progress {
     pub fn total(&self) -> u64 {
-        self.waiting + self.ready + self.running + self.ended()
+        self.waiting + self.ready + self.reserved + self.running + self.ended()
     }
 
     pub fn ended(&self) -> u64 {
@@ -252,6 +274,7 @@ impl Progress {
         match state {
             TaskState::Waiting => self.waiting += count,
             TaskState::Ready => self.ready += count,
+            TaskState::Reserved => self.reserved += count,
             TaskState::Running => self.running += count,
             TaskState::Succeeded => self.succeeded += count,
             TaskState::Failed => self.failed += count,
@@ -321,6 +344,14 @@ pub struct ClaimParams {
     pub max: usize,
     pub now: Micros,
     pub lease: Duration,
+}
+
+/// A claimed task that its node started on a slot.
+#[derive(Debug, Clone, Copy)]
+pub struct Start {
+    pub task: TaskId,
+    pub lease_token: i64,
+    pub at: Micros,
 }
 
 /// How one attempt ended, reported by the node that ran it.
@@ -413,18 +444,18 @@ pub struct AttemptFilter {
     pub limit: Option<usize>,
 }
 
-/// A task running now, for the live view.
+/// A task running now (started on a slot, not only reserved), for the live view.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunningTask {
     pub task: TaskId,
     pub batch: BatchId,
     pub node: String,
-    /// The slot running it, when it runs on this node and has started (a claimed task
-    /// waits for a slot first).
+    /// The slot running it, when it runs on this node.
     pub slot: Option<usize>,
     pub attempt: u32,
     pub group: Option<String>,
     pub order: i64,
+    /// When it started on its slot.
     pub since: Micros,
     pub lease_expires: Micros,
 }
@@ -461,6 +492,9 @@ pub enum CancelResult {
 pub enum Signal {
     /// Work may have become claimable (a submission, a completion, a limit raised).
     Wake,
+    /// Priorities or limits changed: tasks a node reserved and has not started may no
+    /// longer be the ones the rules name. Nodes hand them back and claim again.
+    Reclaim,
     /// Tasks of these batches ended (which also frees slots: a wake-up too).
     Batches(Vec<BatchId>),
     /// A running task was asked to stop: renew leases now to learn which.
@@ -520,9 +554,10 @@ pub trait Store: Send + Sync + 'static {
     /// Checks a handle's hash against the batch's.
     async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()>;
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()>;
-    /// Sets the priority of the batch and of all its pending tasks.
+    /// Sets the priority of the batch and of all its tasks that have not started (pending
+    /// or reserved: a node holding one hands it back on [`Signal::Reclaim`]).
     async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64>;
-    /// Cancels pending tasks and asks nodes to stop the running ones.
+    /// Cancels pending tasks and asks nodes to stop the claimed ones.
     async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64>;
     /// Removes an ended batch with its tasks and attempts.
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()>;
@@ -551,9 +586,18 @@ pub trait Store: Send + Sync + 'static {
         completions: Vec<Completion>,
         now: Micros,
     ) -> StoreResult<CompleteResult>;
+    /// Marks claimed tasks started on their node's slots: they were `Reserved`, they are
+    /// `Running`. A start whose lease token no longer matches changes nothing.
+    async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()>;
     /// Puts claimed tasks back as they were before the claim, attempt not counted: a node
-    /// stopping hands back what it could not finish.
-    async fn task_release(&self, tasks: Vec<(TaskId, i64)>) -> StoreResult<()>;
+    /// hands back what it reserved and will not start (it is stopping, or ranks or limits
+    /// changed). A task whose cancellation was asked ends `cancelled` instead, and is
+    /// returned in `ended`.
+    async fn task_release(
+        &self,
+        tasks: Vec<(TaskId, i64)>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult>;
     /// Extends the leases of a node's running tasks; returns those asked to stop.
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>>;
     /// Ends as `lost` the attempts whose lease expired, or all of `node`'s (a node

@@ -427,14 +427,16 @@ struct Running {
     cancel_requested: bool,
     lease_token: i64,
     lease_node: String,
-    claimed_at: Micros,
+    /// When it started on its slot, or else when it was claimed.
+    started_at: Micros,
     limited: bool,
     halts: bool,
 }
 
 const RUNNING_SQL: &str = "
 SELECT t.id, t.batch_id, t.ord, t.group_key, t.attempts, t.max_attempts, t.backoff_ms,
-       t.cancel_requested, t.lease_token, t.lease_node, t.claimed_at,
+       t.cancel_requested, t.lease_token, t.lease_node,
+       coalesce((SELECT started_at FROM leases WHERE task_id = t.id), t.claimed_at),
        b.max_parallel IS NOT NULL, b.halt_on_failure
 FROM tasks t JOIN batches b ON b.id = t.batch_id
 WHERE t.state = 2";
@@ -451,7 +453,7 @@ fn running_row(r: &tokio_postgres::Row) -> Running {
         cancel_requested: r.get(7),
         lease_token: r.get(8),
         lease_node: r.get(9),
-        claimed_at: r.get(10),
+        started_at: r.get(10),
         limited: r.get(11),
         halts: r.get(12),
     }
@@ -710,7 +712,7 @@ pub(super) async fn complete(
                 cancel_requested: false,
                 lease_token: c.lease_token,
                 lease_node: String::new(),
-                claimed_at: 0,
+                started_at: 0,
                 limited: r.get(5),
                 halts: false,
             };
@@ -859,7 +861,7 @@ pub(super) async fn rescue(
         let end = AttemptEnd {
             node: &task.lease_node,
             slot: None,
-            started_at: task.claimed_at,
+            started_at: task.started_at,
             ended_at: now,
             outcome: Outcome::Lost,
             error: Some(error),
@@ -873,8 +875,13 @@ pub(super) async fn rescue(
     Ok(result)
 }
 
-/// Puts claimed tasks back as they were before the claim, attempt not counted.
-pub(super) async fn release(tx: &impl GenericClient, tasks: &[(TaskId, i64)]) -> StoreResult<()> {
+/// Puts claimed tasks back as they were before the claim, attempt not counted; those whose
+/// cancellation was asked end cancelled instead.
+pub(super) async fn release(
+    tx: &impl GenericClient,
+    tasks: &[(TaskId, i64)],
+    now: Micros,
+) -> StoreResult<CompleteResult> {
     let mut tasks = tasks.to_vec();
     tasks.sort_unstable();
     let ids: Vec<i64> = tasks.iter().map(|&(id, _)| id).collect();
@@ -887,13 +894,33 @@ pub(super) async fn release(tx: &impl GenericClient, tasks: &[(TaskId, i64)]) ->
         .map(running_row)
         .collect();
     let tokens: HashMap<TaskId, i64> = tasks.into_iter().collect();
+    let mut result = CompleteResult::default();
     let mut freed = Freed::default();
-    let mut back = Vec::new();
+    let (mut back, mut cancelled, mut closed) = (Vec::new(), Vec::new(), Vec::new());
     for task in &running {
-        if tokens.get(&task.id) == Some(&task.lease_token) {
-            freed.add(task);
+        if tokens.get(&task.id) != Some(&task.lease_token) {
+            continue;
+        }
+        freed.add(task);
+        if task.cancel_requested {
+            // Its cancellation reached it before it started: it ends as a pending one would.
+            cancelled.push(task.id);
+            closed.push((task.batch, task.order, 1));
+            result.ended.push((task.id, task.batch));
+        } else {
             back.push(task.id);
         }
+    }
+    if !cancelled.is_empty() {
+        tx.execute(
+            "UPDATE tasks SET state = 5, attempts = attempts - 1, ended_at = $1,
+                 outcome = 'cancelled', error = 'cancelled before it ran',
+                 lease_node = NULL, lease_token = NULL
+             WHERE id = ANY($2)",
+            &[&now, &cancelled],
+        )
+        .await
+        .map_err(pg)?;
     }
     tx.execute(
         "WITH back AS (
@@ -907,8 +934,13 @@ pub(super) async fn release(tx: &impl GenericClient, tasks: &[(TaskId, i64)]) ->
     )
     .await
     .map_err(pg)?;
-    tokio::try_join!(drop_leases(tx, &back), freed.write(tx))?;
-    Ok(())
+    back.extend(&cancelled);
+    tokio::try_join!(
+        drop_leases(tx, &back),
+        freed.write(tx),
+        gate::close(tx, &closed)
+    )?;
+    Ok(result)
 }
 
 pub(super) async fn attempt_list(

@@ -32,11 +32,17 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::*;
 
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     include_str!("0001_init.sql"),
     include_str!("0002_claim_indexes.sql"),
     include_str!("0003_queue_tables.sql"),
+    include_str!("0004_start_marks.sql"),
 ];
+
+/// A task's state as reads report it (from `tasks t LEFT JOIN leases l`): a claimed task
+/// without a start mark is reserved.
+const REPORTED_STATE: &str =
+    "CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6 ELSE t.state END";
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).
 const MIGRATION_LOCK: i64 = 0x7168_6f73_7400_0001;
@@ -402,6 +408,7 @@ fn parse_signal(payload: &str, this_node: &str) -> Option<Signal> {
     }
     match what {
         "w" => Some(Signal::Wake),
+        "r" => Some(Signal::Reclaim),
         "c" => Some(Signal::Cancel),
         _ => {
             let ids = what.strip_prefix("b ")?;
@@ -455,7 +462,10 @@ async fn batch_info(tx: &impl GenericClient, batch: BatchId) -> StoreResult<Batc
         .ok_or_else(|| not_found("batch", batch))?;
     let progress = count_states(
         tx,
-        "SELECT state, COUNT(*) FROM tasks WHERE batch_id = $1 GROUP BY state",
+        &format!(
+            "SELECT {REPORTED_STATE}, COUNT(*) FROM tasks t
+             LEFT JOIN leases l ON l.task_id = t.id WHERE t.batch_id = $1 GROUP BY 1"
+        ),
         &[&batch],
     )
     .await?;
@@ -494,9 +504,12 @@ async fn count_states(
 async fn task_info(tx: &impl GenericClient, task: TaskId) -> StoreResult<TaskInfo> {
     let r = tx
         .query_opt(
-            "SELECT id, batch_id, module, ord, group_key, priority, state, attempts, max_attempts,
-                    submitted_at, ended_at, outcome, error, octet_length(output)
-             FROM tasks WHERE id = $1",
+            &format!(
+                "SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
+                        {REPORTED_STATE}, t.attempts, t.max_attempts, t.submitted_at,
+                        t.ended_at, t.outcome, t.error, octet_length(t.output)
+                 FROM tasks t LEFT JOIN leases l ON l.task_id = t.id WHERE t.id = $1"
+            ),
             &[&task],
         )
         .await
@@ -520,8 +533,9 @@ async fn task_info(tx: &impl GenericClient, task: TaskId) -> StoreResult<TaskInf
     })
 }
 
-/// Sets the priority of the pending tasks whose `column` is `value`, in the queue too;
-/// returns how many changed.
+/// Sets the priority of the tasks whose `column` is `value` and that have not started
+/// (pending, or reserved by a node that will hand them back), in the queue too; returns
+/// how many changed.
 async fn set_pending_priority(
     tx: &impl GenericClient,
     column: &str,
@@ -530,7 +544,9 @@ async fn set_pending_priority(
 ) -> StoreResult<u64> {
     let sql = format!(
         "WITH changed AS (
-             UPDATE tasks SET priority = $1 WHERE {column} = $2 AND state IN (0, 1)
+             UPDATE tasks SET priority = $1 WHERE {column} = $2
+                 AND (state IN (0, 1)
+                      OR (state = 2 AND id IN (SELECT task_id FROM leases WHERE started_at IS NULL)))
              RETURNING id),
          queued AS (UPDATE ready SET priority = $1 WHERE task_id IN (SELECT id FROM changed))
          SELECT COUNT(*) FROM changed"
@@ -972,7 +988,9 @@ impl Store for PostgresStore {
             {
                 return Err(not_found("batch", batch));
             }
-            set_pending_priority(&tx, "batch_id", batch, priority).await
+            let changed = set_pending_priority(&tx, "batch_id", batch, priority).await?;
+            self.notify(&tx, "r").await?;
+            Ok(changed)
         })
     }
 
@@ -1053,10 +1071,11 @@ impl Store for PostgresStore {
             if set_pending_priority(&tx, "id", task, priority).await? == 0 {
                 let state = task_info(&tx, task).await?.state;
                 return Err(StoreError::Conflict(format!(
-                    "task {task} is {}: only a pending task's priority can change",
+                    "task {task} is {}: only the priority of a task that has not started can change",
                     state.as_str()
                 )));
             }
+            self.notify(&tx, "r").await?;
             Ok(())
         })
     }
@@ -1112,7 +1131,7 @@ impl Store for PostgresStore {
             )
             .await
             .map_err(pg)?;
-            self.notify(&tx, "w").await?;
+            self.notify(&tx, "r").await?;
             Ok(())
         })
     }
@@ -1149,6 +1168,9 @@ impl Store for PostgresStore {
             let mut claimed = claim::claim(&tx, &params).await?;
             if claimed.tasks.len() < params.max {
                 claimed.next_due = claim::next_due(&tx, params.now).await?;
+            } else {
+                // Claimable work may be left behind: nodes with idle slots claim it now.
+                self.notify(&tx, "w").await?;
             }
             Ok(claimed)
         })?;
@@ -1177,11 +1199,39 @@ impl Store for PostgresStore {
         })
     }
 
-    async fn task_release(&self, tasks: Vec<(TaskId, i64)>) -> StoreResult<()> {
+    async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()> {
+        let mut starts = starts;
+        // One order of row locking across transactions.
+        starts.sort_unstable_by_key(|s| s.task);
+        let ids: Vec<i64> = starts.iter().map(|s| s.task).collect();
+        let tokens: Vec<i64> = starts.iter().map(|s| s.lease_token).collect();
+        let at: Vec<i64> = starts.iter().map(|s| self.db_time(s.at)).collect();
         transaction!(self, Commit::Bookkeeping, |tx| {
-            claim::release(&tx, &tasks).await?;
-            self.notify(&tx, "w").await?;
+            let stmt = tx
+                .prepare_cached(
+                    "UPDATE leases AS l SET started_at = u.at
+                     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, token, at),
+                         tasks AS t
+                     WHERE l.task_id = u.id AND t.id = u.id AND t.lease_token = u.token",
+                )
+                .await
+                .map_err(pg)?;
+            tx.execute(&stmt, &[&ids, &tokens, &at]).await.map_err(pg)?;
             Ok(())
+        })
+    }
+
+    async fn task_release(
+        &self,
+        tasks: Vec<(TaskId, i64)>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult> {
+        let now = self.db_time(now);
+        transaction!(self, Commit::Bookkeeping, |tx| {
+            let result = claim::release(&tx, &tasks, now).await?;
+            self.notify(&tx, "w").await?;
+            self.notify_ended(&tx, &result).await?;
+            Ok(result)
         })
     }
 
@@ -1216,12 +1266,11 @@ impl Store for PostgresStore {
 
     async fn task_counts(&self) -> StoreResult<Progress> {
         let client = self.client(Commit::Durable).await?;
-        count_states(
-            &client,
-            "SELECT state, COUNT(*) FROM tasks GROUP BY state",
-            &[],
-        )
-        .await
+        let sql = format!(
+            "SELECT {REPORTED_STATE}, COUNT(*) FROM tasks t
+             LEFT JOIN leases l ON l.task_id = t.id GROUP BY 1"
+        );
+        count_states(&client, &sql, &[]).await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
@@ -1233,10 +1282,11 @@ impl Store for PostgresStore {
         let client = self.client(Commit::Durable).await?;
         let rows = client
             .query(
-                "SELECT t.id, t.batch_id, l.node, t.attempts, t.group_key, t.ord, t.claimed_at,
+                "SELECT t.id, t.batch_id, l.node, t.attempts, t.group_key, t.ord, l.started_at,
                         l.expires
                  FROM leases l JOIN tasks t ON t.id = l.task_id
-                 ORDER BY t.claimed_at, t.id",
+                 WHERE l.started_at IS NOT NULL
+                 ORDER BY l.started_at, t.id",
                 &[],
             )
             .await

@@ -137,8 +137,8 @@ fn beyond(
 /// Takes one picked task: `?1` now, `?2` the node, `?3` its lease token, `?4` the lease
 /// expiry, `?5` the task.
 const TAKE_SQL: &str = "
-UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, lease_node = ?2,
-    lease_token = ?3, lease_expires = ?4
+UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, started_at = NULL,
+    lease_node = ?2, lease_token = ?3, lease_expires = ?4
 WHERE id = ?5
 RETURNING module, input, ord, limits, mounts, attempts";
 
@@ -267,11 +267,12 @@ struct Running {
     cancel_requested: bool,
     lease_token: i64,
     lease_node: String,
-    claimed_at: Micros,
+    /// When it started on its slot, or else when it was claimed.
+    started_at: Micros,
 }
 
 const RUNNING_COLUMNS: &str = "id, batch_id, ord, group_key, attempts, max_attempts, backoff_ms,
-    cancel_requested, lease_token, lease_node, claimed_at";
+    cancel_requested, lease_token, lease_node, coalesce(started_at, claimed_at)";
 
 fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
     Ok(Running {
@@ -285,7 +286,7 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
         cancel_requested: r.get(7)?,
         lease_token: r.get(8)?,
         lease_node: r.get(9)?,
-        claimed_at: r.get(10)?,
+        started_at: r.get(10)?,
     })
 }
 
@@ -354,7 +355,7 @@ fn complete_successes(
                     cancel_requested: false,
                     lease_token: c.lease_token,
                     lease_node: String::new(),
-                    claimed_at: r.get(4)?,
+                    started_at: r.get(4)?,
                 })
             })
             .optional()
@@ -425,7 +426,7 @@ pub(super) fn rescue(
             &AttemptEnd {
                 node: &task.lease_node,
                 slot: None,
-                started_at: task.claimed_at,
+                started_at: task.started_at,
                 ended_at: now,
                 outcome: Outcome::Lost,
                 error: Some(&error),
@@ -447,7 +448,12 @@ pub(super) fn rescue(
     Ok(result)
 }
 
-pub(super) fn release(tx: &Transaction<'_>, tasks: &[(TaskId, i64)]) -> StoreResult<()> {
+pub(super) fn release(
+    tx: &Transaction<'_>,
+    tasks: &[(TaskId, i64)],
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
     let sql = format!("SELECT {RUNNING_COLUMNS} FROM tasks WHERE id = ? AND state = 2");
     for &(id, token) in tasks {
         let task = tx
@@ -460,6 +466,21 @@ pub(super) fn release(tx: &Transaction<'_>, tasks: &[(TaskId, i64)]) -> StoreRes
             continue;
         };
         release_slots(tx, &task)?;
+        if task.cancel_requested {
+            // Its cancellation reached it before it started: it ends as a pending one would.
+            tx.prepare_cached(
+                "UPDATE tasks SET state = 5, attempts = attempts - 1, ended_at = ?,
+                     outcome = 'cancelled', error = 'cancelled before it ran',
+                     lease_node = NULL, lease_token = NULL, lease_expires = NULL
+                 WHERE id = ?",
+            )
+            .map_err(internal)?
+            .execute(params![now, id])
+            .map_err(internal)?;
+            gate::close(tx, task.batch, task.order)?;
+            result.ended.push((task.id, task.batch));
+            continue;
+        }
         tx.prepare_cached(
             "UPDATE tasks SET state = 1, attempts = attempts - 1, claimed_at = NULL,
                  lease_node = NULL, lease_token = NULL, lease_expires = NULL
@@ -469,7 +490,7 @@ pub(super) fn release(tx: &Transaction<'_>, tasks: &[(TaskId, i64)]) -> StoreRes
         .execute([id])
         .map_err(internal)?;
     }
-    Ok(())
+    Ok(result)
 }
 
 fn release_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<()> {

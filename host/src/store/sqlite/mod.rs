@@ -25,10 +25,14 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 
 use super::*;
 
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     include_str!("0001_init.sql"),
     include_str!("0002_claim_indexes.sql"),
+    include_str!("0003_start_marks.sql"),
 ];
+
+/// A task's state as reads report it: a claimed task without a start mark is reserved.
+const REPORTED_STATE: &str = "CASE WHEN state = 2 AND started_at IS NULL THEN 6 ELSE state END";
 
 pub struct SqliteStore {
     /// A std mutex, not an async one: it is only ever held inside `spawn_blocking`.
@@ -214,7 +218,7 @@ fn batch_info(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
         .ok_or_else(|| not_found("batch", batch))?;
     info.progress = count_states(
         conn,
-        "SELECT state, COUNT(*) FROM tasks WHERE batch_id = ? GROUP BY state",
+        &format!("SELECT {REPORTED_STATE}, COUNT(*) FROM tasks WHERE batch_id = ? GROUP BY 1"),
         [batch],
     )?;
     Ok(info)
@@ -366,11 +370,11 @@ fn submit(
 }
 
 fn task_info(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
-    conn.prepare_cached(
-        "SELECT id, batch_id, module, ord, group_key, priority, state, attempts, max_attempts,
-                submitted_at, ended_at, outcome, error, length(output)
-         FROM tasks WHERE id = ?",
-    )
+    conn.prepare_cached(&format!(
+        "SELECT id, batch_id, module, ord, group_key, priority, {REPORTED_STATE}, attempts,
+                max_attempts, submitted_at, ended_at, outcome, error, length(output)
+         FROM tasks WHERE id = ?"
+    ))
     .map_err(internal)?
     .query_row([task], |r| {
         Ok(TaskInfo {
@@ -661,7 +665,8 @@ impl Store for SqliteStore {
             }
             let changed = tx
                 .execute(
-                    "UPDATE tasks SET priority = ? WHERE batch_id = ? AND state IN (0, 1)",
+                    "UPDATE tasks SET priority = ? WHERE batch_id = ?
+                         AND (state IN (0, 1) OR (state = 2 AND started_at IS NULL))",
                     params![priority, batch],
                 )
                 .map_err(internal)?;
@@ -730,9 +735,12 @@ impl Store for SqliteStore {
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
         self.write(move |tx| {
             let state = task_info(tx, task)?.state;
-            if !matches!(state, TaskState::Waiting | TaskState::Ready) {
+            if !matches!(
+                state,
+                TaskState::Waiting | TaskState::Ready | TaskState::Reserved
+            ) {
                 return Err(StoreError::Conflict(format!(
-                    "task {task} is {}: only a pending task's priority can change",
+                    "task {task} is {}: only the priority of a task that has not started can change",
                     state.as_str()
                 )));
             }
@@ -760,7 +768,7 @@ impl Store for SqliteStore {
                     gate::close(tx, info.batch, info.order)?;
                     Ok(CancelResult::Cancelled)
                 }
-                TaskState::Running => {
+                TaskState::Reserved | TaskState::Running => {
                     tx.execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ?", [task])
                         .map_err(internal)?;
                     Ok(CancelResult::Requested)
@@ -846,9 +854,31 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn task_release(&self, tasks: Vec<(TaskId, i64)>) -> StoreResult<()> {
-        self.write_as(Commit::Bookkeeping, move |tx| claim::release(tx, &tasks))
-            .await
+    async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()> {
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            let mut mark = tx
+                .prepare_cached(
+                    "UPDATE tasks SET started_at = ? WHERE id = ? AND state = 2 AND lease_token = ?",
+                )
+                .map_err(internal)?;
+            for start in starts {
+                mark.execute(params![start.at, start.task, start.lease_token])
+                    .map_err(internal)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn task_release(
+        &self,
+        tasks: Vec<(TaskId, i64)>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult> {
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            claim::release(tx, &tasks, now)
+        })
+        .await
     }
 
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
@@ -874,8 +904,11 @@ impl Store for SqliteStore {
     }
 
     async fn task_counts(&self) -> StoreResult<Progress> {
-        self.call(|conn| count_states(conn, "SELECT state, COUNT(*) FROM tasks GROUP BY state", []))
-            .await
+        self.call(|conn| {
+            let sql = format!("SELECT {REPORTED_STATE}, COUNT(*) FROM tasks GROUP BY 1");
+            count_states(conn, &sql, [])
+        })
+        .await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
@@ -886,8 +919,8 @@ impl Store for SqliteStore {
         self.call(|conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT id, batch_id, lease_node, attempts, group_key, ord, claimed_at, lease_expires
-                     FROM tasks WHERE state = 2 ORDER BY claimed_at, id",
+                    "SELECT id, batch_id, lease_node, attempts, group_key, ord, started_at, lease_expires
+                     FROM tasks WHERE state = 2 AND started_at IS NOT NULL ORDER BY started_at, id",
                 )
                 .map_err(internal)?;
             let rows = stmt
