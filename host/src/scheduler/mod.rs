@@ -3,10 +3,12 @@
 //!
 //! - [`rules`]: the scheduling rules as plain functions over the execution log.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
+//! - [`reserved`]: the tasks a node claimed and has not started, in claim order.
 //! - [`metrics`]: latencies and outcomes the node records, for `/metrics`.
 
 pub mod metrics;
 pub mod node;
+mod reserved;
 pub mod rules;
 
 use std::collections::HashMap;
@@ -62,12 +64,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct SchedulerConfig {
     /// This node's name in leases and the execution log.
     pub node: String,
-    /// At most this many tasks held beyond the free slots, claimed ahead to keep slots
-    /// busy. They count as running for every rule.
+    /// At most this many tasks held beyond the free slots: a node holds ahead only what
+    /// keeps its slots busy through its claims (see [`node`]), and never more than this.
+    /// Held tasks are `reserved`: they count against group and batch limits.
     pub prefetch: usize,
-    /// How much work, judged by recent run times, a node claims ahead of its slots: short
-    /// tasks are claimed in large batches, long ones barely ahead (see [`node`]).
-    pub claim_ahead: Duration,
     /// How long a claim stays valid without renewal.
     pub lease: Duration,
     /// Limits of a task that sets none.
@@ -83,7 +83,6 @@ impl SchedulerConfig {
         SchedulerConfig {
             node: node.into(),
             prefetch: 4096,
-            claim_ahead: Duration::from_millis(50),
             lease: Duration::from_secs(30),
             default_limits: TaskLimits::default(),
             retention: None,
@@ -129,6 +128,8 @@ pub struct Scheduler {
     pub(crate) wake: Notify,
     /// Wakes the lease keeper: a task running here may have been cancelled elsewhere.
     pub(crate) renew_now: Notify,
+    /// Priorities or limits changed: reserved tasks go back to the queue.
+    pub(crate) reclaim: Notify,
     pub(crate) events: broadcast::Sender<BatchEvent>,
     started_at: Micros,
     /// Runs on this node, by task: for cancellation and the live view.
@@ -153,6 +154,7 @@ impl Scheduler {
             config,
             wake: Notify::new(),
             renew_now: Notify::new(),
+            reclaim: Notify::new(),
             events: broadcast::channel(4096).0,
             started_at: now_micros(),
             running: Mutex::new(HashMap::new()),
@@ -353,7 +355,9 @@ impl Scheduler {
         priority: i32,
     ) -> Result<u64> {
         self.authorize(access, batch).await?;
-        Ok(self.store.batch_set_priority(batch, priority).await?)
+        let changed = self.store.batch_set_priority(batch, priority).await?;
+        self.reclaim.notify_one();
+        Ok(changed)
     }
 
     /// Cancels a batch's pending tasks and stops its running ones.
@@ -367,6 +371,8 @@ impl Scheduler {
                 run.cancel.cancel();
             }
         }
+        // The lease keeper hands back the cancelled tasks this node reserved.
+        self.renew_now.notify_one();
         self.notify_batch(batch);
         Ok(cancelled)
     }
@@ -409,7 +415,9 @@ impl Scheduler {
     ) -> Result<()> {
         let info = self.store.task_get(task).await?;
         self.authorize(access, info.batch).await?;
-        Ok(self.store.task_set_priority(task, priority).await?)
+        self.store.task_set_priority(task, priority).await?;
+        self.reclaim.notify_one();
+        Ok(())
     }
 
     pub async fn task_cancel(&self, access: &Access, task: TaskId) -> Result<CancelResult> {
@@ -418,17 +426,17 @@ impl Scheduler {
         let result = self.store.task_cancel(task, now_micros()).await?;
         // Cancelling a pending task may close its order and open the next one.
         self.wake.notify_one();
-        if result == CancelResult::Requested
-            && let Some(run) = self.running.lock().expect("running lock").get(&task)
-        {
-            run.cancel.cancel();
+        if result == CancelResult::Requested {
+            if let Some(run) = self.running.lock().expect("running lock").get(&task) {
+                run.cancel.cancel();
+            }
+            // The lease keeper hands it back if this node reserved it.
+            self.renew_now.notify_one();
         }
         self.notify_batch(info.batch);
         Ok(result)
     }
 
-    /// What runs now and where: every node's claimed tasks, with the slot of those
-    /// running on this node.
     /// The nodes sharing the store, from its registry; on a store of its own, this node.
     pub async fn nodes(&self) -> Result<Vec<NodeInfo>> {
         let nodes = self.store.node_list().await?;
@@ -444,6 +452,8 @@ impl Scheduler {
         }])
     }
 
+    /// What runs now and where: every node's started tasks, with the slot of those
+    /// running on this node.
     pub async fn running_now(&self) -> Result<Vec<RunningTask>> {
         let mut running = self.store.running_list().await?;
         let local = self.running.lock().expect("running lock");
@@ -469,7 +479,7 @@ impl Scheduler {
             return Err(Error::Invalid("field `limit` must be at least 1".into()));
         }
         self.store.group_set_limit(key, limit).await?;
-        self.wake.notify_one();
+        self.reclaim.notify_one();
         Ok(())
     }
 }

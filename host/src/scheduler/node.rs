@@ -1,16 +1,20 @@
-//! A node: the loop that claims tasks and runs them on the runtime's slots, the writer
-//! that records completions in few transactions, and the keeper that renews leases.
+//! A node: the loop that claims tasks, the starter that runs them on the runtime's slots
+//! in claim order, the writer that records starts and completions in few transactions, and
+//! the keeper that renews leases.
 //!
-//! How far ahead to claim: a claim is a transaction, and the store can make only so many
-//! a second; tasks of a few microseconds are claimed thousands at a time, tasks of seconds
-//! one or two ahead (so that they do not wait on a node while another could run them).
-//! [`Pace`] keeps the recent run time and the claim loop holds about
-//! [`SchedulerConfig::claim_ahead`](super::SchedulerConfig) of work beyond its slots.
+//! How far ahead to claim: a claim is a round trip to the store, and a slot that frees
+//! waits for the next claim unless work is already held for it. A node holds beyond its
+//! free slots only the work that keeps its slots busy through its claims' round trips
+//! ([`Pace::ahead`]): for tasks of microseconds, thousands; for tasks much longer than a
+//! claim, none, so that a node never sits on work another node's idle slot could start.
+//! Before any run has ended it holds none. What it holds is `reserved`, not running, and
+//! goes back to the queue when priorities or limits change ([`Signal::Reclaim`]).
 //!
 //! Nothing here sleeps to poll: the claim loop waits for a wake-up (a submission, a
 //! completion, a group limit raised) or for the next retry time; the lease keeper waits
 //! while nothing runs. An idle node uses no CPU.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -20,51 +24,66 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::reserved::Reserved;
 use super::{BatchEvent, LocalRun, Scheduler};
-use crate::runtime::{OnStart, RunRequest, TaskInfo as RunInfo};
+use crate::runtime::{RunRequest, Slot, TaskInfo as RunInfo};
 use crate::store::*;
 
 /// Completions written in one transaction at most.
 const COMPLETION_BATCH: usize = 2048;
 
-/// A moving average of how long runs take on this node.
+/// Moving averages of how long runs and claims take on this node.
 #[derive(Default)]
 pub(crate) struct Pace {
     /// Nanoseconds; 0 until the first run ends.
     run_nanos: AtomicU64,
+    /// Nanoseconds a claim takes, from asking to having the tasks.
+    claim_nanos: AtomicU64,
 }
 
 impl Pace {
-    fn record(&self, took: Duration) {
-        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
-        // Races between runs lose an update now and then; the average stays close.
-        let old = self.run_nanos.load(Ordering::Relaxed);
-        let new = if old == 0 {
-            took
-        } else {
-            old - old / 16 + took / 16
-        };
-        self.run_nanos.store(new.max(1), Ordering::Relaxed);
+    fn ran(&self, took: Duration) {
+        average_in(&self.run_nanos, took);
     }
 
-    /// Tasks to hold beyond the free slots: `ahead` worth of work for `workers` slots,
-    /// at least one per slot and at most `max`; one per slot until a run has ended.
-    fn prefetch(&self, workers: usize, ahead: Duration, max: usize) -> usize {
+    fn claimed(&self, took: Duration) {
+        average_in(&self.claim_nanos, took);
+    }
+
+    /// Tasks to hold beyond the free slots: enough for `workers` slots to stay busy
+    /// through two claim round trips (the claim loop claims again once half of what it
+    /// may hold is free, so the other half must last through the claim), at most `max`;
+    /// none until a run has ended.
+    fn ahead(&self, workers: usize, max: usize) -> usize {
         let run = self.run_nanos.load(Ordering::Relaxed);
-        let per_slot = match run {
-            0 => 1,
-            run => usize::try_from(ahead.as_nanos() / u128::from(run)).unwrap_or(usize::MAX),
-        };
-        per_slot
-            .saturating_mul(workers)
-            .clamp(workers.min(max), max)
+        if run == 0 {
+            return 0;
+        }
+        let claim = self.claim_nanos.load(Ordering::Relaxed);
+        let per_slot = usize::try_from(2 * claim / run).unwrap_or(usize::MAX);
+        per_slot.saturating_mul(workers).min(max)
     }
 }
 
-/// How a run left its task.
+/// Folds `took` into a moving average of nanoseconds (0: none yet).
+fn average_in(average: &AtomicU64, took: Duration) {
+    let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
+    // Races between runs lose an update now and then; the average stays close.
+    let old = average.load(Ordering::Relaxed);
+    let new = if old == 0 {
+        took
+    } else {
+        old - old / 16 + took / 16
+    };
+    average.store(new.max(1), Ordering::Relaxed);
+}
+
+/// What the writer records: how runs went, in the order they went.
 enum Done {
+    /// A reserved task started on a slot.
+    Started(Start),
     Completed(Box<Completion>),
-    /// The node is stopping: the task goes back to the queue untouched.
+    /// A reserved task the node will not start goes back to the queue.
     HandedBack(TaskId, i64),
 }
 
@@ -147,6 +166,7 @@ async fn forward_signals(scheduler: Arc<Scheduler>, mut signals: broadcast::Rece
     loop {
         match signals.recv().await {
             Ok(Signal::Wake) => scheduler.wake.notify_one(),
+            Ok(Signal::Reclaim) => scheduler.reclaim.notify_one(),
             Ok(Signal::Batches(batches)) => {
                 // Tasks that ended freed their slots and may have opened gates.
                 scheduler.wake.notify_one();
@@ -156,7 +176,7 @@ async fn forward_signals(scheduler: Arc<Scheduler>, mut signals: broadcast::Rece
             }
             Ok(Signal::Cancel) => scheduler.renew_now.notify_one(),
             Ok(Signal::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                scheduler.wake.notify_one();
+                scheduler.reclaim.notify_one();
                 scheduler.renew_now.notify_one();
                 scheduler.notify_batch(BatchEvent::ANY);
             }
@@ -177,6 +197,33 @@ async fn beat(scheduler: &Scheduler, started_at: Micros) -> StoreResult<()> {
         .await
 }
 
+/// What the node's loops share.
+struct Ctx {
+    scheduler: Arc<Scheduler>,
+    /// Claimed tasks not yet started, in claim order.
+    reserved: Reserved,
+    /// To the writer. The writer ends once every sender is gone.
+    done: mpsc::UnboundedSender<Done>,
+    /// Tasks this node holds: claimed and not yet completed or handed back in the store.
+    held: Arc<watch::Sender<usize>>,
+    /// Cancelled when the node stops for good: runs still going are handed back.
+    hand_back: CancellationToken,
+}
+
+impl Ctx {
+    /// Gives reserved tasks back to the queue, through the writer.
+    fn give_back(&self, tasks: Vec<ClaimedTask>) {
+        if tasks.is_empty() {
+            return;
+        }
+        let mut running = self.scheduler.running.lock().expect("running lock");
+        for task in tasks {
+            running.remove(&task.id);
+            let _ = self.done.send(Done::HandedBack(task.id, task.lease_token));
+        }
+    }
+}
+
 async fn run(
     scheduler: Arc<Scheduler>,
     stop_claiming: CancellationToken,
@@ -184,28 +231,29 @@ async fn run(
     started_at: Micros,
 ) -> anyhow::Result<()> {
     let (done_tx, done_rx) = mpsc::unbounded_channel();
-    // Tasks this node holds: claimed and not yet completed in the store.
-    let (held_tx, held_rx) = watch::channel(0usize);
-    let held_tx = Arc::new(held_tx);
-    let hand_back = CancellationToken::new();
-    let writer = tokio::spawn(write_completions(
+    let held = Arc::new(watch::channel(0usize).0);
+    let ctx = Arc::new(Ctx {
+        scheduler: scheduler.clone(),
+        reserved: Reserved::default(),
+        done: done_tx,
+        held: held.clone(),
+        hand_back: CancellationToken::new(),
+    });
+    let writer = tokio::spawn(write_completions(scheduler.clone(), done_rx, held.clone()));
+    let keeper = tokio::spawn(keep_leases(ctx.clone()));
+    let maintenance = tokio::spawn(maintain(
         scheduler.clone(),
-        done_rx,
-        held_tx.clone(),
+        ctx.hand_back.clone(),
+        started_at,
     ));
-    let keeper = tokio::spawn(keep_leases(
-        scheduler.clone(),
-        held_rx.clone(),
-        hand_back.clone(),
-    ));
-    let maintenance = tokio::spawn(maintain(scheduler.clone(), hand_back.clone(), started_at));
+    let starter = tokio::spawn(start_in_order(ctx.clone(), stop_claiming.clone()));
+    let reclaimer = tokio::spawn(reclaim_on_change(ctx.clone(), stop_claiming.clone()));
 
     // A failing store (a database restarting, say) pauses claiming, never ends it.
     let mut delay = Duration::from_millis(50);
     loop {
         let started = tokio::time::Instant::now();
-        let Err(err) = claim_loop(&scheduler, &stop_claiming, &held_tx, &done_tx, &hand_back).await
-        else {
+        let Err(err) = claim_loop(&ctx, &stop_claiming).await else {
             break;
         };
         if started.elapsed() > Duration::from_secs(10) {
@@ -222,37 +270,36 @@ async fn run(
         delay = (delay * 2).min(Duration::from_secs(5));
     }
 
-    // Stopping: wait for the runs within the grace period, then hand back the rest.
+    // Stopping: what has not started goes back at once; runs may finish within the grace
+    // period, then the rest goes back too.
+    starter.await.context("the starter")?;
+    reclaimer.await.context("the reclaimer")?;
+    ctx.give_back(ctx.reserved.take_all());
     let grace = grace
         .wait_for(Option::is_some)
         .await
         .map(|g| g.unwrap_or_default())
         .unwrap_or_default();
-    let mut held = held_rx.clone();
-    if tokio::time::timeout(grace, held.wait_for(|n| *n == 0))
+    let mut held_rx = held.subscribe();
+    if tokio::time::timeout(grace, held_rx.wait_for(|n| *n == 0))
         .await
         .is_err()
     {
         tracing::info!(
-            held = *held.borrow(),
+            held = *held_rx.borrow(),
             "grace period over: handing back unfinished tasks"
         );
     }
-    hand_back.cancel();
-    drop(done_tx);
-    writer.await.context("completion writer")?;
+    ctx.hand_back.cancel();
     keeper.await.context("lease keeper")?;
     maintenance.await.context("maintenance")?;
+    drop(ctx);
+    writer.await.context("completion writer")?;
     Ok(())
 }
 
-async fn claim_loop(
-    scheduler: &Arc<Scheduler>,
-    stop: &CancellationToken,
-    held: &Arc<watch::Sender<usize>>,
-    done: &mpsc::UnboundedSender<Done>,
-    hand_back: &CancellationToken,
-) -> anyhow::Result<()> {
+async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyhow::Result<()> {
+    let scheduler = &ctx.scheduler;
     let config = &scheduler.config;
     let workers = scheduler.runtime.config().workers;
     // After a claim that passed over tasks other transactions held, claim again after
@@ -263,11 +310,8 @@ async fn claim_loop(
         if stop.is_cancelled() {
             return Ok(());
         }
-        let capacity = workers
-            + scheduler
-                .pace
-                .prefetch(workers, config.claim_ahead, config.prefetch);
-        let holding = *held.borrow();
+        let capacity = workers + scheduler.pace.ahead(workers, config.prefetch);
+        let holding = *ctx.held.borrow();
         let room = capacity.saturating_sub(holding);
         // Claim in large batches: wait until half the capacity is free, unless slots would
         // otherwise go idle.
@@ -278,6 +322,7 @@ async fn claim_loop(
         // between the two would otherwise be neither claimed nor waited for.
         let now = now_micros();
         if worth_claiming {
+            let asked = tokio::time::Instant::now();
             let claimed = scheduler
                 .store
                 .task_claim(ClaimParams {
@@ -288,6 +333,7 @@ async fn claim_loop(
                 })
                 .await
                 .context("claiming tasks")?;
+            scheduler.pace.claimed(asked.elapsed());
             contended = match contended {
                 _ if !claimed.contended => None,
                 None => Some(FIRST_RETRY),
@@ -297,15 +343,21 @@ async fn claim_loop(
             let claimed = claimed.tasks;
             full = claimed.len() == room;
             if !claimed.is_empty() {
-                held.send_modify(|n| *n += claimed.len());
-            }
-            for task in claimed {
-                tokio::spawn(run_one(
-                    scheduler.clone(),
-                    task,
-                    done.clone(),
-                    hand_back.clone(),
-                ));
+                ctx.held.send_modify(|n| *n += claimed.len());
+                let mut running = scheduler.running.lock().expect("running lock");
+                for task in &claimed {
+                    scheduler.metrics.claimed(task.id, task.claimed_at);
+                    running.insert(
+                        task.id,
+                        LocalRun {
+                            batch: task.batch,
+                            cancel: CancellationToken::new(),
+                            slot: None,
+                        },
+                    );
+                }
+                drop(running);
+                ctx.reserved.push(claimed);
             }
             if full {
                 // More may be claimable once a completion frees room.
@@ -332,31 +384,73 @@ fn micros_until(at: Micros) -> Duration {
     Duration::from_micros(u64::try_from(at - now_micros()).unwrap_or(0))
 }
 
-async fn run_one(
-    scheduler: Arc<Scheduler>,
-    task: ClaimedTask,
-    done: mpsc::UnboundedSender<Done>,
-    hand_back: CancellationToken,
-) {
-    scheduler.metrics.claimed(task.id, task.claimed_at);
-    let cancel = CancellationToken::new();
-    scheduler.running.lock().expect("running lock").insert(
-        task.id,
-        LocalRun {
+/// Starts reserved tasks in claim order as slots free: slots go to waiters first come,
+/// first served, and this is their only waiter.
+async fn start_in_order(ctx: Arc<Ctx>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = ctx.reserved.wait() => {}
+            () = stop.cancelled() => return,
+        }
+        let slot = tokio::select! {
+            slot = ctx.scheduler.runtime.slot() => slot,
+            () = stop.cancelled() => return,
+        };
+        // Handed back while this waited for the slot: the slot goes back unused.
+        let Some(task) = ctx.reserved.pop() else {
+            continue;
+        };
+        let cancelled = ctx
+            .scheduler
+            .running
+            .lock()
+            .expect("running lock")
+            .get(&task.id)
+            .is_none_or(|run| run.cancel.is_cancelled());
+        if cancelled {
+            // Never started: the store ends it cancelled.
+            ctx.give_back(vec![task]);
+            continue;
+        }
+        tokio::spawn(run_one(ctx.clone(), task, slot));
+    }
+}
+
+/// Hands back what is reserved when priorities or limits change, so that the next claim
+/// takes what the rules name now.
+async fn reclaim_on_change(ctx: Arc<Ctx>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = ctx.scheduler.reclaim.notified() => {}
+            () = stop.cancelled() => return,
+        }
+        let reserved = ctx.reserved.take_all();
+        if reserved.is_empty() {
+            // A limit raised may have made work claimable.
+            ctx.scheduler.wake.notify_one();
+        }
+        // The writer wakes the claim loop once they are back in the queue.
+        ctx.give_back(reserved);
+    }
+}
+
+async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
+    let scheduler = &ctx.scheduler;
+    let cancel = {
+        let mut running = scheduler.running.lock().expect("running lock");
+        let run = running.entry(task.id).or_insert_with(|| LocalRun {
             batch: task.batch,
-            cancel: cancel.clone(),
+            cancel: CancellationToken::new(),
             slot: None,
-        },
-    );
-    let on_start = {
-        let scheduler = scheduler.clone();
-        let id = task.id;
-        OnStart(Arc::new(move |slot| {
-            if let Some(run) = scheduler.running.lock().expect("running lock").get_mut(&id) {
-                run.slot = Some(slot);
-            }
-        }))
+        });
+        run.slot = Some(slot.index());
+        run.cancel.clone()
     };
+    let _ = ctx.done.send(Done::Started(Start {
+        task: task.id,
+        lease_token: task.lease_token,
+        at: now_micros(),
+    }));
     let run = async {
         let module = scheduler.module(task.module).await?;
         let request = RunRequest {
@@ -371,13 +465,12 @@ async fn run_one(
             limits: task.limits,
             mounts: task.mounts.clone(),
             cancel,
-            on_start: Some(on_start),
         };
-        scheduler.runtime.run(&module, request).await
+        scheduler.runtime.run_in(slot, &module, request).await
     };
     let ended = tokio::select! {
         report = run => Some(report),
-        () = hand_back.cancelled() => None,
+        () = ctx.hand_back.cancelled() => None,
     };
     scheduler
         .running
@@ -389,7 +482,7 @@ async fn run_one(
         None => Done::HandedBack(task.id, task.lease_token),
         Some(Ok(report)) => {
             scheduler.metrics.ran(report.outcome, report.duration);
-            scheduler.pace.record(report.duration);
+            scheduler.pace.ran(report.duration);
             let started_at = to_micros(report.started_at);
             Done::Completed(Box::new(Completion {
                 task: task.id,
@@ -428,11 +521,48 @@ async fn run_one(
         }
     };
     // The writer lives until every run has reported.
-    let _ = done.send(message);
+    let _ = ctx.done.send(message);
 }
 
-/// Writes completions as they come, many per transaction, then wakes the claim loop and
-/// the waiters of the batches whose tasks ended.
+/// What one write records: starts, completions and hand-backs, in few transactions.
+#[derive(Default)]
+struct Report {
+    starts: Vec<Start>,
+    completions: Vec<Completion>,
+    handed_back: Vec<(TaskId, i64)>,
+}
+
+impl Report {
+    fn of(messages: impl IntoIterator<Item = Done>) -> Report {
+        let mut report = Report::default();
+        for message in messages {
+            match message {
+                Done::Started(start) => report.starts.push(start),
+                Done::Completed(c) => report.completions.push(*c),
+                Done::HandedBack(task, token) => report.handed_back.push((task, token)),
+            }
+        }
+        // A task that ended in the same write needs no start mark: most short ones.
+        if !report.starts.is_empty() {
+            let ended: HashSet<TaskId> = report
+                .completions
+                .iter()
+                .map(|c| c.task)
+                .chain(report.handed_back.iter().map(|&(task, _)| task))
+                .collect();
+            report.starts.retain(|s| !ended.contains(&s.task));
+        }
+        report
+    }
+
+    /// Tasks this report lets go of.
+    fn ends(&self) -> usize {
+        self.completions.len() + self.handed_back.len()
+    }
+}
+
+/// Writes starts and completions as they come, many per transaction, then wakes the
+/// claim loop and the waiters of the batches whose tasks ended.
 async fn write_completions(
     scheduler: Arc<Scheduler>,
     mut done: mpsc::UnboundedReceiver<Done>,
@@ -440,18 +570,10 @@ async fn write_completions(
 ) {
     let mut buffer = Vec::new();
     while done.recv_many(&mut buffer, COMPLETION_BATCH).await > 0 {
-        let count = buffer.len();
-        let mut completions = Vec::with_capacity(count);
-        let mut handed_back = Vec::new();
-        for message in buffer.drain(..) {
-            match message {
-                Done::Completed(c) => completions.push(*c),
-                Done::HandedBack(task, token) => handed_back.push((task, token)),
-            }
-        }
+        let report = Report::of(buffer.drain(..));
         let mut delay = Duration::from_millis(50);
         loop {
-            match write(&scheduler, &completions, &handed_back).await {
+            match write(&scheduler, &report).await {
                 Ok(batches) => {
                     for batch in batches {
                         scheduler.notify_batch(batch);
@@ -460,27 +582,31 @@ async fn write_completions(
                 }
                 Err(err) => {
                     // Keep the completions: they are the only record of these attempts.
-                    tracing::error!("writing {count} completion(s) failed, retrying: {err:#}");
+                    tracing::error!(
+                        "writing {} completion(s) failed, retrying: {err:#}",
+                        report.completions.len()
+                    );
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
                 }
             }
         }
-        held.send_modify(|n| *n -= count);
-        scheduler.wake.notify_one();
+        if report.ends() > 0 {
+            held.send_modify(|n| *n -= report.ends());
+            scheduler.wake.notify_one();
+        }
     }
 }
 
-async fn write(
-    scheduler: &Scheduler,
-    completions: &[Completion],
-    handed_back: &[(TaskId, i64)],
-) -> anyhow::Result<Vec<BatchId>> {
+async fn write(scheduler: &Scheduler, report: &Report) -> anyhow::Result<Vec<BatchId>> {
     let mut batches = Vec::new();
-    if !completions.is_empty() {
+    if !report.starts.is_empty() {
+        scheduler.store.task_start(report.starts.clone()).await?;
+    }
+    if !report.completions.is_empty() {
         let result = scheduler
             .store
-            .task_complete(completions.to_vec(), now_micros())
+            .task_complete(report.completions.clone(), now_micros())
             .await?;
         if result.stale > 0 {
             tracing::warn!(
@@ -490,31 +616,33 @@ async fn write(
         }
         batches.extend(result.ended.iter().map(|&(_, batch)| batch));
     }
-    if !handed_back.is_empty() {
-        scheduler.store.task_release(handed_back.to_vec()).await?;
+    if !report.handed_back.is_empty() {
+        let result = scheduler
+            .store
+            .task_release(report.handed_back.clone(), now_micros())
+            .await?;
+        batches.extend(result.ended.iter().map(|&(_, batch)| batch));
     }
     batches.sort_unstable();
     batches.dedup();
     Ok(batches)
 }
 
-/// Renews the leases of this node's tasks while it holds any, and stops the runs that
-/// were cancelled elsewhere.
-async fn keep_leases(
-    scheduler: Arc<Scheduler>,
-    mut held: watch::Receiver<usize>,
-    stop: CancellationToken,
-) {
+/// Renews the leases of this node's tasks while it holds any; stops the runs that were
+/// cancelled, and hands back the cancelled tasks it reserved, which then never start.
+async fn keep_leases(ctx: Arc<Ctx>) {
+    let scheduler = &ctx.scheduler;
     let every = scheduler.config.lease / 3;
+    let mut held = ctx.held.subscribe();
     loop {
         tokio::select! {
             changed = held.wait_for(|n| *n > 0) => if changed.is_err() { return },
-            () = stop.cancelled() => return,
+            () = ctx.hand_back.cancelled() => return,
         }
         tokio::select! {
             () = tokio::time::sleep(every) => {}
             () = scheduler.renew_now.notified() => {}
-            () = stop.cancelled() => return,
+            () = ctx.hand_back.cancelled() => return,
         }
         let until = now_micros() + duration_micros(scheduler.config.lease);
         match scheduler
@@ -523,6 +651,7 @@ async fn keep_leases(
             .await
         {
             Ok(cancelled) => {
+                ctx.give_back(ctx.reserved.take(&cancelled));
                 let running = scheduler.running.lock().expect("running lock");
                 for task in cancelled {
                     if let Some(run) = running.get(&task) {
@@ -606,32 +735,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn claims_far_ahead_for_short_runs_and_barely_for_long_ones() {
-        let ahead = Duration::from_millis(50);
+    fn holds_ahead_only_what_claims_would_leave_idle() {
         let pace = Pace::default();
+        pace.claimed(Duration::from_millis(1));
+        assert_eq!(pace.ahead(2, 4096), 0, "none before any run has ended");
+        pace.ran(Duration::from_micros(10));
+        assert_eq!(pace.ahead(2, 4096), 400, "two claims' worth for each slot");
+        assert_eq!(pace.ahead(2, 100), 100, "capped");
+        let pace = Pace::default();
+        pace.claimed(Duration::from_millis(1));
+        pace.ran(Duration::from_millis(800));
         assert_eq!(
-            pace.prefetch(2, ahead, 4096),
-            2,
-            "one per slot before any run"
+            pace.ahead(6, 4096),
+            0,
+            "none for runs much longer than a claim"
         );
-        pace.record(Duration::from_micros(10));
-        assert_eq!(pace.prefetch(2, ahead, 4096), 4096, "capped");
-        let pace = Pace::default();
-        pace.record(Duration::from_millis(1));
-        assert_eq!(pace.prefetch(2, ahead, 4096), 100);
-        let pace = Pace::default();
-        pace.record(Duration::from_secs(3));
-        assert_eq!(pace.prefetch(2, ahead, 4096), 2, "at least one per slot");
-        assert_eq!(pace.prefetch(2, ahead, 0), 0, "none when none is allowed");
     }
 
     #[test]
     fn the_pace_follows_a_change_of_run_times() {
         let pace = Pace::default();
-        pace.record(Duration::from_micros(10));
+        pace.claimed(Duration::from_millis(10));
+        pace.ran(Duration::from_micros(10));
         for _ in 0..100 {
-            pace.record(Duration::from_millis(10));
+            pace.ran(Duration::from_millis(10));
         }
-        assert_eq!(pace.prefetch(1, Duration::from_millis(50), 4096), 5);
+        assert_eq!(pace.ahead(1, 4096), 2);
     }
 }
