@@ -1,6 +1,6 @@
-//! `qhost bench`: fills a fresh store with no-op (`echo`) tasks, drains it with one node
-//! (or several on PostgreSQL), and reports throughput and latency, so users can measure
-//! their own hardware.
+//! `qhost bench`: fills a fresh store with no-op (`echo`) tasks, or tasks that sleep,
+//! drains it with one node (or several on PostgreSQL), and reports throughput and latency,
+//! so users can measure their own hardware.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,6 +16,8 @@ use crate::store::{AttemptFilter, BatchSpec, Store, TaskSpec};
 
 /// The `echo` guest, built from guest-examples/echo.
 const ECHO: &[u8] = include_bytes!("../../assets/echo.wasm");
+/// The `sleep` guest, built from guest-examples/sleep.
+const SLEEP: &[u8] = include_bytes!("../../assets/sleep.wasm");
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -45,6 +47,10 @@ pub struct BenchArgs {
     /// Nodes draining the queue at once, each with its own slots (PostgreSQL only).
     #[arg(long, default_value_t = 1)]
     pub nodes: usize,
+    /// Each task sleeps this many milliseconds instead of returning at once: how well
+    /// the slots of every node are kept busy with work longer than a claim.
+    #[arg(long, default_value_t = 0)]
+    pub task_ms: u64,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -125,13 +131,17 @@ async fn drain(
     }
     let scheduler = schedulers[0].clone();
     let store = scheduler.store().clone();
-    let echo = scheduler
-        .module_add(ECHO.to_vec(), Some("echo".into()), None)
+    let (guest, name, input) = match args.task_ms {
+        0 => (ECHO, "echo", b"bench".to_vec()),
+        ms => (SLEEP, "sleep", ms.to_string().into_bytes()),
+    };
+    let module = scheduler
+        .module_add(guest.to_vec(), Some(name.into()), None)
         .await?
         .digest;
 
     println!(
-        "qhost bench: {} echo tasks, {} node(s) of {} worker(s), {} batch(es), {} order(s) per batch, {} group(s), {}",
+        "qhost bench: {} {name} tasks, {} node(s) of {} worker(s), {} batch(es), {} order(s) per batch, {} group(s), {}",
         args.tasks,
         args.nodes,
         args.workers,
@@ -151,7 +161,7 @@ async fn drain(
             .map(|i| TaskSpec {
                 order: (i * args.orders / count.max(1)) as i64,
                 group: (args.groups > 0).then(|| format!("g{}", (next + i) % args.groups)),
-                ..TaskSpec::new(echo, b"bench".to_vec())
+                ..TaskSpec::new(module, input.clone())
             })
             .collect();
         next += count;
@@ -189,12 +199,20 @@ async fn drain(
     for node in nodes {
         node.stop(Duration::from_secs(10)).await?;
     }
+    let rate = args.tasks as f64 / drain_time.as_secs_f64();
     println!(
-        "drained {} tasks in {:.2} s: {:.0} tasks/s",
+        "drained {} tasks in {:.2} s: {rate:.0} tasks/s",
         args.tasks,
         drain_time.as_secs_f64(),
-        args.tasks as f64 / drain_time.as_secs_f64()
     );
+    if args.task_ms > 0 {
+        // Every slot of every node busy all the time, with no gap between tasks.
+        let ideal = (args.nodes * args.workers) as f64 * 1000.0 / args.task_ms as f64;
+        println!(
+            "the slots were kept {:.1}% busy ({ideal:.0} tasks/s if no slot were ever idle)",
+            100.0 * rate / ideal
+        );
+    }
     report_run_times(&*store).await?;
     Ok(())
 }
