@@ -95,8 +95,9 @@ impl SchedulerConfig {
 pub(crate) struct LocalRun {
     pub(crate) batch: BatchId,
     pub(crate) cancel: CancellationToken,
-    /// The slot, once the run has one.
-    pub(crate) slot: Option<usize>,
+    /// How it runs, once it has started in a slot: this node shows it running before the
+    /// store has its start mark.
+    pub(crate) started: Option<RunningTask>,
 }
 
 /// Something that happened to a batch's tasks, for waiters.
@@ -459,9 +460,21 @@ impl Scheduler {
         let local = self.running.lock().expect("running lock");
         for task in &mut running {
             if task.node == self.config.node {
-                task.slot = local.get(&task.task).and_then(|run| run.slot);
+                task.slot = local
+                    .get(&task.task)
+                    .and_then(|run| run.started.as_ref())
+                    .and_then(|started| started.slot);
             }
         }
+        // Started here, their start marks not yet written.
+        let listed: std::collections::HashSet<TaskId> = running.iter().map(|r| r.task).collect();
+        running.extend(
+            local
+                .values()
+                .filter_map(|run| run.started.clone())
+                .filter(|started| !listed.contains(&started.task)),
+        );
+        running.sort_by_key(|r| (r.since, r.task));
         Ok(running)
     }
 

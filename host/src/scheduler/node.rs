@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -206,6 +206,9 @@ struct Ctx {
     done: mpsc::UnboundedSender<Done>,
     /// Tasks this node holds: claimed and not yet completed or handed back in the store.
     held: Arc<watch::Sender<usize>>,
+    /// Of those, the ones reserved or running: a slot whose run ended is free for the
+    /// next claim while the writer records the end.
+    busy: AtomicUsize,
     /// Cancelled when the node stops for good: runs still going are handed back.
     hand_back: CancellationToken,
 }
@@ -216,6 +219,7 @@ impl Ctx {
         if tasks.is_empty() {
             return;
         }
+        self.busy.fetch_sub(tasks.len(), Ordering::Relaxed);
         let mut running = self.scheduler.running.lock().expect("running lock");
         for task in tasks {
             running.remove(&task.id);
@@ -237,6 +241,7 @@ async fn run(
         reserved: Reserved::default(),
         done: done_tx,
         held: held.clone(),
+        busy: AtomicUsize::new(0),
         hand_back: CancellationToken::new(),
     });
     let writer = tokio::spawn(write_completions(scheduler.clone(), done_rx, held.clone()));
@@ -311,7 +316,7 @@ async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyhow::Result<
             return Ok(());
         }
         let capacity = workers + scheduler.pace.ahead(workers, config.prefetch);
-        let holding = *ctx.held.borrow();
+        let holding = ctx.busy.load(Ordering::Relaxed);
         let room = capacity.saturating_sub(holding);
         // Claim in large batches: wait until half the capacity is free, unless slots would
         // otherwise go idle.
@@ -344,6 +349,7 @@ async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyhow::Result<
             full = claimed.len() == room;
             if !claimed.is_empty() {
                 ctx.held.send_modify(|n| *n += claimed.len());
+                ctx.busy.fetch_add(claimed.len(), Ordering::Relaxed);
                 let mut running = scheduler.running.lock().expect("running lock");
                 for task in &claimed {
                     scheduler.metrics.claimed(task.id, task.claimed_at);
@@ -352,7 +358,7 @@ async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyhow::Result<
                         LocalRun {
                             batch: task.batch,
                             cancel: CancellationToken::new(),
-                            slot: None,
+                            started: None,
                         },
                     );
                 }
@@ -436,20 +442,31 @@ async fn reclaim_on_change(ctx: Arc<Ctx>, stop: CancellationToken) {
 
 async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
     let scheduler = &ctx.scheduler;
+    let started_at = now_micros();
     let cancel = {
         let mut running = scheduler.running.lock().expect("running lock");
         let run = running.entry(task.id).or_insert_with(|| LocalRun {
             batch: task.batch,
             cancel: CancellationToken::new(),
-            slot: None,
+            started: None,
         });
-        run.slot = Some(slot.index());
+        run.started = Some(RunningTask {
+            task: task.id,
+            batch: task.batch,
+            node: scheduler.config.node.clone(),
+            slot: Some(slot.index()),
+            attempt: task.attempt,
+            group: task.group.clone(),
+            order: task.order,
+            since: started_at,
+            lease_expires: task.claimed_at + duration_micros(scheduler.config.lease),
+        });
         run.cancel.clone()
     };
     let _ = ctx.done.send(Done::Started(Start {
         task: task.id,
         lease_token: task.lease_token,
-        at: now_micros(),
+        at: started_at,
     }));
     let run = async {
         let module = scheduler.module(task.module).await?;
@@ -477,6 +494,9 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
         .lock()
         .expect("running lock")
         .remove(&task.id);
+    // The slot is free: claim for it while the writer records this end.
+    ctx.busy.fetch_sub(1, Ordering::Relaxed);
+    scheduler.wake.notify_one();
     let node = scheduler.config.node.clone();
     let message = match ended {
         None => Done::HandedBack(task.id, task.lease_token),
