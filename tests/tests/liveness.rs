@@ -1,0 +1,241 @@
+//! Liveness end to end: real `qhost serve` processes, on SQLite or on PostgreSQL shared by
+//! two nodes, judged from the execution log. Not only that no rule is broken, but that the
+//! scheduler does the right thing at once: no slot idles while work waits, a raised
+//! priority decides the next start, tasks of one priority start in submission order, and
+//! work freed by a group starts at once on whichever node has a free slot.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use qhost::runtime::Outcome;
+use qhost::scheduler::rules::{Span, peak_overlap};
+use qhost::store::AttemptRecord;
+use qhost_tests::pg::TestDb;
+use qhost_tests::server::{Server, call};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "liveness-test-admin-token";
+
+/// How long any one test may wait for its work to end, even when the scheduler is broken.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// One `qhost serve` node, driven over HTTP with the admin token.
+struct Node {
+    name: String,
+    server: Server,
+}
+
+impl Node {
+    /// A node named `name` with `workers` slots, on PostgreSQL at `db` or, with none, on
+    /// SQLite in its data directory; returns once it listens.
+    fn start(data: &Path, name: &str, workers: usize, db: Option<&str>) -> Node {
+        let server = Server::start_with(&data.join(name), workers, |command| {
+            command
+                .args(["--node", name])
+                .env("QHOST_ADMIN_TOKEN", TOKEN);
+            if let Some(db) = db {
+                command.args(["--db", db]);
+            }
+        });
+        Node {
+            name: name.to_owned(),
+            server,
+        }
+    }
+
+    fn call_as(&self, credential: &str, method: &str, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}{path}", self.server.url);
+        let (status, body) = call(method, &url, Some(credential), body);
+        assert!(
+            status < 300,
+            "{method} {path} on {}: {status} {body}",
+            self.name
+        );
+        body
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        self.call_as(TOKEN, method, path, body)
+    }
+
+    /// Adds the guest `guest` through this node, which compiles it now rather than at its
+    /// first run there (a compilation would delay that run's start).
+    fn upload(&self, guest: &str) {
+        let bytes = std::fs::read(qhost_tests::guest(guest)).unwrap();
+        let response = ureq::post(format!("{}/v1/modules?name={guest}", self.server.url))
+            .header("Authorization", format!("Bearer {TOKEN}"))
+            .send(&bytes[..])
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201, "uploading {guest}");
+    }
+
+    /// Opens a batch and submits `tasks` into it; returns the batch and the task ids in
+    /// submission order.
+    fn submit_batch(&self, tasks: Vec<Value>) -> (i64, Vec<i64>) {
+        let opened = self.call("POST", "/v1/batches", Some(json!({})));
+        let batch = opened["batch"]["id"].as_i64().unwrap();
+        let submitted = self.call(
+            "POST",
+            &format!("/v1/batches/{batch}/tasks"),
+            Some(json!({ "tasks": tasks })),
+        );
+        let ids = submitted["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_i64().unwrap())
+            .collect();
+        (batch, ids)
+    }
+
+    /// Long-polls until every task of `batch` has ended, within [`PATIENCE`] of `since`.
+    fn wait(&self, batch: i64, since: Instant) {
+        loop {
+            let info = self.call(
+                "GET",
+                &format!("/v1/batches/{batch}/wait?timeout=10s"),
+                None,
+            );
+            let progress = &info["progress"];
+            let open: u64 = ["waiting", "ready", "running"]
+                .iter()
+                .map(|k| progress[k].as_u64().unwrap())
+                .sum();
+            if open == 0 {
+                return;
+            }
+            assert!(
+                since.elapsed() < PATIENCE,
+                "batch {batch} did not end within {PATIENCE:?}: {info}"
+            );
+        }
+    }
+
+    /// The whole execution log, page by page.
+    fn log(&self) -> Vec<AttemptRecord> {
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.call(
+                "GET",
+                &format!("/v1/attempts?after={after}&limit=1000"),
+                None,
+            );
+            let attempts: Vec<AttemptRecord> =
+                serde_json::from_value(page["attempts"].clone()).unwrap();
+            if attempts.is_empty() {
+                return all;
+            }
+            after = page["next"].as_i64().unwrap();
+            all.extend(attempts);
+        }
+    }
+}
+
+/// The log of the tasks `ids` (in submission order), one attempt each, all succeeded,
+/// sorted by start.
+fn ran_once(log: Vec<AttemptRecord>, ids: &[i64]) -> Vec<AttemptRecord> {
+    let mut log: Vec<AttemptRecord> = log.into_iter().filter(|a| ids.contains(&a.task)).collect();
+    log.sort_by_key(|a| (a.started_at, a.task));
+    let positions = positions(ids);
+    let tasks: HashSet<i64> = log.iter().map(|a| a.task).collect();
+    assert!(
+        log.len() == ids.len()
+            && tasks.len() == ids.len()
+            && log.iter().all(|a| a.outcome == Outcome::Succeeded),
+        "each of the {} tasks should have run once and succeeded:\n{}",
+        ids.len(),
+        timeline(&log, &positions)
+    );
+    log
+}
+
+/// Task id -> 1-based submission position.
+fn positions(ids: &[i64]) -> HashMap<i64, usize> {
+    ids.iter().enumerate().map(|(i, &id)| (id, i + 1)).collect()
+}
+
+/// The log as a table a reader can follow: submission position, task, group, node, slot,
+/// start and end in milliseconds after the first start.
+fn timeline(log: &[AttemptRecord], positions: &HashMap<i64, usize>) -> String {
+    let origin = log.iter().map(|a| a.started_at).min().unwrap_or(0);
+    let ms = |t: i64| (t - origin) as f64 / 1000.0;
+    let mut text = String::from(
+        "  pos  task  group  node  slot     start       end  (ms after the first start)\n",
+    );
+    for a in log {
+        text.push_str(&format!(
+            "  {:>3}  {:>4}  {:>5}  {:>4}  {:>4}  {:>8.1}  {:>8.1}\n",
+            positions.get(&a.task).copied().unwrap_or(0),
+            a.task,
+            a.group.as_deref().unwrap_or("-"),
+            a.node,
+            a.slot.map_or("-".to_owned(), |s| s.to_string()),
+            ms(a.started_at),
+            ms(a.ended_at),
+        ));
+    }
+    text
+}
+
+/// Two nodes of six slots, `n1` and `n2`, on the PostgreSQL database `db`, both in its
+/// node registry, each with the `sleep` guest compiled.
+fn two_nodes(db: &str, data: &Path) -> Vec<Node> {
+    let nodes: Vec<Node> = ["n1", "n2"]
+        .iter()
+        .map(|name| Node::start(data, name, 6, Some(db)))
+        .collect();
+    let registry = nodes[0].call("GET", "/v1/nodes", None);
+    let mut registered: Vec<&str> = registry
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["node"].as_str())
+        .collect();
+    registered.sort_unstable();
+    assert_eq!(registered, ["n1", "n2"], "both nodes are up: {registry}");
+    for node in &nodes {
+        node.upload("sleep");
+    }
+    nodes
+}
+
+/// No slot idles while work waits, across nodes: two nodes of six slots on one PostgreSQL
+/// database run twelve long tasks of one batch in one wave, six on each node, though all
+/// twelve were submitted through the first.
+#[test]
+fn long_tasks_fill_every_slot_of_every_node_at_once() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let nodes = two_nodes(&db.url, data.path());
+
+    let begun = Instant::now();
+    let tasks = (0..12)
+        .map(|_| json!({"module": "sleep", "input": "800"}))
+        .collect();
+    let (batch, ids) = nodes[0].submit_batch(tasks);
+    nodes[1].wait(batch, begun);
+
+    let log = ran_once(nodes[1].log(), &ids);
+    let positions = positions(&ids);
+    let spans: Vec<Span> = log.iter().map(Span::from).collect();
+    let peak = peak_overlap(&spans);
+    let first_end = log.iter().map(|a| a.ended_at).min().unwrap();
+    let second_wave: Vec<usize> = log
+        .iter()
+        .filter(|a| a.started_at >= first_end)
+        .map(|a| positions[&a.task])
+        .collect();
+    let on = |node: &str| log.iter().filter(|a| a.node == node).count();
+    assert!(
+        peak == 12 && second_wave.is_empty() && on("n1") == 6 && on("n2") == 6,
+        "12 tasks of 800 ms on two nodes of 6 slots should run in one wave, 6 on each node; \
+         at most {peak} ran at once, {} on n1 and {} on n2, and positions {second_wave:?} \
+         started only after another task had ended:\n{}",
+        on("n1"),
+        on("n2"),
+        timeline(&log, &positions)
+    );
+}
