@@ -112,6 +112,27 @@ impl Node {
         }
     }
 
+    /// Polls the running-now view until `task` has started in a slot (no event says so).
+    fn wait_started(&self, task: i64) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let running = self.call("GET", "/v1/running", None);
+            let started = running
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["task"] == task && !r["slot"].is_null());
+            if started {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "task {task} did not start within {PATIENCE:?}: {running}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// The whole execution log, page by page.
     fn log(&self) -> Vec<AttemptRecord> {
         let mut all = Vec::new();
@@ -179,6 +200,11 @@ fn timeline(log: &[AttemptRecord], positions: &HashMap<i64, usize>) -> String {
     text
 }
 
+/// Submission positions in start order.
+fn start_order(log: &[AttemptRecord], positions: &HashMap<i64, usize>) -> Vec<usize> {
+    log.iter().map(|a| positions[&a.task]).collect()
+}
+
 /// Two nodes of six slots, `n1` and `n2`, on the PostgreSQL database `db`, both in its
 /// node registry, each with the `sleep` guest compiled.
 fn two_nodes(db: &str, data: &Path) -> Vec<Node> {
@@ -238,4 +264,85 @@ fn long_tasks_fill_every_slot_of_every_node_at_once() {
         on("n2"),
         timeline(&log, &positions)
     );
+}
+
+/// Tasks submitted alone (a batch each) to a node of one slot: the first sleeps 2 s, the
+/// others 100 ms. While the first runs, every fifth task is raised to its position as
+/// priority, with its own handle.
+fn raised_priorities_decide_the_next_starts(db: Option<&str>) {
+    const TASKS: usize = 30;
+    const EVERY: usize = 5;
+    let data = tempfile::tempdir().unwrap();
+    let node = Node::start(data.path(), "n1", 1, db);
+    node.upload("sleep");
+
+    let begun = Instant::now();
+    let submitted: Vec<(i64, i64, String)> = (1..=TASKS)
+        .map(|position| {
+            let input = if position == 1 { "2000" } else { "100" };
+            let alone = node.call(
+                "POST",
+                "/v1/tasks",
+                Some(json!({"module": "sleep", "input": input})),
+            );
+            (
+                alone["task"].as_i64().unwrap(),
+                alone["batch"].as_i64().unwrap(),
+                alone["handle"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let ids: Vec<i64> = submitted.iter().map(|(id, _, _)| *id).collect();
+    let first = ids[0];
+
+    node.wait_started(first);
+    let raised: Vec<usize> = (EVERY..=TASKS).step_by(EVERY).collect();
+    for &position in &raised {
+        let (task, _, handle) = &submitted[position - 1];
+        node.call_as(
+            handle,
+            "PUT",
+            &format!("/v1/tasks/{task}/priority"),
+            Some(json!({"priority": position})),
+        );
+    }
+    let ended_so_far = node.call("GET", &format!("/v1/attempts?task={first}"), None);
+    assert_eq!(
+        ended_so_far["attempts"].as_array().unwrap().len(),
+        0,
+        "the first task ended before every priority was raised: the test proves nothing; \
+         make the first task longer"
+    );
+
+    for (_, batch, _) in &submitted {
+        node.wait(*batch, begun);
+    }
+    let log = ran_once(node.log(), &ids);
+    let positions = positions(&ids);
+    let mut expected = vec![1];
+    expected.extend(raised.iter().rev());
+    expected.extend((2..=TASKS).filter(|p| !raised.contains(p)));
+    assert_eq!(
+        start_order(&log, &positions),
+        expected,
+        "on one slot, once the first task has ended, the raised tasks (positions {raised:?}, \
+         their position as priority) should run highest first, then the rest in submission \
+         order; start order (submission positions) left, expected right:\n{}",
+        timeline(&log, &positions)
+    );
+}
+
+/// A raised priority reaches every task that has not started, though the node claims
+/// ahead of its slots: on SQLite.
+#[test]
+fn a_raised_priority_reaches_every_task_not_started() {
+    raised_priorities_decide_the_next_starts(None);
+}
+
+/// A raised priority reaches every task that has not started: on PostgreSQL.
+#[test]
+fn a_raised_priority_reaches_every_task_not_started_on_postgres() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    raised_priorities_decide_the_next_starts(Some(&db.url));
 }
