@@ -346,3 +346,104 @@ fn a_raised_priority_reaches_every_task_not_started_on_postgres() {
     let db = runtime.block_on(TestDb::new());
     raised_priorities_decide_the_next_starts(Some(&db.url));
 }
+
+/// Twelve tasks of one batch, in submission order; the odd positions (1-based) in group
+/// `g{position % 4}` (limit 1), so groups g1 (1, 5, 9) and g3 (3, 7, 11) hold back their
+/// later tasks while the even positions are free to run.
+fn grouped_batch(millis: u64) -> Vec<Value> {
+    (1..=12)
+        .map(|position| {
+            let mut task = json!({"module": "sleep", "input": millis.to_string()});
+            if position % 2 == 1 {
+                task["group"] = json!(format!("g{}", position % 4));
+            }
+            task
+        })
+        .collect()
+}
+
+/// Starts this close together are one decision of the scheduler, in any order: the runs
+/// of one claim begin as their slots are handed out.
+const SAME_INSTANT: i64 = 50_000;
+
+/// Where a task started before one submitted earlier that nothing held back (all of one
+/// priority, submitted at once, in groups of limit 1): for each start `s`, every task `u`
+/// submitted earlier must have started by then (or within [`SAME_INSTANT`] after), unless
+/// its group was taken at that moment: by a task other than `s` running then, or by one
+/// submitted before `u` starting at the same instant.
+fn overtakings(log: &[AttemptRecord], positions: &HashMap<i64, usize>) -> Vec<String> {
+    let position = |a: &AttemptRecord| positions[&a.task];
+    let mut found = Vec::new();
+    for s in log {
+        let at = s.started_at;
+        for u in log {
+            if position(u) >= position(s) || u.started_at <= at + SAME_INSTANT {
+                continue;
+            }
+            let group_taken = u.group.is_some()
+                && log.iter().any(|v| {
+                    v.group == u.group
+                        && v.task != u.task
+                        && v.task != s.task
+                        && ((v.started_at <= at && at < v.ended_at)
+                            || (position(v) < position(u)
+                                && at < v.started_at
+                                && v.started_at <= at + SAME_INSTANT))
+                });
+            if !group_taken {
+                found.push(format!(
+                    "position {} started {:.1} ms after position {}, submitted later, though \
+                     {}",
+                    position(u),
+                    (u.started_at - at) as f64 / 1000.0,
+                    position(s),
+                    match &u.group {
+                        Some(group) => format!("its group {group} was free"),
+                        None => "it has no group".to_owned(),
+                    }
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// FIFO within a priority over several waves, on one node of six slots: the first wave is
+/// the first six claimable tasks in submission order, and no task ever starts before a
+/// claimable task submitted earlier.
+fn one_priority_starts_in_submission_order(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let node = Node::start(data.path(), "n1", 6, db);
+    node.upload("sleep");
+    let begun = Instant::now();
+    let (batch, ids) = node.submit_batch(grouped_batch(300));
+    node.wait(batch, begun);
+
+    let log = ran_once(node.log(), &ids);
+    let positions = positions(&ids);
+    let mut first_wave = start_order(&log[..6], &positions);
+    first_wave.sort_unstable();
+    let overtaken = overtakings(&log, &positions);
+    assert!(
+        first_wave == [1, 2, 3, 4, 6, 8] && overtaken.is_empty(),
+        "the first wave should be the first six claimable tasks, positions [1, 2, 3, 4, 6, \
+         8], and it was {first_wave:?}; no task should start before a claimable one \
+         submitted earlier:\n  {}\n{}",
+        overtaken.join("\n  "),
+        timeline(&log, &positions)
+    );
+}
+
+/// Tasks of one priority start in submission order: on SQLite.
+#[test]
+fn tasks_of_one_priority_start_in_submission_order() {
+    one_priority_starts_in_submission_order(None);
+}
+
+/// Tasks of one priority start in submission order: on PostgreSQL.
+#[test]
+fn tasks_of_one_priority_start_in_submission_order_on_postgres() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    one_priority_starts_in_submission_order(Some(&db.url));
+}
