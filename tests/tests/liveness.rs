@@ -515,3 +515,134 @@ fn freed_work_starts_at_once_on_whichever_node_is_idle() {
         );
     }
 }
+
+/// An attempt of task `task` (its id is its submission position) from `start` to `end`
+/// milliseconds, for the checkers' own test.
+fn attempt(task: i64, group: Option<&str>, start: i64, end: i64) -> AttemptRecord {
+    AttemptRecord {
+        task,
+        batch: 1,
+        attempt: 1,
+        node: "n1".to_owned(),
+        slot: Some(0),
+        group: group.map(str::to_owned),
+        order: 0,
+        started_at: start * 1000,
+        ended_at: end * 1000,
+        outcome: Outcome::Succeeded,
+        error: None,
+        logs: Vec::new(),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    }
+}
+
+/// The checkers pass the log the rules give for the grouped batch on six slots, and
+/// catch what went wrong: an overtaking within the batch, within a group, a late start.
+#[test]
+fn the_checkers_tell_a_right_log_from_a_wrong_one() {
+    let group = |p: i64| (p % 2 == 1).then(|| ["g1", "g3"][(p % 4 / 2) as usize]);
+    let log = |waves: &[(i64, i64)]| -> Vec<AttemptRecord> {
+        waves
+            .iter()
+            .map(|&(p, start)| attempt(p, group(p), start, start + 300))
+            .collect()
+    };
+    let positions: HashMap<i64, usize> = (1..=12).map(|p| (p, p as usize)).collect();
+    // Six slots: 10 and 12 wait for the first wave to end.
+    let right = log(&[
+        (1, 0),
+        (2, 0),
+        (3, 1),
+        (4, 1),
+        (6, 1),
+        (8, 2),
+        (5, 305),
+        (7, 304),
+        (10, 303),
+        (12, 303),
+        (9, 610),
+        (11, 609),
+    ]);
+    assert_eq!(overtakings(&right, &positions), Vec::<String>::new());
+    // Twelve slots: only the groups hold tasks back.
+    let right = log(&[
+        (1, 0),
+        (2, 0),
+        (3, 1),
+        (4, 1),
+        (6, 1),
+        (8, 2),
+        (10, 2),
+        (12, 3),
+        (5, 305),
+        (7, 304),
+        (9, 610),
+        (11, 609),
+    ]);
+    assert_eq!(overtakings(&right, &positions), Vec::<String>::new());
+    assert_eq!(late_starts(&right, &positions), Vec::<String>::new());
+
+    // Task 12 took the slot of 8, which ran in the next wave.
+    let overtaken = log(&[
+        (12, 0),
+        (1, 0),
+        (2, 0),
+        (3, 1),
+        (4, 1),
+        (6, 1),
+        (8, 302),
+        (10, 302),
+        (5, 303),
+        (7, 303),
+        (9, 606),
+        (11, 606),
+    ]);
+    let found = overtakings(&overtaken, &positions);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("position 8 started 302.0 ms after position 12"));
+    assert_eq!(late_starts(&overtaken, &positions).len(), 2);
+
+    // Within g1, task 9 ran before 5.
+    let unfair = log(&[
+        (1, 0),
+        (2, 0),
+        (3, 1),
+        (4, 1),
+        (6, 1),
+        (8, 2),
+        (9, 305),
+        (7, 304),
+        (10, 303),
+        (12, 303),
+        (5, 610),
+        (11, 609),
+    ]);
+    let found = overtakings(&unfair, &positions);
+    assert!(
+        found.iter().all(|f| f.starts_with("position 5 "))
+            && found
+                .iter()
+                .any(|f| f.contains("305.0 ms after position 9")),
+        "{found:?}"
+    );
+
+    // Task 5 waited 100 ms after its group was freed.
+    let slow = log(&[
+        (1, 0),
+        (2, 0),
+        (3, 1),
+        (4, 1),
+        (6, 1),
+        (8, 2),
+        (10, 2),
+        (12, 3),
+        (5, 400),
+        (7, 304),
+        (9, 705),
+        (11, 609),
+    ]);
+    let found = late_starts(&slow, &positions);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("position 5 started on n1 100.0 ms after position 1"));
+}
