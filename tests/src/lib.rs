@@ -1,5 +1,6 @@
 //! Helpers shared by qhost's integration tests and benchmarks: where the wasm guests and
-//! the `qhost` binary are; a running `qhost serve` ([`server`]).
+//! the `qhost` binary are; a running `qhost serve` ([`server`]), and one named node of
+//! several driven over HTTP ([`serve_node`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,4 +89,5 @@ impl Rng {
 pub mod conformance;
 pub mod harness;
 pub mod pg;
+pub mod serve_node;
 pub mod server;

@@ -12,145 +12,49 @@ use qhost::runtime::Outcome;
 use qhost::scheduler::rules::{Span, peak_overlap};
 use qhost::store::AttemptRecord;
 use qhost_tests::pg::TestDb;
-use qhost_tests::server::{Server, call};
+use qhost_tests::serve_node::ServeNode;
 use serde_json::{Value, json};
-
-const TOKEN: &str = "liveness-test-admin-token";
 
 /// How long any one test may wait for its work to end, even when the scheduler is broken.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// One `qhost serve` node, driven over HTTP with the admin token.
-struct Node {
-    name: String,
-    server: Server,
+/// Tests that judge how soon things start run one at a time: run together, their servers
+/// would compete for the machine's cores and delay each other's starts.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl Node {
-    /// A node named `name` with `workers` slots, on PostgreSQL at `db` or, with none, on
-    /// SQLite in its data directory; returns once it listens.
-    fn start(data: &Path, name: &str, workers: usize, db: Option<&str>) -> Node {
-        let server = Server::start_with(&data.join(name), workers, |command| {
-            command
-                .args(["--node", name])
-                .env("QHOST_ADMIN_TOKEN", TOKEN);
-            if let Some(db) = db {
-                command.args(["--db", db]);
-            }
-        });
-        Node {
-            name: name.to_owned(),
-            server,
+/// A node named `name` with `workers` slots, on PostgreSQL at `db` or, with none, on SQLite
+/// in its data directory; returns once it listens.
+fn start(data: &Path, name: &str, workers: usize, db: Option<&str>) -> ServeNode {
+    ServeNode::start(data, name, workers, |command| {
+        if let Some(db) = db {
+            command.args(["--db", db]);
         }
-    }
+    })
+}
 
-    fn call_as(&self, credential: &str, method: &str, path: &str, body: Option<Value>) -> Value {
-        let url = format!("{}{path}", self.server.url);
-        let (status, body) = call(method, &url, Some(credential), body);
-        assert!(
-            status < 300,
-            "{method} {path} on {}: {status} {body}",
-            self.name
-        );
-        body
-    }
-
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        self.call_as(TOKEN, method, path, body)
-    }
-
-    /// Adds the guest `guest` through this node, which compiles it now rather than at its
-    /// first run there (a compilation would delay that run's start).
-    fn upload(&self, guest: &str) {
-        let bytes = std::fs::read(qhost_tests::guest(guest)).unwrap();
-        let response = ureq::post(format!("{}/v1/modules?name={guest}", self.server.url))
-            .header("Authorization", format!("Bearer {TOKEN}"))
-            .send(&bytes[..])
-            .unwrap();
-        assert_eq!(response.status().as_u16(), 201, "uploading {guest}");
-    }
-
-    /// Opens a batch and submits `tasks` into it; returns the batch and the task ids in
-    /// submission order.
-    fn submit_batch(&self, tasks: Vec<Value>) -> (i64, Vec<i64>) {
-        let opened = self.call("POST", "/v1/batches", Some(json!({})));
-        let batch = opened["batch"]["id"].as_i64().unwrap();
-        let submitted = self.call(
-            "POST",
-            &format!("/v1/batches/{batch}/tasks"),
-            Some(json!({ "tasks": tasks })),
-        );
-        let ids = submitted["tasks"]
+/// Polls the running-now view until `task` has started in a slot (no event says so).
+fn wait_started(node: &ServeNode, task: i64) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let running = node.call("GET", "/v1/running", None);
+        let started = running
             .as_array()
             .unwrap()
             .iter()
-            .map(|id| id.as_i64().unwrap())
-            .collect();
-        (batch, ids)
-    }
-
-    /// Long-polls until every task of `batch` has ended, within [`PATIENCE`] of `since`.
-    fn wait(&self, batch: i64, since: Instant) {
-        loop {
-            let info = self.call(
-                "GET",
-                &format!("/v1/batches/{batch}/wait?timeout=10s"),
-                None,
-            );
-            let progress = &info["progress"];
-            let open: u64 = ["waiting", "ready", "running"]
-                .iter()
-                .map(|k| progress[k].as_u64().unwrap())
-                .sum();
-            if open == 0 {
-                return;
-            }
-            assert!(
-                since.elapsed() < PATIENCE,
-                "batch {batch} did not end within {PATIENCE:?}: {info}"
-            );
+            .any(|r| r["task"] == task && !r["slot"].is_null());
+        if started {
+            return;
         }
-    }
-
-    /// Polls the running-now view until `task` has started in a slot (no event says so).
-    fn wait_started(&self, task: i64) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let running = self.call("GET", "/v1/running", None);
-            let started = running
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|r| r["task"] == task && !r["slot"].is_null());
-            if started {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "task {task} did not start within {PATIENCE:?}: {running}"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    /// The whole execution log, page by page.
-    fn log(&self) -> Vec<AttemptRecord> {
-        let mut all = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.call(
-                "GET",
-                &format!("/v1/attempts?after={after}&limit=1000"),
-                None,
-            );
-            let attempts: Vec<AttemptRecord> =
-                serde_json::from_value(page["attempts"].clone()).unwrap();
-            if attempts.is_empty() {
-                return all;
-            }
-            after = page["next"].as_i64().unwrap();
-            all.extend(attempts);
-        }
+        assert!(
+            Instant::now() < deadline,
+            "task {task} did not start within {PATIENCE:?}: {running}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -207,10 +111,10 @@ fn start_order(log: &[AttemptRecord], positions: &HashMap<i64, usize>) -> Vec<us
 
 /// Two nodes of six slots, `n1` and `n2`, on the PostgreSQL database `db`, both in its
 /// node registry, each with the `sleep` guest compiled.
-fn two_nodes(db: &str, data: &Path) -> Vec<Node> {
-    let nodes: Vec<Node> = ["n1", "n2"]
+fn two_nodes(db: &str, data: &Path) -> Vec<ServeNode> {
+    let nodes: Vec<ServeNode> = ["n1", "n2"]
         .iter()
-        .map(|name| Node::start(data, name, 6, Some(db)))
+        .map(|name| start(data, name, 6, Some(db)))
         .collect();
     let registry = nodes[0].call("GET", "/v1/nodes", None);
     let mut registered: Vec<&str> = registry
@@ -232,17 +136,17 @@ fn two_nodes(db: &str, data: &Path) -> Vec<Node> {
 /// twelve were submitted through the first.
 #[test]
 fn long_tasks_fill_every_slot_of_every_node_at_once() {
+    let _serial = one_at_a_time();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let db = runtime.block_on(TestDb::new());
     let data = tempfile::tempdir().unwrap();
     let nodes = two_nodes(&db.url, data.path());
 
-    let begun = Instant::now();
     let tasks = (0..12)
         .map(|_| json!({"module": "sleep", "input": "800"}))
         .collect();
     let (batch, ids) = nodes[0].submit_batch(tasks);
-    nodes[1].wait(batch, begun);
+    nodes[1].wait(batch, PATIENCE);
 
     let log = ran_once(nodes[1].log(), &ids);
     let positions = positions(&ids);
@@ -273,10 +177,9 @@ fn raised_priorities_decide_the_next_starts(db: Option<&str>) {
     const TASKS: usize = 30;
     const EVERY: usize = 5;
     let data = tempfile::tempdir().unwrap();
-    let node = Node::start(data.path(), "n1", 1, db);
+    let node = start(data.path(), "n1", 1, db);
     node.upload("sleep");
 
-    let begun = Instant::now();
     let submitted: Vec<(i64, i64, String)> = (1..=TASKS)
         .map(|position| {
             let input = if position == 1 { "2000" } else { "100" };
@@ -295,7 +198,7 @@ fn raised_priorities_decide_the_next_starts(db: Option<&str>) {
     let ids: Vec<i64> = submitted.iter().map(|(id, _, _)| *id).collect();
     let first = ids[0];
 
-    node.wait_started(first);
+    wait_started(&node, first);
     let raised: Vec<usize> = (EVERY..=TASKS).step_by(EVERY).collect();
     for &position in &raised {
         let (task, _, handle) = &submitted[position - 1];
@@ -315,7 +218,7 @@ fn raised_priorities_decide_the_next_starts(db: Option<&str>) {
     );
 
     for (_, batch, _) in &submitted {
-        node.wait(*batch, begun);
+        node.wait(*batch, PATIENCE);
     }
     let log = ran_once(node.log(), &ids);
     let positions = positions(&ids);
@@ -336,12 +239,14 @@ fn raised_priorities_decide_the_next_starts(db: Option<&str>) {
 /// ahead of its slots: on SQLite.
 #[test]
 fn a_raised_priority_reaches_every_task_not_started() {
+    let _serial = one_at_a_time();
     raised_priorities_decide_the_next_starts(None);
 }
 
 /// A raised priority reaches every task that has not started: on PostgreSQL.
 #[test]
 fn a_raised_priority_reaches_every_task_not_started_on_postgres() {
+    let _serial = one_at_a_time();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let db = runtime.block_on(TestDb::new());
     raised_priorities_decide_the_next_starts(Some(&db.url));
@@ -413,11 +318,10 @@ fn overtakings(log: &[AttemptRecord], positions: &HashMap<i64, usize>) -> Vec<St
 /// claimable task submitted earlier.
 fn one_priority_starts_in_submission_order(db: Option<&str>) {
     let data = tempfile::tempdir().unwrap();
-    let node = Node::start(data.path(), "n1", 6, db);
+    let node = start(data.path(), "n1", 6, db);
     node.upload("sleep");
-    let begun = Instant::now();
     let (batch, ids) = node.submit_batch(grouped_batch(300));
-    node.wait(batch, begun);
+    node.wait(batch, PATIENCE);
 
     let log = ran_once(node.log(), &ids);
     let positions = positions(&ids);
@@ -437,12 +341,14 @@ fn one_priority_starts_in_submission_order(db: Option<&str>) {
 /// Tasks of one priority start in submission order: on SQLite.
 #[test]
 fn tasks_of_one_priority_start_in_submission_order() {
+    let _serial = one_at_a_time();
     one_priority_starts_in_submission_order(None);
 }
 
 /// Tasks of one priority start in submission order: on PostgreSQL.
 #[test]
 fn tasks_of_one_priority_start_in_submission_order_on_postgres() {
+    let _serial = one_at_a_time();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let db = runtime.block_on(TestDb::new());
     one_priority_starts_in_submission_order(Some(&db.url));
@@ -493,14 +399,14 @@ fn late_starts(log: &[AttemptRecord], positions: &HashMap<i64, usize>) -> Vec<St
 /// which node claims first is a race, and one round may be lucky.
 #[test]
 fn freed_work_starts_at_once_on_whichever_node_is_idle() {
+    let _serial = one_at_a_time();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     for round in 1..=3 {
         let db = runtime.block_on(TestDb::new());
         let data = tempfile::tempdir().unwrap();
         let nodes = two_nodes(&db.url, data.path());
-        let begun = Instant::now();
         let (batch, ids) = nodes[0].submit_batch(grouped_batch(800));
-        nodes[1].wait(batch, begun);
+        nodes[1].wait(batch, PATIENCE);
 
         let log = ran_once(nodes[1].log(), &ids);
         let positions = positions(&ids);

@@ -11,103 +11,20 @@ use qhost::scheduler::rules::{self, Span};
 use qhost::store::AttemptRecord;
 use qhost_tests::Rng;
 use qhost_tests::pg::TestDb;
-use qhost_tests::server::{Server, call};
+use qhost_tests::serve_node::ServeNode;
 use serde_json::{Value, json};
 
-const TOKEN: &str = "nodes-test-admin-token";
-
-struct ServeNode {
-    name: String,
-    server: Server,
+/// A node named `name` on the database `db`, its clock `skew_ms` off.
+fn start(db: &str, name: &str, data: &Path, skew_ms: i64) -> ServeNode {
+    ServeNode::start(data, name, 2, |command| {
+        command
+            .args(["--lease", "3s", "--db", db])
+            .env("QHOST_CLOCK_SKEW_MS", skew_ms.to_string());
+    })
 }
 
-impl ServeNode {
-    /// A node named `name` on the database `db`, its clock `skew_ms` off.
-    fn start(db: &str, name: &str, data: &Path, skew_ms: i64) -> ServeNode {
-        let server = Server::start_with(&data.join(name), 2, |command| {
-            command
-                .args(["--lease", "3s", "--node", name, "--db", db])
-                .env("QHOST_ADMIN_TOKEN", TOKEN)
-                .env("QHOST_CLOCK_SKEW_MS", skew_ms.to_string());
-        });
-        ServeNode {
-            name: name.to_owned(),
-            server,
-        }
-    }
-
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let url = format!("{}{path}", self.server.url);
-        let (status, body) = call(method, &url, Some(TOKEN), body);
-        assert!(
-            status < 300,
-            "{method} {path} on {}: {status} {body}",
-            self.name
-        );
-        body
-    }
-
-    fn upload(&self, guest: &str) {
-        let bytes = std::fs::read(qhost_tests::guest(guest)).unwrap();
-        let response = ureq::post(format!("{}/v1/modules?name={guest}", self.server.url))
-            .header("Authorization", format!("Bearer {TOKEN}"))
-            .send(&bytes[..])
-            .unwrap();
-        assert_eq!(response.status().as_u16(), 201, "uploading {guest}");
-    }
-
-    /// Waits (long polls) until the batch has ended; returns its progress.
-    fn wait(&self, batch: i64) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let info = self.call(
-                "GET",
-                &format!("/v1/batches/{batch}/wait?timeout=30s"),
-                None,
-            );
-            let progress = &info["progress"];
-            let open = ["waiting", "ready", "reserved", "running"]
-                .iter()
-                .map(|k| progress[k].as_u64().unwrap())
-                .sum::<u64>();
-            if open == 0 {
-                return progress.clone();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "batch {batch} never ended: {info}"
-            );
-        }
-    }
-
-    /// The whole execution log, page by page.
-    fn log(&self) -> Vec<AttemptRecord> {
-        let mut all = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.call(
-                "GET",
-                &format!("/v1/attempts?after={after}&limit=1000"),
-                None,
-            );
-            let attempts: Vec<AttemptRecord> =
-                serde_json::from_value(page["attempts"].clone()).unwrap();
-            if attempts.is_empty() {
-                return all;
-            }
-            after = page["next"].as_i64().unwrap();
-            all.extend(attempts);
-        }
-    }
-
-    fn kill(&mut self) {
-        self.server.kill();
-    }
-
-    fn stop(self) -> std::process::ExitStatus {
-        self.server.stop()
-    }
-}
+/// How long a batch of these tests may take to end.
+const PATIENCE: Duration = Duration::from_secs(120);
 
 struct Workload {
     batches: Vec<(i64, Option<u64>)>,
@@ -216,14 +133,14 @@ fn three_nodes_share_the_work_and_keep_every_rule() {
         let db = runtime.block_on(TestDb::new());
         let data = tempfile::tempdir().unwrap();
         let nodes: Vec<ServeNode> = (1..=3)
-            .map(|n| ServeNode::start(&db.url, &format!("n{n}"), data.path(), 0))
+            .map(|n| start(&db.url, &format!("n{n}"), data.path(), 0))
             .collect();
         nodes[0].upload("misbehave");
         let mut rng = Rng(0xA076_1D64_78BD_642F ^ round);
         let workload = submit_workload(&nodes, &mut rng, 6);
         for (i, &(batch, _)) in workload.batches.iter().enumerate() {
             // Waited on through a node other than the one it was submitted to.
-            let progress = nodes[(i + 1) % 3].wait(batch);
+            let progress = nodes[(i + 1) % 3].wait(batch, PATIENCE);
             assert_eq!(progress["running"], 0);
         }
         let log = nodes[2].log();
@@ -248,7 +165,7 @@ fn a_killed_nodes_tasks_are_recovered_by_the_others() {
     let db = runtime.block_on(TestDb::new());
     let data = tempfile::tempdir().unwrap();
     let mut nodes: Vec<ServeNode> = (1..=3)
-        .map(|n| ServeNode::start(&db.url, &format!("n{n}"), data.path(), 0))
+        .map(|n| start(&db.url, &format!("n{n}"), data.path(), 0))
         .collect();
     nodes[0].upload("misbehave");
     let opened = nodes[0].call("POST", "/v1/batches", Some(json!({})));
@@ -278,7 +195,7 @@ fn a_killed_nodes_tasks_are_recovered_by_the_others() {
     }
     nodes[2].kill();
 
-    let progress = nodes[1].wait(batch);
+    let progress = nodes[1].wait(batch, PATIENCE);
     assert_eq!(progress["succeeded"], 24, "{progress}");
     let log = nodes[0].log();
     let lost: Vec<&AttemptRecord> = log.iter().filter(|a| a.outcome == Outcome::Lost).collect();
@@ -324,13 +241,13 @@ fn nodes_whose_clocks_are_seconds_off_still_behave() {
     // others the moment they were taken, and the fast node would rescue live attempts.
     let nodes: Vec<ServeNode> = [("n1", 0), ("slow", -4000), ("fast", 4000)]
         .iter()
-        .map(|&(name, skew)| ServeNode::start(&db.url, name, data.path(), skew))
+        .map(|&(name, skew)| start(&db.url, name, data.path(), skew))
         .collect();
     nodes[1].upload("misbehave");
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let workload = submit_workload(&nodes, &mut rng, 4);
     for &(batch, _) in &workload.batches {
-        nodes[0].wait(batch);
+        nodes[0].wait(batch, PATIENCE);
     }
     let log = nodes[0].log();
     check_log(&log, &workload, "skewed clocks");
