@@ -317,7 +317,14 @@ async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyhow::Result<
         }
         let capacity = workers + scheduler.pace.ahead(workers, config.prefetch);
         let holding = ctx.busy.load(Ordering::Relaxed);
-        let room = capacity.saturating_sub(holding);
+        // Ends the writer has yet to record: past a full write of them, claim no more
+        // until it catches up, so that a slow store bounds what waits in memory.
+        let writing = ctx.held.borrow().saturating_sub(holding);
+        let room = if writing >= COMPLETION_BATCH {
+            0
+        } else {
+            capacity.saturating_sub(holding)
+        };
         // Claim in large batches: wait until half the capacity is free, unless slots would
         // otherwise go idle.
         let worth_claiming = room > 0 && (holding < workers || room >= capacity / 2);
