@@ -91,3 +91,4 @@ pub mod harness;
 pub mod pg;
 pub mod serve_node;
 pub mod server;
+pub mod workload;

@@ -7,11 +7,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use qhost::runtime::Outcome;
-use qhost::scheduler::rules::{self, Span};
 use qhost::store::AttemptRecord;
 use qhost_tests::Rng;
 use qhost_tests::pg::TestDb;
 use qhost_tests::serve_node::ServeNode;
+use qhost_tests::workload::{Workload, check_log, submit_workload};
 use serde_json::{Value, json};
 
 /// A node named `name` on the database `db`, its clock `skew_ms` off.
@@ -25,106 +25,6 @@ fn start(db: &str, name: &str, data: &Path, skew_ms: i64) -> ServeNode {
 
 /// How long a batch of these tests may take to end.
 const PATIENCE: Duration = Duration::from_secs(120);
-
-struct Workload {
-    batches: Vec<(i64, Option<u64>)>,
-    tasks: Vec<i64>,
-    group_limits: HashMap<String, usize>,
-}
-
-/// Opens batches of `misbehave` tasks (sleeps, some failing) across orders and groups,
-/// submitting through the nodes in turn.
-fn submit_workload(nodes: &[ServeNode], rng: &mut Rng, batches: usize) -> Workload {
-    let mut group_limits = HashMap::new();
-    for g in 0..3 {
-        let limit = 1 + rng.below(3);
-        nodes[g % nodes.len()].call(
-            "PUT",
-            &format!("/v1/groups/g{g}"),
-            Some(json!({"limit": limit})),
-        );
-        group_limits.insert(format!("g{g}"), limit as usize);
-    }
-    let mut workload = Workload {
-        batches: Vec::new(),
-        tasks: Vec::new(),
-        group_limits,
-    };
-    for b in 0..batches {
-        let node = &nodes[b % nodes.len()];
-        let max_parallel = (rng.below(3) == 0).then(|| 1 + rng.below(2));
-        let opened = node.call(
-            "POST",
-            "/v1/batches",
-            Some(json!({"max_parallel": max_parallel})),
-        );
-        let batch = opened["batch"]["id"].as_i64().unwrap();
-        let tasks: Vec<Value> = (0..(8 + rng.below(12)))
-            .map(|_| {
-                let input = match rng.below(12) {
-                    0 => "error".to_string(),
-                    _ => format!("sleep:{}", 5 + rng.below(40)),
-                };
-                let mut task = json!({
-                    "module": "misbehave",
-                    "input": input,
-                    "order": rng.below(3),
-                    "priority": rng.below(3),
-                    "max_attempts": 2,
-                    "backoff": "10ms",
-                });
-                if rng.below(2) == 0 {
-                    task["group"] = json!(format!("g{}", rng.below(3)));
-                }
-                task
-            })
-            .collect();
-        let submitted = node.call(
-            "POST",
-            &format!("/v1/batches/{batch}/tasks"),
-            Some(json!({"tasks": tasks})),
-        );
-        workload.tasks.extend(
-            submitted["tasks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|id| id.as_i64().unwrap()),
-        );
-        workload.batches.push((batch, max_parallel));
-    }
-    workload
-}
-
-/// Every rule over the combined log; every task ended exactly once, none succeeded twice.
-fn check_log(log: &[AttemptRecord], workload: &Workload, context: &str) {
-    let spans: Vec<Span> = log
-        .iter()
-        .filter(|a| a.outcome != Outcome::Lost)
-        .map(Span::from)
-        .collect();
-    let fail = |e: String| panic!("{context}: {e}");
-    rules::check_gates(&spans).unwrap_or_else(fail);
-    rules::check_group_limits(&spans, |g| workload.group_limits[g]).unwrap_or_else(fail);
-    let limits: HashMap<i64, Option<usize>> = workload
-        .batches
-        .iter()
-        .map(|&(b, m)| (b, m.map(|m| m as usize)))
-        .collect();
-    rules::check_batch_limits(&spans, |b| limits[&b]).unwrap_or_else(fail);
-    // Three nodes of two slots: never more than six at once.
-    rules::check_parallelism(&spans, 6).unwrap_or_else(fail);
-    for &task in &workload.tasks {
-        let succeeded = log
-            .iter()
-            .filter(|a| a.task == task && a.outcome == Outcome::Succeeded)
-            .count();
-        assert!(
-            succeeded <= 1,
-            "{context}: task {task} succeeded {succeeded} times"
-        );
-    }
-}
 
 #[test]
 fn three_nodes_share_the_work_and_keep_every_rule() {
@@ -145,7 +45,7 @@ fn three_nodes_share_the_work_and_keep_every_rule() {
         }
         let log = nodes[2].log();
         let context = format!("round {round}");
-        check_log(&log, &workload, &context);
+        check_log(&log, &workload, 6, &context);
         assert!(
             log.iter().all(|a| a.outcome != Outcome::Lost),
             "{context}: an attempt was lost though no node died"
@@ -222,7 +122,7 @@ fn a_killed_nodes_tasks_are_recovered_by_the_others() {
         tasks: log.iter().map(|a| a.task).collect(),
         group_limits: HashMap::new(),
     };
-    check_log(&log, &workload, "after the kill");
+    check_log(&log, &workload, 6, "after the kill");
     for task in &workload.tasks {
         let succeeded = log
             .iter()
@@ -250,7 +150,7 @@ fn nodes_whose_clocks_are_seconds_off_still_behave() {
         nodes[0].wait(batch, PATIENCE);
     }
     let log = nodes[0].log();
-    check_log(&log, &workload, "skewed clocks");
+    check_log(&log, &workload, 6, "skewed clocks");
     assert!(
         log.iter().all(|a| a.outcome != Outcome::Lost),
         "a live node's attempt was taken for lost"
