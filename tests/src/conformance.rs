@@ -42,6 +42,8 @@ cases!(
     cancelling_pending_and_running_tasks,
     halting_batches_cancel_their_pending_tasks,
     release_and_prune_remove_ended_work,
+    a_released_batch_leaves_nothing_to_the_next,
+    ids_are_never_reused,
     the_execution_log_filters,
 );
 
@@ -859,6 +861,77 @@ async fn release_and_prune_remove_ended_work(store: Arc<dyn Store>) {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// Releasing a batch removes all it owns, and the next batch opened gets a new id: its
+/// handle reaches none of the released batch's tasks.
+async fn a_released_batch_leaves_nothing_to_the_next(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let old = batch(&store, BatchSpec::default()).await;
+    let t = store
+        .task_submit(old, vec![task(m, 0, None), task(m, 1, None)], T0)
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", 1, T0).await;
+    complete(&store, &claimed, Outcome::Succeeded, T0 + 1).await;
+    assert_eq!(
+        store.task_cancel(t[1], T0 + 2).await.unwrap(),
+        CancelResult::Cancelled
+    );
+    store.batch_release(old).await.unwrap();
+
+    let new = batch(&store, BatchSpec::default()).await;
+    assert_ne!(
+        new, old,
+        "a released batch's id was given to the next batch"
+    );
+    let info = store.batch_get(new).await.unwrap();
+    assert_eq!(
+        info.progress,
+        Progress::default(),
+        "the new batch holds tasks"
+    );
+    assert_eq!(store.batch_open_count(new).await.unwrap(), 0);
+    for id in t {
+        assert!(
+            matches!(store.task_get(id).await, Err(StoreError::NotFound { .. })),
+            "task {id} of the released batch is still there"
+        );
+        assert!(matches!(
+            store.task_output(id).await,
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+    assert_eq!(store.task_counts().await.unwrap(), Progress::default());
+    // The new batch's gate is its own: its first task is ready at once.
+    store
+        .task_submit(new, vec![task(m, 5, None)], T0 + 3)
+        .await
+        .unwrap();
+    assert_eq!(claim(&store, "n1", 1, T0 + 3).await.len(), 1);
+}
+
+/// A task id is never given again, even after the newest batch, holding the newest task,
+/// was released.
+async fn ids_are_never_reused(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let first = batch(&store, BatchSpec::default()).await;
+    let old = store
+        .task_submit(first, vec![task(m, 0, None)], T0)
+        .await
+        .unwrap()[0];
+    assert_eq!(store.batch_cancel(first, T0).await.unwrap(), 1);
+    store.batch_release(first).await.unwrap();
+    let second = batch(&store, BatchSpec::default()).await;
+    let new = store
+        .task_submit(second, vec![task(m, 0, None)], T0)
+        .await
+        .unwrap()[0];
+    assert!(new > old, "task id {new} after the released {old}");
+    assert!(
+        second > first,
+        "batch id {second} after the released {first}"
     );
 }
 

@@ -559,7 +559,8 @@ pub trait Store: Send + Sync + 'static {
     async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64>;
     /// Cancels pending tasks and asks nodes to stop the claimed ones.
     async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64>;
-    /// Removes an ended batch with its tasks and attempts.
+    /// Removes an ended batch with all it owns: its tasks, their attempts, its order
+    /// counts. No driver ever gives a batch's or a task's id again.
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()>;
 
     async fn task_submit(
