@@ -8,6 +8,11 @@ pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1024 * KIB;
 pub const GIB: u64 = 1024 * MIB;
 
+/// The longest error message an attempt keeps, in bytes: a guest's own, a trap's, or a
+/// limit's. Past it the message is cut, and says so ([`super::outcome::cut_text`]). Each
+/// attempt keeps its own, so this bounds a task's view by its attempts.
+pub const MAX_ERROR_BYTES: usize = 64 * 1024;
+
 /// The limits one task attempt runs under. A breach ends only that attempt, with its own
 /// outcome (`timeout`, `memory-limit`, `output-too-large`); captured stdout, stderr and
 /// logs are cut at their limit instead.
