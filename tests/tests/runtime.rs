@@ -190,6 +190,35 @@ async fn captured_output_and_logs_stay_bounded() {
     assert_eq!(report.logs[0].message, "line 0");
 }
 
+/// A line costs its share of the log limit even when empty: a guest logging empty lines
+/// in a loop keeps a bounded number of them, and the rest are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_log_lines_count_against_the_log_limit() {
+    let rt = runtime(1);
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let limits = TaskLimits {
+        log: 64 * KIB,
+        ..TaskLimits::default()
+    };
+    let report = run(
+        &rt,
+        &bad,
+        RunRequest {
+            limits,
+            ..request("flood:1000000")
+        },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert!(
+        report.logs.len() <= 1024,
+        "{} empty lines kept under a 64 KiB log limit",
+        report.logs.len()
+    );
+    assert!(!report.logs.is_empty());
+    assert_eq!(report.logs.len() as u64 + report.logs_dropped, 1_000_000);
+}
+
 /// A guest's error message is cut at 64 KiB, saying how much was cut: each attempt of a
 /// task keeps its own, so an unbounded one would be kept once per attempt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

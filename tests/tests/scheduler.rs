@@ -5,7 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use qhost::runtime::Outcome;
+use qhost::runtime::limits::LOG_LINE_COST;
+use qhost::runtime::{Outcome, TaskLimits};
 use qhost::scheduler::rules::{self, Span};
 use qhost::scheduler::{Access, Error};
 use qhost::store::*;
@@ -433,6 +434,52 @@ async fn cancelling_a_gate_opens_the_next_order(backend: Backend) {
     h.stop().await;
 }
 
+/// A task that floods its log with empty lines ends, its log cut at its limit and saying
+/// so; the task submitted after it runs at once.
+async fn a_log_flood_ends_its_task_and_holds_up_nothing(backend: Backend) {
+    let h = Harness::start_on(backend, 1, 0).await;
+    let bad = h.module("misbehave").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let flood = TaskSpec {
+        max_attempts: 1,
+        ..TaskSpec::new(bad, "flood:1000000")
+    };
+    h.scheduler
+        .submit(&access, batch, vec![flood])
+        .await
+        .unwrap();
+    assert_eq!(h.wait(batch).await.progress.succeeded, 1);
+    let log = h.log().await;
+    let (mark, kept) = log[0].logs.split_last().expect("log lines");
+    let charged: u64 = kept
+        .iter()
+        .map(|l| LOG_LINE_COST + l.message.len() as u64)
+        .sum();
+    assert!(
+        charged <= TaskLimits::default().log,
+        "{} lines kept, {charged} bytes against a limit of {}",
+        kept.len(),
+        TaskLimits::default().log
+    );
+    assert!(
+        mark.message.contains("more log line(s) dropped"),
+        "the cut log does not say so: {mark:?}"
+    );
+
+    let (next, access) = h.open(BatchSpec::default()).await;
+    h.scheduler
+        .submit(&access, next, vec![TaskSpec::new(bad, "ok")])
+        .await
+        .unwrap();
+    let info = h
+        .scheduler
+        .batch_wait(next, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(info.progress.succeeded, 1, "{:?}", info.progress);
+    h.stop().await;
+}
+
 /// Each scenario as a test on each driver.
 macro_rules! on_each_backend {
     ($($name:ident),* $(,)?) => {
@@ -465,4 +512,5 @@ on_each_backend!(
     random_workloads_keep_every_rule,
     a_stopping_node_hands_back_what_it_cannot_finish,
     cancelling_a_gate_opens_the_next_order,
+    a_log_flood_ends_its_task_and_holds_up_nothing,
 );

@@ -83,6 +83,25 @@ impl FromStr for Outcome {
     }
 }
 
+impl RunReport {
+    /// Takes the log lines, as the execution log keeps them: when lines were dropped at
+    /// the log limit, a last line says how many.
+    pub fn take_logs(&mut self) -> Vec<LogLine> {
+        let mut lines = std::mem::take(&mut self.logs);
+        if self.logs_dropped > 0 {
+            lines.push(LogLine {
+                at_micros: self.duration.as_micros().try_into().unwrap_or(u64::MAX),
+                level: LogLevel::Warn,
+                message: format!(
+                    "[qhost] {} more log line(s) dropped: the attempt's log limit was reached",
+                    self.logs_dropped
+                ),
+            });
+        }
+        lines
+    }
+}
+
 /// Cuts `text` to at most `max` bytes, at a character boundary, ending it with a mark
 /// that says how many bytes were cut: `… [cut: N bytes more]`. Text within `max` is
 /// returned as it is.

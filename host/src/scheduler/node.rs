@@ -500,10 +500,11 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
     let node = scheduler.config.node.clone();
     let message = match ended {
         None => Done::HandedBack(task.id, task.lease_token),
-        Some(Ok(report)) => {
+        Some(Ok(mut report)) => {
             scheduler.metrics.ran(report.outcome, report.duration);
             scheduler.pace.ran(report.duration);
             let started_at = to_micros(report.started_at);
+            let logs = report.take_logs();
             Done::Completed(Box::new(Completion {
                 task: task.id,
                 lease_token: task.lease_token,
@@ -514,7 +515,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 outcome: report.outcome,
                 error: report.error,
                 output: report.output,
-                logs: report.logs,
+                logs,
                 stdout: report.stdout.bytes,
                 stderr: report.stderr.bytes,
             }))
