@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use qhost::runtime::{Digest, Outcome};
+use qhost::runtime::{Digest, LogLevel, LogLine, Outcome};
 use qhost::store::*;
 
 pub type MakeStore = dyn Fn() -> Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>> + Send + Sync;
@@ -44,6 +44,7 @@ cases!(
     release_and_prune_remove_ended_work,
     a_released_batch_leaves_nothing_to_the_next,
     ids_are_never_reused,
+    completions_are_stored_within_bounds,
     the_execution_log_filters,
 );
 
@@ -933,6 +934,44 @@ async fn ids_are_never_reused(store: Arc<dyn Store>) {
         second > first,
         "batch id {second} after the released {first}"
     );
+}
+
+/// What an attempt carries is stored within the store's bounds, whatever it is: an error
+/// message past its bound is cut and says so, and a NUL character (which PostgreSQL's text
+/// refuses) does not keep the record from being written.
+async fn completions_are_stored_within_bounds(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    store
+        .task_submit(b, vec![task(m, 0, None)], T0)
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", 1, T0).await;
+    let mut end = completion(&claimed[0], Outcome::GuestError, T0 + 1);
+    end.error = Some(format!("a\0b{}", "x".repeat(1_000_000)));
+    end.logs = vec![LogLine {
+        at_micros: 1,
+        level: LogLevel::Info,
+        message: "nul \0 in a log line".into(),
+    }];
+    store.task_complete(vec![end], T0 + 1).await.unwrap();
+
+    let info = store.task_get(claimed[0].id).await.unwrap();
+    let attempt = &store.attempt_list(AttemptFilter::default()).await.unwrap()[0].1;
+    for error in [info.error.unwrap(), attempt.error.clone().unwrap()] {
+        assert!(
+            error.len() <= bounds::ERROR,
+            "{} bytes of error",
+            error.len()
+        );
+        assert!(error.starts_with("a\u{FFFD}bxxx"), "{}", &error[..10]);
+        assert!(
+            error.ends_with(" bytes more]"),
+            "{}",
+            &error[error.len() - 30..]
+        );
+    }
+    assert_eq!(attempt.logs[0].message, "nul \0 in a log line");
 }
 
 async fn the_execution_log_filters(store: Arc<dyn Store>) {

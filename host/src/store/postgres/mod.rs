@@ -1189,7 +1189,7 @@ impl Store for PostgresStore {
             .map(|c| Completion {
                 started_at: self.db_time(c.started_at),
                 ended_at: self.db_time(c.ended_at),
-                ..c
+                ..c.bounded()
             })
             .collect();
         transaction!(self, Commit::Bookkeeping, |tx| {

@@ -855,6 +855,7 @@ impl Store for SqliteStore {
         completions: Vec<Completion>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
+        let completions = completions.into_iter().map(Completion::bounded).collect();
         self.write_as(Commit::Bookkeeping, move |tx| {
             claim::complete(tx, completions, now)
         })
