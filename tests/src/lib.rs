@@ -1,5 +1,6 @@
 //! Helpers shared by qhost's integration tests and benchmarks: where the wasm guests and
-//! the `qhost` binary are; a running `qhost serve` ([`server`]).
+//! the `qhost` binary are; a running `qhost serve` ([`server`]); a store that fails on
+//! demand ([`faulty`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -86,6 +87,7 @@ impl Rng {
 }
 
 pub mod conformance;
+pub mod faulty;
 pub mod harness;
 pub mod pg;
 pub mod server;

@@ -562,6 +562,19 @@ pub enum StoreError {
     Internal(#[from] anyhow::Error),
 }
 
+impl StoreError {
+    /// Whether the database refused what was to be written: a value too large for it, or
+    /// not valid for its column. Writing the same again fails again, whereas a database
+    /// that is down, busy or restarting takes it once it is back.
+    pub fn is_refusal(&self) -> bool {
+        let StoreError::Internal(err) = self else {
+            return false;
+        };
+        err.chain()
+            .any(|cause| sqlite::is_refusal(cause) || postgres::is_refusal(cause))
+    }
+}
+
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// What `task_cancel` found.

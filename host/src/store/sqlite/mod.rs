@@ -176,6 +176,15 @@ fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether `err` is SQLite refusing a value: one larger than its limit (1e9 bytes by
+/// default), "string or blob too big".
+pub(super) fn is_refusal(err: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(
+        err.downcast_ref::<rusqlite::Error>(),
+        Some(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::TooBig
+    )
+}
+
 pub(super) fn internal(err: rusqlite::Error) -> StoreError {
     StoreError::Internal(anyhow::Error::new(err))
 }
