@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use qhost::runtime::{Digest, Outcome};
+use qhost::runtime::{Digest, LogLevel, LogLine, Outcome};
 use qhost::store::*;
 
 pub type MakeStore = dyn Fn() -> Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>> + Send + Sync;
@@ -42,6 +42,9 @@ cases!(
     cancelling_pending_and_running_tasks,
     halting_batches_cancel_their_pending_tasks,
     release_and_prune_remove_ended_work,
+    a_released_batch_leaves_nothing_to_the_next,
+    ids_are_never_reused,
+    completions_are_stored_within_bounds,
     the_execution_log_filters,
 );
 
@@ -860,6 +863,115 @@ async fn release_and_prune_remove_ended_work(store: Arc<dyn Store>) {
             .unwrap()
             .is_empty()
     );
+}
+
+/// Releasing a batch removes all it owns, and the next batch opened gets a new id: its
+/// handle reaches none of the released batch's tasks.
+async fn a_released_batch_leaves_nothing_to_the_next(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let old = batch(&store, BatchSpec::default()).await;
+    let t = store
+        .task_submit(old, vec![task(m, 0, None), task(m, 1, None)], T0)
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", 1, T0).await;
+    complete(&store, &claimed, Outcome::Succeeded, T0 + 1).await;
+    assert_eq!(
+        store.task_cancel(t[1], T0 + 2).await.unwrap(),
+        CancelResult::Cancelled
+    );
+    store.batch_release(old).await.unwrap();
+
+    let new = batch(&store, BatchSpec::default()).await;
+    assert_ne!(
+        new, old,
+        "a released batch's id was given to the next batch"
+    );
+    let info = store.batch_get(new).await.unwrap();
+    assert_eq!(
+        info.progress,
+        Progress::default(),
+        "the new batch holds tasks"
+    );
+    assert_eq!(store.batch_open_count(new).await.unwrap(), 0);
+    for id in t {
+        assert!(
+            matches!(store.task_get(id).await, Err(StoreError::NotFound { .. })),
+            "task {id} of the released batch is still there"
+        );
+        assert!(matches!(
+            store.task_output(id).await,
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+    assert_eq!(store.task_counts().await.unwrap(), Progress::default());
+    // The new batch's gate is its own: its first task is ready at once.
+    store
+        .task_submit(new, vec![task(m, 5, None)], T0 + 3)
+        .await
+        .unwrap();
+    assert_eq!(claim(&store, "n1", 1, T0 + 3).await.len(), 1);
+}
+
+/// A task id is never given again, even after the newest batch, holding the newest task,
+/// was released.
+async fn ids_are_never_reused(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let first = batch(&store, BatchSpec::default()).await;
+    let old = store
+        .task_submit(first, vec![task(m, 0, None)], T0)
+        .await
+        .unwrap()[0];
+    assert_eq!(store.batch_cancel(first, T0).await.unwrap(), 1);
+    store.batch_release(first).await.unwrap();
+    let second = batch(&store, BatchSpec::default()).await;
+    let new = store
+        .task_submit(second, vec![task(m, 0, None)], T0)
+        .await
+        .unwrap()[0];
+    assert!(new > old, "task id {new} after the released {old}");
+    assert!(
+        second > first,
+        "batch id {second} after the released {first}"
+    );
+}
+
+/// What an attempt carries is stored within the store's bounds, whatever it is: an error
+/// message past its bound is cut and says so, and a NUL character (which PostgreSQL's text
+/// refuses) does not keep the record from being written.
+async fn completions_are_stored_within_bounds(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    store
+        .task_submit(b, vec![task(m, 0, None)], T0)
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", 1, T0).await;
+    let mut end = completion(&claimed[0], Outcome::GuestError, T0 + 1);
+    end.error = Some(format!("a\0b{}", "x".repeat(1_000_000)));
+    end.logs = vec![LogLine {
+        at_micros: 1,
+        level: LogLevel::Info,
+        message: "nul \0 in a log line".into(),
+    }];
+    store.task_complete(vec![end], T0 + 1).await.unwrap();
+
+    let info = store.task_get(claimed[0].id).await.unwrap();
+    let attempt = &store.attempt_list(AttemptFilter::default()).await.unwrap()[0].1;
+    for error in [info.error.unwrap(), attempt.error.clone().unwrap()] {
+        assert!(
+            error.len() <= bounds::ERROR,
+            "{} bytes of error",
+            error.len()
+        );
+        assert!(error.starts_with("a\u{FFFD}bxxx"), "{}", &error[..10]);
+        assert!(
+            error.ends_with(" bytes more]"),
+            "{}",
+            &error[error.len() - 30..]
+        );
+    }
+    assert_eq!(attempt.logs[0].message, "nul \0 in a log line");
 }
 
 async fn the_execution_log_filters(store: Arc<dyn Store>) {

@@ -37,6 +37,17 @@ impl Harness {
 
     /// A node with `workers` slots and `prefetch` extra claims, on `backend`.
     pub async fn start_on(backend: Backend, workers: usize, prefetch: usize) -> Harness {
+        Harness::start_wrapped(backend, workers, prefetch, |store| store).await
+    }
+
+    /// Like [`Harness::start_on`], on the store `wrap` makes of the backend's (a
+    /// [`crate::faulty::FaultyStore`], say).
+    pub async fn start_wrapped(
+        backend: Backend,
+        workers: usize,
+        prefetch: usize,
+        wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>,
+    ) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let (store, db): (Arc<dyn Store>, _) = match backend {
             Backend::Sqlite => (
@@ -49,6 +60,7 @@ impl Harness {
                 (Arc::new(store), Some(db))
             }
         };
+        let store = wrap(store);
         let runtime = Arc::new(Runtime::new(RuntimeConfig::with_workers(workers)).unwrap());
         let mut config = SchedulerConfig::new("test-node");
         config.prefetch = prefetch;

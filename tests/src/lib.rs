@@ -1,6 +1,7 @@
 //! Helpers shared by qhost's integration tests and benchmarks: where the wasm guests and
 //! the `qhost` binary are; a running `qhost serve` ([`server`]), and one named node of
-//! several driven over HTTP ([`serve_node`]).
+//! several driven over HTTP ([`serve_node`]); a store that fails on demand ([`faulty`]);
+//! randomized workloads and the rules checked over their logs ([`workload`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -87,6 +88,7 @@ impl Rng {
 }
 
 pub mod conformance;
+pub mod faulty;
 pub mod harness;
 pub mod pg;
 pub mod serve_node;

@@ -190,6 +190,61 @@ async fn captured_output_and_logs_stay_bounded() {
     assert_eq!(report.logs[0].message, "line 0");
 }
 
+/// A line costs its share of the log limit even when empty: a guest logging empty lines
+/// in a loop keeps a bounded number of them, and the rest are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_log_lines_count_against_the_log_limit() {
+    let rt = runtime(1);
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let limits = TaskLimits {
+        log: 64 * KIB,
+        ..TaskLimits::default()
+    };
+    let report = run(
+        &rt,
+        &bad,
+        RunRequest {
+            limits,
+            ..request("flood:1000000")
+        },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert!(
+        report.logs.len() <= 1024,
+        "{} empty lines kept under a 64 KiB log limit",
+        report.logs.len()
+    );
+    assert!(!report.logs.is_empty());
+    assert_eq!(report.logs.len() as u64 + report.logs_dropped, 1_000_000);
+}
+
+/// A guest's error message is cut at 64 KiB, saying how much was cut: each attempt of a
+/// task keeps its own, so an unbounded one would be kept once per attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_error_messages_are_cut_and_say_so() {
+    let rt = runtime(1);
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let report = run(&rt, &bad, request("error:1000000")).await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+    let error = report.error.unwrap();
+    assert!(
+        error.len() as u64 <= 64 * KIB,
+        "an error of {} bytes was kept",
+        error.len()
+    );
+    let kept = error.bytes().take_while(|&b| b == b'e').count();
+    assert!(kept as u64 > 60 * KIB, "only {kept} bytes kept");
+    let marker = format!("… [cut: {} bytes more]", 1_000_000 - kept);
+    assert!(
+        error.ends_with(&marker),
+        "`{}` does not end with `{marker}`",
+        &error[kept.saturating_sub(10)..]
+    );
+    let small = run(&rt, &bad, request("error:100")).await;
+    assert_eq!(small.error.as_deref(), Some(&*"e".repeat(100)), "untouched");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_task_sees_its_info() {
     let rt = runtime(1);

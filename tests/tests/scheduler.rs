@@ -5,11 +5,15 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use qhost::runtime::Outcome;
+use std::sync::Arc;
+
+use qhost::runtime::limits::LOG_LINE_COST;
+use qhost::runtime::{Outcome, TaskLimits};
 use qhost::scheduler::rules::{self, Span};
 use qhost::scheduler::{Access, Error};
 use qhost::store::*;
 use qhost_tests::Rng;
+use qhost_tests::faulty::FaultyStore;
 use qhost_tests::harness::{Backend, Harness};
 
 fn sleep_task(module: qhost::runtime::Digest, millis: u64, order: i64) -> TaskSpec {
@@ -433,6 +437,159 @@ async fn cancelling_a_gate_opens_the_next_order(backend: Backend) {
     h.stop().await;
 }
 
+/// A task that floods its log with empty lines ends, its log cut at its limit and saying
+/// so; the task submitted after it runs at once.
+async fn a_log_flood_ends_its_task_and_holds_up_nothing(backend: Backend) {
+    let h = Harness::start_on(backend, 1, 0).await;
+    let bad = h.module("misbehave").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let flood = TaskSpec {
+        max_attempts: 1,
+        ..TaskSpec::new(bad, "flood:1000000")
+    };
+    h.scheduler
+        .submit(&access, batch, vec![flood])
+        .await
+        .unwrap();
+    assert_eq!(h.wait(batch).await.progress.succeeded, 1);
+    let log = h.log().await;
+    let (mark, kept) = log[0].logs.split_last().expect("log lines");
+    let charged: u64 = kept
+        .iter()
+        .map(|l| LOG_LINE_COST + l.message.len() as u64)
+        .sum();
+    assert!(
+        charged <= TaskLimits::default().log,
+        "{} lines kept, {charged} bytes against a limit of {}",
+        kept.len(),
+        TaskLimits::default().log
+    );
+    assert!(
+        mark.message.contains("more log line(s) dropped"),
+        "the cut log does not say so: {mark:?}"
+    );
+
+    let (next, access) = h.open(BatchSpec::default()).await;
+    h.scheduler
+        .submit(&access, next, vec![TaskSpec::new(bad, "ok")])
+        .await
+        .unwrap();
+    let info = h
+        .scheduler
+        .batch_wait(next, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(info.progress.succeeded, 1, "{:?}", info.progress);
+    h.stop().await;
+}
+
+/// The harness on a store that fails on demand.
+async fn faulty_harness(backend: Backend, workers: usize) -> (Harness, Arc<FaultyStore>) {
+    let mut faulty = None;
+    let h = Harness::start_wrapped(backend, workers, 0, |store| {
+        let store = FaultyStore::new(store);
+        faulty = Some(store.clone());
+        store
+    })
+    .await;
+    (h, faulty.unwrap())
+}
+
+/// An attempt whose record the store refuses (too large for it) is recorded failed, with
+/// a short error saying why; the attempts written with it, and every later one, go through.
+async fn a_record_the_store_refuses_holds_up_nothing(backend: Backend) {
+    let (h, faulty) = faulty_harness(backend, 2).await;
+    faulty.refuse_logs_over(1000);
+    let bad = h.module("misbehave").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let once = |input: &str| TaskSpec {
+        max_attempts: 1,
+        ..TaskSpec::new(bad, input)
+    };
+    let mut tasks = vec![once("log:200")];
+    tasks.extend((0..5).map(|_| once("ok")));
+    let ids = h.scheduler.submit(&access, batch, tasks).await.unwrap();
+    let info = h
+        .scheduler
+        .batch_wait(batch, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(info.progress.is_done(), "stalled: {:?}", info.progress);
+    assert_eq!(
+        (info.progress.succeeded, info.progress.failed),
+        (5, 1),
+        "{:?}",
+        info.progress
+    );
+    let refused = h.scheduler.task_get(ids[0]).await.unwrap();
+    assert_eq!(refused.outcome, Some(Outcome::Trap));
+    let error = refused.error.unwrap_or_default();
+    assert!(
+        error.starts_with("the attempt's record could not be stored: ")
+            && error.contains("string or blob too big"),
+        "{error}"
+    );
+
+    let (next, access) = h.open(BatchSpec::default()).await;
+    h.scheduler
+        .submit(&access, next, vec![once("ok")])
+        .await
+        .unwrap();
+    let info = h
+        .scheduler
+        .batch_wait(next, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(info.progress.succeeded, 1, "{:?}", info.progress);
+    h.stop().await;
+}
+
+/// While the store takes no records, a node keeps its completions and writes them once the
+/// store is back. A node told to stop while the store takes nothing stops after its grace
+/// period, and the next node runs its tasks again.
+async fn a_store_that_takes_nothing_loses_nothing_and_holds_up_no_stop(backend: Backend) {
+    let (mut h, faulty) = faulty_harness(backend, 1).await;
+    let bad = h.module("misbehave").await;
+    faulty.set_down(true);
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    h.scheduler
+        .submit(&access, batch, vec![TaskSpec::new(bad, "ok")])
+        .await
+        .unwrap();
+    faulty.failed(2).await;
+    faulty.set_down(false);
+    assert_eq!(
+        h.wait(batch).await.progress.succeeded,
+        1,
+        "kept and written"
+    );
+
+    faulty.set_down(true);
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let id = h
+        .scheduler
+        .submit(&access, batch, vec![TaskSpec::new(bad, "ok")])
+        .await
+        .unwrap()[0];
+    faulty.failed(faulty.failures() + 1).await;
+    let stop = h.node.take().unwrap().stop(Duration::from_millis(100));
+    tokio::time::timeout(Duration::from_secs(30), stop)
+        .await
+        .expect("the node did not stop while the store took nothing")
+        .unwrap();
+    let task = h.scheduler.task_get(id).await.unwrap();
+    assert!(!task.state.is_ended(), "{:?}", task.state);
+
+    faulty.set_down(false);
+    h.node = Some(
+        qhost::scheduler::node::Node::start(h.scheduler.clone())
+            .await
+            .unwrap(),
+    );
+    assert_eq!(h.wait(batch).await.progress.succeeded, 1, "run again");
+    h.stop().await;
+}
+
 /// Each scenario as a test on each driver.
 macro_rules! on_each_backend {
     ($($name:ident),* $(,)?) => {
@@ -465,4 +622,7 @@ on_each_backend!(
     random_workloads_keep_every_rule,
     a_stopping_node_hands_back_what_it_cannot_finish,
     cancelling_a_gate_opens_the_next_order,
+    a_log_flood_ends_its_task_and_holds_up_nothing,
+    a_record_the_store_refuses_holds_up_nothing,
+    a_store_that_takes_nothing_loses_nothing_and_holds_up_no_stop,
 );

@@ -447,3 +447,60 @@ fn a_restart_loses_nothing_queued_or_running() {
     );
     assert!(server.stop().success());
 }
+
+/// A released batch takes its tasks with it: the next batch opened gets a new id, and its
+/// handle reaches nothing of the released one's.
+#[test]
+fn a_released_batch_leaves_nothing_to_the_next() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    let url = |path: &str| format!("{}{path}", server.url);
+    let (batch, handle) = open(&server);
+    let (status, body) = call(
+        "POST",
+        &url(&format!("/v1/batches/{batch}/tasks")),
+        Some(&handle),
+        Some(json!({"tasks": [{"module": "echo", "input": "the first tenant's secret"}]})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let task = body["tasks"][0].as_i64().unwrap();
+    let (_, info) = call(
+        "GET",
+        &url(&format!("/v1/batches/{batch}/wait?timeout=60s")),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(info["progress"]["succeeded"], 1, "{info}");
+    let (status, _) = call(
+        "DELETE",
+        &url(&format!("/v1/batches/{batch}")),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(status, 204);
+
+    let (next, next_handle) = open(&server);
+    assert_ne!(next, batch, "the released batch's id was given again");
+    let (_, info) = call(
+        "GET",
+        &url(&format!("/v1/batches/{next}")),
+        Some(&next_handle),
+        None,
+    );
+    assert_eq!(info["progress"]["succeeded"], 0, "{info}");
+    for path in [
+        format!("/v1/tasks/{task}"),
+        format!("/v1/tasks/{task}/output"),
+    ] {
+        let (status, body) = call("GET", &url(&path), Some(&next_handle), None);
+        assert_eq!(status, 404, "{path}: {body}");
+        let (status, body) = call("GET", &url(&path), Some(&server.token), None);
+        assert_eq!(status, 404, "{path} as admin: {body}");
+    }
+    assert!(server.stop().success());
+}

@@ -14,6 +14,7 @@ use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
+use super::limits::{LOG_LINE_COST, MAX_LOG_LINES};
 use super::outcome::{Captured, LogLevel, LogLine};
 
 /// What a guest may write at once: big enough for few host calls, small enough to keep
@@ -122,7 +123,8 @@ impl AsyncWrite for OutputCapture {
     }
 }
 
-/// The lines a task logs through `qhost:task/host.log`, kept up to a byte budget.
+/// The lines a task logs through `qhost:task/host.log`, kept up to a byte budget in which
+/// every line costs [`LOG_LINE_COST`] besides its message, and up to [`MAX_LOG_LINES`].
 pub(crate) struct LogCapture {
     started: Instant,
     budget: usize,
@@ -141,11 +143,12 @@ impl LogCapture {
     }
 
     pub(crate) fn push(&mut self, level: LogLevel, message: String) {
-        if message.len() > self.budget {
+        let cost = message.len().saturating_add(LOG_LINE_COST as usize);
+        if cost > self.budget || self.lines.len() >= MAX_LOG_LINES {
             self.dropped += 1;
             return;
         }
-        self.budget -= message.len();
+        self.budget -= cost;
         let at_micros = self
             .started
             .elapsed()
@@ -176,11 +179,25 @@ mod tests {
 
     #[test]
     fn log_lines_beyond_the_budget_are_counted() {
-        let mut log = LogCapture::new(10, Instant::now());
+        let mut log = LogCapture::new(2 * LOG_LINE_COST + 10, Instant::now());
         log.push(LogLevel::Info, "12345".into());
         log.push(LogLevel::Warn, "123456".into());
         log.push(LogLevel::Info, "1234".into());
         assert_eq!(log.lines.len(), 2);
         assert_eq!(log.dropped, 1);
+    }
+
+    #[test]
+    fn empty_lines_cost_their_share_and_their_number_is_capped() {
+        let mut log = LogCapture::new(10 * LOG_LINE_COST, Instant::now());
+        for _ in 0..1000 {
+            log.push(LogLevel::Info, String::new());
+        }
+        assert_eq!((log.lines.len(), log.dropped), (10, 990));
+        let mut log = LogCapture::new(u64::MAX, Instant::now());
+        for _ in 0..MAX_LOG_LINES + 5 {
+            log.push(LogLevel::Info, String::new());
+        }
+        assert_eq!((log.lines.len(), log.dropped), (MAX_LOG_LINES, 5));
     }
 }

@@ -8,6 +8,18 @@ pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1024 * KIB;
 pub const GIB: u64 = 1024 * MIB;
 
+/// The longest error message an attempt keeps, in bytes: a guest's own, a trap's, or a
+/// limit's. Past it the message is cut, and says so ([`super::outcome::cut_text`]). Each
+/// attempt keeps its own, so this bounds a task's view by its attempts.
+pub const MAX_ERROR_BYTES: usize = 64 * 1024;
+
+/// What a log line costs against its attempt's log limit besides its message: its time,
+/// its level and its room in the execution log. An empty line is not free.
+pub const LOG_LINE_COST: u64 = 64;
+
+/// Log lines an attempt keeps at most, whatever its log limit.
+pub const MAX_LOG_LINES: usize = 65_536;
+
 /// The limits one task attempt runs under. A breach ends only that attempt, with its own
 /// outcome (`timeout`, `memory-limit`, `output-too-large`); captured stdout, stderr and
 /// logs are cut at their limit instead.
@@ -24,7 +36,8 @@ pub struct TaskLimits {
     pub stdout: u64,
     /// Bytes of stderr kept; the rest is dropped and counted.
     pub stderr: u64,
-    /// Bytes of log messages kept; further lines are dropped and counted.
+    /// Bytes of log kept, each line costing its message and [`LOG_LINE_COST`]; further
+    /// lines are dropped and counted.
     pub log: u64,
 }
 

@@ -385,7 +385,20 @@ enum Ended {
     Cancelled,
 }
 
+/// How a run ended: its outcome, its output if it succeeded, and its error message
+/// otherwise, cut at [`limits::MAX_ERROR_BYTES`] whatever produced it.
 fn classify(
+    ended: Ended,
+    limiter: &MemoryLimiter,
+    limits: &TaskLimits,
+    stderr: &Captured,
+) -> (Outcome, Option<Vec<u8>>, Option<String>) {
+    let (outcome, output, error) = classify_uncut(ended, limiter, limits, stderr);
+    let error = error.map(|e| outcome::cut_text(e, limits::MAX_ERROR_BYTES));
+    (outcome, output, error)
+}
+
+fn classify_uncut(
     ended: Ended,
     limiter: &MemoryLimiter,
     limits: &TaskLimits,

@@ -83,6 +83,48 @@ impl FromStr for Outcome {
     }
 }
 
+impl RunReport {
+    /// Takes the log lines, as the execution log keeps them: when lines were dropped at
+    /// the log limit, a last line says how many.
+    pub fn take_logs(&mut self) -> Vec<LogLine> {
+        let mut lines = std::mem::take(&mut self.logs);
+        if self.logs_dropped > 0 {
+            lines.push(LogLine {
+                at_micros: self.duration.as_micros().try_into().unwrap_or(u64::MAX),
+                level: LogLevel::Warn,
+                message: format!(
+                    "[qhost] {} more log line(s) dropped: the attempt's log limit was reached",
+                    self.logs_dropped
+                ),
+            });
+        }
+        lines
+    }
+}
+
+/// Cuts `text` to at most `max` bytes, at a character boundary, ending it with a mark
+/// that says how many bytes were cut: `… [cut: N bytes more]`. Text within `max` is
+/// returned as it is.
+pub fn cut_text(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    // The mark is longest when everything is cut: room for that one always suffices.
+    let room = max.saturating_sub(cut_mark(text.len()).len());
+    let keep = (0..=room)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let mark = cut_mark(text.len() - keep);
+    text.truncate(keep);
+    text.push_str(&mark);
+    text
+}
+
+fn cut_mark(bytes: usize) -> String {
+    format!("… [cut: {bytes} bytes more]")
+}
+
 /// Severity of a task's log line, as the `qhost:task/host` interface defines it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -140,4 +182,25 @@ pub struct RunReport {
     pub slot: usize,
     pub started_at: SystemTime,
     pub duration: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_text_keeps_what_fits_and_counts_the_rest() {
+        assert_eq!(cut_text("short".into(), 100), "short");
+        let cut = cut_text("x".repeat(1000), 100);
+        assert!(cut.len() <= 100, "{}", cut.len());
+        let kept = cut.bytes().take_while(|&b| b == b'x').count();
+        assert!(
+            cut.ends_with(&format!("… [cut: {} bytes more]", 1000 - kept)),
+            "{cut}"
+        );
+        // Never inside a character.
+        let cut = cut_text("é".repeat(100), 51);
+        assert!(cut.len() <= 51 && cut.starts_with('é'), "{cut}");
+        assert!(cut.ends_with("bytes more]"), "{cut}");
+    }
 }

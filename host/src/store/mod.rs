@@ -371,6 +371,94 @@ pub struct Completion {
     pub stderr: Vec<u8>,
 }
 
+/// The most a completion writes in each column, in bytes. Far below what either database
+/// takes in one value (SQLite: 1e9 bytes by default; PostgreSQL: 1 GiB), and below that
+/// all together, so one attempt's record can always be written. The runtime's own limits
+/// keep runs well within these (at most 64 MiB of output, 16 MiB of each capture and of
+/// log, 64 KiB of error): the drivers enforce them whatever a completion carries.
+pub mod bounds {
+    use crate::runtime::limits::MIB;
+
+    /// An error message: cut, and marked, past it.
+    pub const ERROR: usize = crate::runtime::limits::MAX_ERROR_BYTES;
+    /// Output: a larger one ends the attempt `output-too-large`.
+    pub const OUTPUT: usize = 128 * MIB as usize;
+    /// Captured stdout, and stderr: cut past it.
+    pub const CAPTURE: usize = 32 * MIB as usize;
+    /// Log lines, as stored (JSON): later lines are dropped, and a last line says so.
+    pub const LOG: usize = 64 * MIB as usize;
+}
+
+impl Completion {
+    /// The completion with every column within [`bounds`], as the drivers write it.
+    pub fn bounded(mut self) -> Completion {
+        if let Some(error) = self.error.take() {
+            self.error = Some(storable_text(error, bounds::ERROR));
+        }
+        if let Some(size) = self.output.as_ref().map(Vec::len)
+            && size > bounds::OUTPUT
+        {
+            self.outcome = Outcome::OutputTooLarge;
+            self.output = None;
+            self.error = Some(format!(
+                "returned {} of output, over the store's limit of {}",
+                bytesize::ByteSize(size as u64),
+                bytesize::ByteSize(bounds::OUTPUT as u64)
+            ));
+        }
+        self.stdout.truncate(bounds::CAPTURE);
+        self.stderr.truncate(bounds::CAPTURE);
+        bound_logs(&mut self.logs, bounds::LOG);
+        self
+    }
+}
+
+/// Text a database's text column takes: within `max` bytes, and without NUL characters,
+/// which PostgreSQL refuses in text (they become U+FFFD on every driver alike).
+fn storable_text(text: String, max: usize) -> String {
+    let text = if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text
+    };
+    crate::runtime::outcome::cut_text(text, max)
+}
+
+/// Keeps the log lines whose JSON fits in `max` bytes; when some are dropped, a last line
+/// says how many.
+fn bound_logs(lines: &mut Vec<LogLine>, max: usize) {
+    // JSON escapes a byte into at most 6; the rest of a line takes under 64.
+    let most = lines
+        .iter()
+        .map(|l| 64 + 6 * l.message.len())
+        .fold(0usize, usize::saturating_add);
+    if most <= max {
+        return;
+    }
+    // Room for the last line that says what was dropped.
+    let mut room = max - 256;
+    let mut keep = 0;
+    for line in lines.iter() {
+        let size = serde_json::to_string(line).map_or(usize::MAX, |json| json.len() + 1);
+        if size > room {
+            break;
+        }
+        room -= size;
+        keep += 1;
+    }
+    let dropped = lines.len() - keep;
+    let at_micros = lines.last().map_or(0, |l| l.at_micros);
+    lines.truncate(keep);
+    lines.push(LogLine {
+        at_micros,
+        level: crate::runtime::LogLevel::Warn,
+        message: format!(
+            "[qhost] {dropped} more log line(s) dropped: the log is over the store's limit of {}",
+            bytesize::ByteSize(max as u64)
+        ),
+    });
+}
+
 /// How one attempt ended, as the execution log records it: from a node's completion, or
 /// from a rescue (`lost`).
 pub(crate) struct AttemptEnd<'a> {
@@ -474,6 +562,19 @@ pub enum StoreError {
     Internal(#[from] anyhow::Error),
 }
 
+impl StoreError {
+    /// Whether the database refused what was to be written: a value too large for it, or
+    /// not valid for its column. Writing the same again fails again, whereas a database
+    /// that is down, busy or restarting takes it once it is back.
+    pub fn is_refusal(&self) -> bool {
+        let StoreError::Internal(err) = self else {
+            return false;
+        };
+        err.chain()
+            .any(|cause| sqlite::is_refusal(cause) || postgres::is_refusal(cause))
+    }
+}
+
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// What `task_cancel` found.
@@ -559,7 +660,8 @@ pub trait Store: Send + Sync + 'static {
     async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64>;
     /// Cancels pending tasks and asks nodes to stop the claimed ones.
     async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64>;
-    /// Removes an ended batch with its tasks and attempts.
+    /// Removes an ended batch with all it owns: its tasks, their attempts, its order
+    /// counts. No driver ever gives a batch's or a task's id again.
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()>;
 
     async fn task_submit(
@@ -629,5 +731,61 @@ pub trait Store: Send + Sync + 'static {
     /// Removes a node that stopped cleanly from the registry.
     async fn node_remove(&self, _node: String) -> StoreResult<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::LogLevel;
+
+    fn line(message: &str) -> LogLine {
+        LogLine {
+            at_micros: 7,
+            level: LogLevel::Info,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_log_over_the_bound_keeps_its_first_lines_and_says_how_many_were_dropped() {
+        let mut lines: Vec<LogLine> = (0..1000).map(|_| line(&"x".repeat(100))).collect();
+        bound_logs(&mut lines, 10 * 1024);
+        let json = serde_json::to_string(&lines).unwrap();
+        assert!(json.len() <= 10 * 1024, "{} bytes", json.len());
+        let (mark, kept) = lines.split_last().unwrap();
+        assert!(kept.iter().all(|l| l.message.len() == 100));
+        assert_eq!(
+            mark.message,
+            format!(
+                "[qhost] {} more log line(s) dropped: the log is over the store's limit of 10.0 KiB",
+                1000 - kept.len()
+            )
+        );
+        let mut small = vec![line("fine")];
+        bound_logs(&mut small, 10_000);
+        assert_eq!(small, vec![line("fine")]);
+    }
+
+    #[test]
+    fn an_output_over_the_bound_ends_the_attempt_output_too_large() {
+        let c = Completion {
+            task: 1,
+            lease_token: 1,
+            node: "n".into(),
+            slot: None,
+            started_at: 0,
+            ended_at: 1,
+            outcome: Outcome::Succeeded,
+            error: None,
+            output: Some(vec![0; bounds::OUTPUT + 1]),
+            logs: Vec::new(),
+            stdout: vec![1; bounds::CAPTURE + 1],
+            stderr: Vec::new(),
+        }
+        .bounded();
+        assert_eq!((c.outcome, c.output), (Outcome::OutputTooLarge, None));
+        assert!(c.error.unwrap().contains("over the store's limit"));
+        assert_eq!(c.stdout.len(), bounds::CAPTURE);
     }
 }

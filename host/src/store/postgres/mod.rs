@@ -423,6 +423,14 @@ pub(super) fn pg(err: tokio_postgres::Error) -> StoreError {
     StoreError::Internal(anyhow::Error::new(err))
 }
 
+/// Whether `err` is PostgreSQL refusing a value: a data exception (class 22: not valid
+/// for its column, or too long) or a program limit exceeded (class 54: too large).
+pub(super) fn is_refusal(err: &(dyn std::error::Error + 'static)) -> bool {
+    err.downcast_ref::<tokio_postgres::Error>()
+        .and_then(|e| e.code())
+        .is_some_and(|code| code.code().starts_with("22") || code.code().starts_with("54"))
+}
+
 /// A deadlock or serialization failure: the transaction may simply be run again.
 fn is_transient(err: &StoreError) -> bool {
     let StoreError::Internal(err) = err else {
@@ -1189,7 +1197,7 @@ impl Store for PostgresStore {
             .map(|c| Completion {
                 started_at: self.db_time(c.started_at),
                 ended_at: self.db_time(c.ended_at),
-                ..c
+                ..c.bounded()
             })
             .collect();
         transaction!(self, Commit::Bookkeeping, |tx| {

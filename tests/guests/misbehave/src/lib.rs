@@ -10,8 +10,10 @@
 //! | `panic` | panics (a trap, with the message on stderr) |
 //! | `recurse` | recurses without bound |
 //! | `error` | returns `err("asked to fail")` |
+//! | `error:N` | returns an error message of N bytes |
 //! | `stdout:N` / `stderr:N` | writes N bytes to stdout / stderr, then returns `ok` |
 //! | `log:N` | logs N lines, then returns `ok` |
+//! | `flood` / `flood:N` | logs empty lines without end / N of them, then returns `ok` |
 //! | `output:N` | returns N bytes |
 //! | `sleep:MS` | sleeps MS milliseconds, returns `ok` |
 //! | `info` | returns the task info it was given |
@@ -53,7 +55,8 @@ impl Guest for Misbehave {
             "trap" => core::arch::wasm32::unreachable(),
             "panic" => panic!("asked to panic"),
             "recurse" => Ok(recurse(black_box(1)).to_le_bytes().to_vec()),
-            "error" => Err("asked to fail".into()),
+            "error" if argument.is_empty() => Err("asked to fail".into()),
+            "error" => Err("e".repeat(count()?)),
             "stdout" | "stderr" => {
                 let line = [b'x'; 99];
                 let mut left = count()?;
@@ -76,6 +79,15 @@ impl Guest for Misbehave {
             "log" => {
                 for i in 0..count()? {
                     log(Level::Info, &format!("line {i}"));
+                }
+                Ok(b"ok".to_vec())
+            }
+            "flood" if argument.is_empty() => loop {
+                log(Level::Info, "");
+            },
+            "flood" => {
+                for _ in 0..count()? {
+                    log(Level::Info, "");
                 }
                 Ok(b"ok".to_vec())
             }

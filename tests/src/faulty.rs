@@ -1,0 +1,214 @@
+//! A store that passes every call to a real one, but fails the writes of how runs went
+//! (start marks, completions, hand-backs) the way a database can: as one that is down
+//! (every such write fails until it is back), or as one that refuses a record too large
+//! for it (every write of a completion carrying more log than a given size fails, with
+//! SQLite's own "string or blob too big").
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use qhost::runtime::Digest;
+use qhost::store::*;
+use tokio::sync::{broadcast, watch};
+
+pub struct FaultyStore {
+    inner: Arc<dyn Store>,
+    down: AtomicBool,
+    /// Completions with more bytes of log messages than this are refused.
+    max_log_bytes: AtomicUsize,
+    /// Writes failed so far.
+    failures: watch::Sender<u64>,
+}
+
+impl FaultyStore {
+    pub fn new(inner: Arc<dyn Store>) -> Arc<FaultyStore> {
+        Arc::new(FaultyStore {
+            inner,
+            down: AtomicBool::new(false),
+            max_log_bytes: AtomicUsize::new(usize::MAX),
+            failures: watch::channel(0).0,
+        })
+    }
+
+    /// Fails every write of how runs went while `down`.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Refuses every completion with more than `bytes` of log messages.
+    pub fn refuse_logs_over(&self, bytes: usize) {
+        self.max_log_bytes.store(bytes, Ordering::SeqCst);
+    }
+
+    /// Writes failed so far.
+    pub fn failures(&self) -> u64 {
+        *self.failures.borrow()
+    }
+
+    /// Waits until at least `count` writes have failed.
+    pub async fn failed(&self, count: u64) {
+        let mut failures = self.failures.subscribe();
+        failures.wait_for(|n| *n >= count).await.unwrap();
+    }
+
+    fn check(&self, completions: &[Completion]) -> StoreResult<()> {
+        let err = if self.down.load(Ordering::SeqCst) {
+            StoreError::Internal(anyhow::anyhow!("connection refused: the database is down"))
+        } else if completions.iter().any(|c| {
+            c.logs.iter().map(|l| l.message.len()).sum::<usize>()
+                > self.max_log_bytes.load(Ordering::SeqCst)
+        }) {
+            let too_big = rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_TOOBIG),
+                Some("string or blob too big".into()),
+            );
+            StoreError::Internal(anyhow::Error::new(too_big))
+        } else {
+            return Ok(());
+        };
+        self.failures.send_modify(|n| *n += 1);
+        Err(err)
+    }
+}
+
+#[async_trait]
+impl Store for FaultyStore {
+    async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()> {
+        self.check(&[])?;
+        self.inner.task_start(starts).await
+    }
+
+    async fn task_complete(
+        &self,
+        completions: Vec<Completion>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult> {
+        self.check(&completions)?;
+        self.inner.task_complete(completions, now).await
+    }
+
+    async fn task_release(
+        &self,
+        tasks: Vec<(TaskId, i64)>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult> {
+        self.check(&[])?;
+        self.inner.task_release(tasks, now).await
+    }
+
+    // Everything else as the real store does it.
+
+    async fn module_put(
+        &self,
+        bytes: Vec<u8>,
+        name: Option<String>,
+        tag: Option<String>,
+        now: Micros,
+    ) -> StoreResult<ModuleInfo> {
+        self.inner.module_put(bytes, name, tag, now).await
+    }
+    async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>> {
+        self.inner.module_bytes(digest).await
+    }
+    async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
+        self.inner.module_list().await
+    }
+    async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
+        self.inner.module_delete(digest).await
+    }
+    async fn batch_open(
+        &self,
+        spec: BatchSpec,
+        handle_hash: [u8; 32],
+        now: Micros,
+    ) -> StoreResult<BatchInfo> {
+        self.inner.batch_open(spec, handle_hash, now).await
+    }
+    async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
+        self.inner.batch_set_handle(batch, handle_hash).await
+    }
+    async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
+        self.inner.batch_get(batch).await
+    }
+    async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
+        self.inner.batch_open_count(batch).await
+    }
+    async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
+        self.inner.batch_authorize(batch, handle_hash).await
+    }
+    async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
+        self.inner.batch_seal(batch).await
+    }
+    async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64> {
+        self.inner.batch_set_priority(batch, priority).await
+    }
+    async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64> {
+        self.inner.batch_cancel(batch, now).await
+    }
+    async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
+        self.inner.batch_release(batch).await
+    }
+    async fn task_submit(
+        &self,
+        batch: BatchId,
+        tasks: Vec<TaskSpec>,
+        now: Micros,
+    ) -> StoreResult<Vec<TaskId>> {
+        self.inner.task_submit(batch, tasks, now).await
+    }
+    async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo> {
+        self.inner.task_get(task).await
+    }
+    async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
+        self.inner.task_output(task).await
+    }
+    async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
+        self.inner.task_set_priority(task, priority).await
+    }
+    async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
+        self.inner.task_cancel(task, now).await
+    }
+    async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
+        self.inner.group_set_limit(key, limit).await
+    }
+    async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
+        self.inner.group_get(key).await
+    }
+    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
+        self.inner.task_claim(params).await
+    }
+    async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
+        self.inner.lease_renew(node, until).await
+    }
+    async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
+        self.inner.lease_rescue(node, now).await
+    }
+    async fn task_counts(&self) -> StoreResult<Progress> {
+        self.inner.task_counts().await
+    }
+    async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
+        self.inner.attempt_list(filter).await
+    }
+    async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
+        self.inner.running_list().await
+    }
+    async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
+        self.inner.prune(before, chunk).await
+    }
+    fn signals(&self) -> Option<broadcast::Receiver<Signal>> {
+        self.inner.signals()
+    }
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
+    async fn node_beat(&self, beat: NodeBeat) -> StoreResult<()> {
+        self.inner.node_beat(beat).await
+    }
+    async fn node_list(&self) -> StoreResult<Vec<NodeInfo>> {
+        self.inner.node_list().await
+    }
+    async fn node_remove(&self, node: String) -> StoreResult<()> {
+        self.inner.node_remove(node).await
+    }
+}
