@@ -139,6 +139,18 @@ pub fn claim_order(
     taken
 }
 
+/// The state a store reports for `task`, given every batch's gate.
+fn state_at(task: &Task, gates: &BTreeMap<BatchId, i64>) -> TaskState {
+    match task.phase {
+        Phase::Pending if gates.get(&task.batch) == Some(&task.order) => TaskState::Ready,
+        Phase::Pending => TaskState::Waiting,
+        Phase::Claimed => TaskState::Running,
+        Phase::Succeeded => TaskState::Succeeded,
+        Phase::Failed => TaskState::Failed,
+        Phase::Cancelled => TaskState::Cancelled,
+    }
+}
+
 /// A batch as the scheduler sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Batch {
@@ -241,16 +253,16 @@ impl Model {
     /// The state a store reports for a task.
     pub fn state(&self, id: TaskId) -> Option<TaskState> {
         let task = self.task(id)?;
-        Some(match task.phase {
-            Phase::Pending if gates(&self.tasks).get(&task.batch) == Some(&task.order) => {
-                TaskState::Ready
-            }
-            Phase::Pending => TaskState::Waiting,
-            Phase::Claimed => TaskState::Running,
-            Phase::Succeeded => TaskState::Succeeded,
-            Phase::Failed => TaskState::Failed,
-            Phase::Cancelled => TaskState::Cancelled,
-        })
+        Some(state_at(task, &gates(&self.tasks)))
+    }
+
+    /// The state a store reports for each task, in id order.
+    pub fn states(&self) -> Vec<(TaskId, TaskState)> {
+        let gates = gates(&self.tasks);
+        self.tasks
+            .iter()
+            .map(|task| (task.id, state_at(task, &gates)))
+            .collect()
     }
 
     /// How many of the group's tasks are claimed now.
