@@ -1235,6 +1235,187 @@ impl Sut {
     }
 }
 
+/// Runs `ops` on a fresh store of driver `D` beside the model, compared as in the random
+/// cases.
+fn replay<D: Driver>(ops: &[Op]) {
+    let mut r = Reference {
+        model: Model::new(),
+        now: T0,
+        step: Step::Start,
+    };
+    let mut sut = Sut::fresh::<D>().begin();
+    for op in ops {
+        r = Scheduling::apply(r, op);
+        sut = StoreMatchesModel::<D>::apply(sut, &r, op.clone());
+        StoreMatchesModel::<D>::check_invariants(&sut, &r);
+    }
+    sut.check_all(&r.model);
+}
+
+fn task(order: i64, max_attempts: u32) -> Spec {
+    Spec {
+        order,
+        group: None,
+        priority: None,
+        max_attempts,
+        delay: None,
+    }
+}
+
+/// A batch limited to one task at a time fills the head of the queue, past what a claim
+/// reads at once: the claim takes one of it, and the task of another batch behind it.
+fn a_full_batch_at_the_head_hides_nothing_behind_it() -> Vec<Op> {
+    vec![
+        Op::OpenBatch {
+            priority: 1,
+            max_parallel: Some(1),
+            halt: false,
+        },
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::SubmitMany {
+            batch: Pick(0),
+            count: 40,
+            order: 0,
+            group: None,
+        },
+        Op::Submit {
+            batch: Pick(1),
+            tasks: vec![task(0, 1)],
+        },
+        Op::Claim { max: 2 },
+    ]
+}
+
+/// One group fills the head of the queue; behind it a batch limited to one task at a time
+/// and a free batch take turns: the claim takes one of the group, one of the limited
+/// batch and both of the free one.
+fn a_full_batch_behind_a_busy_group_hides_nothing_behind_it() -> Vec<Op> {
+    vec![
+        Op::OpenBatch {
+            priority: 1,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: Some(1),
+            halt: false,
+        },
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::SubmitMany {
+            batch: Pick(0),
+            count: 50,
+            order: 0,
+            group: Some(0),
+        },
+        Op::Submit {
+            batch: Pick(1),
+            tasks: vec![task(0, 1); 3],
+        },
+        Op::Submit {
+            batch: Pick(2),
+            tasks: vec![task(0, 1); 2],
+        },
+        Op::Claim { max: 4 },
+    ]
+}
+
+/// A claimed task handed back may have begun running: its order has started, and a lower
+/// one is refused.
+fn a_task_handed_back_has_started_its_order() -> Vec<Op> {
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![task(1, 1)],
+        },
+        Op::Claim { max: 1 },
+        Op::HandBack {
+            tasks: vec![Pick(0)],
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![task(0, 1)],
+        },
+    ]
+}
+
+/// Completions reported together apply in the order given: a halting batch's failure
+/// cancels what is pending then, and a retry reported after it still goes back to the
+/// queue, as it would in a call of its own.
+fn completions_in_one_call_apply_in_order() -> Vec<Op> {
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: true,
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![task(0, 1), task(0, 2)],
+        },
+        Op::Claim { max: 2 },
+        Op::CompleteMany {
+            tasks: vec![(Pick(0), Ending::Failure), (Pick(0), Ending::Failure)],
+        },
+    ]
+}
+
+/// A rescue ends the lost attempts in id order, as completions would be.
+fn lost_attempts_end_in_id_order() -> Vec<Op> {
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: true,
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![task(0, 1), task(0, 2)],
+        },
+        Op::Claim { max: 2 },
+        Op::Rescue,
+    ]
+}
+
+/// Each sequence above, run on each driver: one named test per case and driver.
+macro_rules! regressions {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite_regressions {
+            $(#[test]
+            fn $case() {
+                super::replay::<super::Sqlite>(&super::$case());
+            })*
+        }
+        mod postgres_regressions {
+            $(#[test]
+            fn $case() {
+                super::replay::<super::Postgres>(&super::$case());
+            })*
+        }
+    };
+}
+
+regressions!(
+    a_full_batch_at_the_head_hides_nothing_behind_it,
+    a_full_batch_behind_a_busy_group_hides_nothing_behind_it,
+    a_task_handed_back_has_started_its_order,
+    completions_in_one_call_apply_in_order,
+    lost_attempts_end_in_id_order,
+);
+
 /// Cases per driver: `PROPTEST_CASES`, or 1,000. Shrinking a failure stops after a
 /// minute (`PROPTEST_MAX_SHRINK_TIME`, milliseconds, says otherwise): each try of a
 /// PostgreSQL case costs tens of milliseconds.
