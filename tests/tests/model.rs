@@ -9,9 +9,10 @@
 //! batch), so the drivers' bounded scans and their look behind a full scan are exercised.
 //!
 //! A failure prints the shortest sequence proptest shrank it to, with what each step did,
-//! and saves the case's seed in `tests/proptest-regressions/model.txt`; later runs replay
-//! the saved seeds first (commit the file to keep a regression). `PROPTEST_CASES=N` runs N
-//! cases per driver instead of the default, `PROPTEST_RNG_SEED=N` fixes the random seed.
+//! and saves the case's seed in `target/tmp/proptest-regressions/model.txt`, which later
+//! runs replay first; `PROPTEST_RNG_SEED=N` fixes the random seed of a whole run, and
+//! `PROPTEST_CASES=N` runs N cases per driver instead of 1,000. A disagreement worth
+//! keeping becomes a named sequence at the end of this file, run on every driver.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -1424,9 +1425,12 @@ fn config() -> Config {
     Config {
         cases: env("PROPTEST_CASES").unwrap_or(1000),
         max_shrink_time: env("PROPTEST_MAX_SHRINK_TIME").unwrap_or(60_000),
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/model.txt",
-        ))),
+        // Seeds are kept beside the build, out of the sources: a seed stands for a case
+        // only as long as the generators do not change.
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_TARGET_TMPDIR"),
+            "/proptest-regressions/model.txt"
+        )))),
         ..Config::default()
     }
 }
