@@ -207,7 +207,9 @@ enum Step {
         key: String,
         limit: u32,
     },
-    Wait,
+    Wait {
+        now: Micros,
+    },
     /// Nothing to act on.
     Skip,
 }
@@ -293,7 +295,7 @@ fn describe(step: &Step) -> String {
             expect,
         } => format!("set batch {batch} priority {priority} -> {expect} tasks changed"),
         Step::SetGroupLimit { key, limit } => format!("set group {key} limit {limit}"),
-        Step::Wait => "wait".into(),
+        Step::Wait { now } => format!("wait until T0+{}s", (now - T0) / SECOND),
         Step::Skip => "nothing to act on".into(),
     }
 }
@@ -653,7 +655,7 @@ impl ReferenceStateMachine for Scheduling {
             }
             Op::Wait { seconds } => {
                 r.now += seconds * SECOND;
-                Step::Wait
+                Step::Wait { now: r.now }
             }
         };
         r
@@ -996,7 +998,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
         let store = sut.store.clone();
         let at = sut.history();
         match &r.step {
-            Step::Start | Step::Wait | Step::Skip => {}
+            Step::Start | Step::Wait { .. } | Step::Skip => {}
             Step::OpenBatch {
                 priority,
                 max_parallel,
