@@ -1440,9 +1440,30 @@ fn config() -> Config {
 prop_state_machine! {
     #![proptest_config(config())]
 
-    #[test]
-    fn sqlite_claims_match_the_model(sequential 1..80 => StoreMatchesModel<Sqlite>);
+    fn sqlite_cases(sequential 1..80 => StoreMatchesModel<Sqlite>);
 
-    #[test]
-    fn postgres_claims_match_the_model(sequential 1..40 => StoreMatchesModel<Postgres>);
+    fn postgres_cases(sequential 1..40 => StoreMatchesModel<Postgres>);
+}
+
+/// Drops the store the last case kept, when the test ends (statics are never dropped:
+/// a PostgreSQL schema would outlive the run).
+struct DropKept<D: Driver>(PhantomData<D>);
+
+impl<D: Driver> Drop for DropKept<D> {
+    fn drop(&mut self) {
+        let kept = D::kept().lock().map(|mut kept| kept.take());
+        drop(kept);
+    }
+}
+
+#[test]
+fn sqlite_claims_match_the_model() {
+    let _kept = DropKept::<Sqlite>(PhantomData);
+    sqlite_cases();
+}
+
+#[test]
+fn postgres_claims_match_the_model() {
+    let _kept = DropKept::<Postgres>(PhantomData);
+    postgres_cases();
 }
