@@ -2,11 +2,13 @@
 //! authorized here), and the node that claims tasks and runs them ([`node`]).
 //!
 //! - [`rules`]: the scheduling rules as plain functions over the execution log.
+//! - [`model`]: an executable model of the claim, that tests hold the store drivers to.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
 //! - [`reserved`]: the tasks a node claimed and has not started, in claim order.
 //! - [`metrics`]: latencies and outcomes the node records, for `/metrics`.
 
 pub mod metrics;
+pub mod model;
 pub mod node;
 mod reserved;
 pub mod rules;
