@@ -1,6 +1,11 @@
 //! `qhost serve` end to end: a real server on port 0, driven over HTTP as a client in any
-//! language would: modules, batches, handles, waiting, bad input, and a restart with work
-//! queued and running.
+//! language would: modules, batches, handles, waiting, bad input, a restart with work
+//! queued and running; and a hostile world: credentials checked before bodies are read,
+//! slow and silent clients, a taken port or data directory, and private files.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use qhost_tests::server::{Server, agent, call};
 use serde_json::{Value, json};
@@ -444,6 +449,153 @@ fn a_restart_loses_nothing_queued_or_running() {
             .iter()
             .all(|a| a["outcome"] == "succeeded"),
         "{log}"
+    );
+    assert!(server.stop().success());
+}
+
+/// Sends a request's head (and `body`) on a connection of its own, with `Content-Length`
+/// `length`; returns the status the server answers within `within`, or `None`.
+fn status_before_body(
+    server: &Server,
+    request_line: &str,
+    credential: &str,
+    length: usize,
+    body: &str,
+    within: Duration,
+) -> Option<u16> {
+    let mut tcp = TcpStream::connect(server.address()).unwrap();
+    tcp.set_read_timeout(Some(within)).unwrap();
+    let head = format!(
+        "{request_line} HTTP/1.1\r\nHost: qhost\r\nAuthorization: Bearer {credential}\r\n\
+         Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n{body}"
+    );
+    tcp.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !answer.windows(2).any(|w| w == b"\r\n") {
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+        }
+    }
+    let line = String::from_utf8_lossy(&answer);
+    line.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
+#[test]
+fn credentials_are_checked_before_the_body_is_read() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let (batch, handle) = open(&server);
+    let (_, other_handle) = open(&server);
+    let submit = format!("POST /v1/batches/{batch}/tasks");
+    let forged = format!("qhb_{batch}_{}", "0".repeat(64));
+    // Each request announces the largest body the route takes and sends a few bytes of
+    // it: refused credentials are answered at once, without waiting for the rest.
+    let cases = [
+        (
+            &submit,
+            other_handle.as_str(),
+            403,
+            "another batch's handle",
+        ),
+        (&submit, forged.as_str(), 403, "a forged handle"),
+        (&submit, "qhb_nonsense", 401, "a malformed handle"),
+        (&submit, "qha_guessed", 401, "a wrong token"),
+        (
+            &"POST /v1/modules?name=m".to_owned(),
+            other_handle.as_str(),
+            403,
+            "a handle, uploading a module",
+        ),
+    ];
+    for (request, credential, expected, what) in cases {
+        let status = status_before_body(
+            &server,
+            request,
+            credential,
+            qhost::api::MAX_SUBMIT_BYTES,
+            "{\"tasks\": [",
+            Duration::from_secs(10),
+        );
+        assert_eq!(status, Some(expected), "{what}: {request}");
+    }
+    // The batch's own handle is let in, and its body read.
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches/{batch}/tasks", server.url),
+        Some(&handle),
+        Some(json!({"tasks": []})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("no tasks"),
+        "{body}"
+    );
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_handle_cannot_tell_whether_what_it_does_not_hold_exists() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    let (_, mine) = open(&server);
+    let (theirs, their_handle) = open(&server);
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches/{theirs}/tasks", server.url),
+        Some(&their_handle),
+        Some(json!({"tasks": [{"module": "echo", "input": "x"}]})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let their_task = body["tasks"][0].as_i64().unwrap();
+    let no_task = their_task + 1000;
+
+    // Their task and no task at all look the same to my handle, whatever I do.
+    let requests = [
+        ("GET", "", None),
+        ("GET", "/output", None),
+        ("POST", "/cancel", None),
+        ("PUT", "/priority", Some(json!({"priority": 3}))),
+    ];
+    for (method, suffix, body) in requests {
+        let url = |task: i64| format!("{}/v1/tasks/{task}{suffix}", server.url);
+        let theirs = call(method, &url(their_task), Some(&mine), body.clone());
+        let none = call(method, &url(no_task), Some(&mine), body.clone());
+        assert_eq!(
+            theirs.0, none.0,
+            "{method} /v1/tasks/N{suffix}: {theirs:?} {none:?}"
+        );
+        assert_eq!(theirs.1["error"], none.1["error"], "{method} {suffix}");
+        assert!(theirs.0 == 403 || theirs.0 == 404, "{theirs:?}");
+    }
+    // So do a batch that exists and one that does not, to a forged handle.
+    let forged = |batch: i64| format!("qhb_{batch}_{}", "0".repeat(64));
+    let batch_url = |batch: i64| format!("{}/v1/batches/{batch}", server.url);
+    let existing = call("GET", &batch_url(theirs), Some(&forged(theirs)), None);
+    let missing = call(
+        "GET",
+        &batch_url(theirs + 1000),
+        Some(&forged(theirs + 1000)),
+        None,
+    );
+    assert_eq!(existing, missing);
+    assert_eq!(existing.0, 403, "{existing:?}");
+    // The admin is told plainly.
+    assert_eq!(
+        call(
+            "GET",
+            &format!("{}/v1/tasks/{no_task}", server.url),
+            Some(&server.token),
+            None
+        )
+        .0,
+        404
     );
     assert!(server.stop().success());
 }

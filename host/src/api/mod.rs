@@ -1,6 +1,8 @@
 //! The HTTP JSON API under `/v1`, served by `qhost serve`.
 //!
-//! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`.
+//! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`, and what it may
+//!   open, decided before a request's body is read.
+//! - [`body`]: permits that bound how many large bodies are read at once.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
 //! - [`observe`]: the execution log, the running-now view, health and metrics.
 //! - [`events`]: a batch's task completions as server-sent events.
@@ -9,6 +11,7 @@
 
 pub mod auth;
 pub mod batches;
+pub mod body;
 pub mod error;
 pub mod events;
 pub mod modules;
@@ -37,6 +40,17 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub struct AppState {
     pub scheduler: Arc<Scheduler>,
     pub admin_token: Arc<str>,
+    pub large_bodies: body::LargeBodies,
+}
+
+impl AppState {
+    pub fn new(scheduler: Arc<Scheduler>, admin_token: &str) -> Self {
+        AppState {
+            scheduler,
+            admin_token: admin_token.into(),
+            large_bodies: body::LargeBodies::default(),
+        }
+    }
 }
 
 pub fn router(state: AppState) -> Router {

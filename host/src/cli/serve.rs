@@ -179,10 +179,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         let _ = out.flush();
         drop(out);
-        let state = AppState {
-            scheduler,
-            admin_token: admin_token.into(),
-        };
+        let state = AppState::new(scheduler, &admin_token);
         api::serve(listener, state, shutdown_signal())
             .await
             .context("serving HTTP")?;
