@@ -79,9 +79,7 @@ fn start(data: &std::path::Path, workers: usize) -> Bench {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             let state = AppState::new(scheduler, TOKEN);
-            api::serve(listener, state, std::future::pending())
-                .await
-                .unwrap();
+            api::serve(listener, state, Default::default(), std::future::pending()).await;
         });
     });
     let address = rx.recv().expect("the server started");

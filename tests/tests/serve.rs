@@ -3,11 +3,12 @@
 //! queued and running; and a hostile world: credentials checked before bodies are read,
 //! slow and silent clients, a taken port or data directory, and private files.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-use qhost_tests::server::{Server, agent, call};
+use qhost_tests::server::{Server, agent, call, refused, serve_command};
 use serde_json::{Value, json};
 
 fn upload(server: &Server, bytes: &[u8], name: &str) -> (u16, Value) {
@@ -482,6 +483,49 @@ fn status_before_body(
     line.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
 }
 
+/// Whether the server closes `tcp` within `within` (reads give end of file or an error).
+fn closed_within(tcp: &mut TcpStream, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        tcp.set_read_timeout(Some(deadline - Instant::now() + Duration::from_millis(1)))
+            .unwrap();
+        match tcp.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+/// Reads `tcp` until the server closes it or `within` passes: the bytes read, and whether
+/// it was closed.
+fn drain(tcp: &mut TcpStream, within: Duration) -> (usize, bool) {
+    let deadline = Instant::now() + within;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut received = 0;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        tcp.set_read_timeout(Some(left + Duration::from_millis(1)))
+            .unwrap();
+        match tcp.read(&mut buf) {
+            Ok(0) => return (received, true),
+            Ok(n) => received += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+            Err(_) => return (received, true),
+        }
+    }
+    (received, false)
+}
+
+/// `GET /healthz` on a connection of its own: whether it is answered 200 within `within`.
+fn healthy_within(server: &Server, within: Duration) -> bool {
+    status_before_body(server, "GET /healthz", "none", 0, "", within) == Some(200)
+}
+
 #[test]
 fn credentials_are_checked_before_the_body_is_read() {
     let data = tempfile::tempdir().unwrap();
@@ -596,6 +640,182 @@ fn a_handle_cannot_tell_whether_what_it_does_not_hold_exists() {
         )
         .0,
         404
+    );
+    assert!(server.stop().success());
+}
+
+/// Lowers the soft limit on open files of the server to `soft` before it starts.
+fn soft_open_file_limit(command: &mut Command, soft: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls getrlimit and setrlimit, which are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit.rlim_cur = soft.min(limit.rlim_max);
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn many_silent_connections_do_not_keep_a_request_out() {
+    let data = tempfile::tempdir().unwrap();
+    // Started with a low soft limit on open files, as a login shell often gives: the
+    // server raises it to what the hard limit allows.
+    let server = Server::start_with(data.path(), 1, |command| {
+        soft_open_file_limit(command, 256);
+    });
+    let silent: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(server.address()).unwrap())
+        .collect();
+    assert!(
+        healthy_within(&server, Duration::from_secs(15)),
+        "a request behind 300 silent connections was not answered"
+    );
+    drop(silent);
+    assert!(server.stop().success());
+}
+
+#[test]
+fn slow_and_idle_clients_are_disconnected() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_with(data.path(), 1, |command| {
+        command.args(["--client-timeout", "1s", "--max-connections", "20"]);
+    });
+    let (batch, handle) = open(&server);
+
+    // Headers sent a byte at a time, slower than the timeout allows in all.
+    let mut dripping = TcpStream::connect(server.address()).unwrap();
+    let request = format!("GET /v1/batches/{batch} HTTP/1.1\r\nHost: qhost\r\nX-Slow: ");
+    dripping.write_all(request.as_bytes()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut closed = false;
+    while Instant::now() < deadline {
+        if dripping.write_all(b"a").is_err()
+            || closed_within(&mut dripping, Duration::from_millis(200))
+        {
+            closed = true;
+            break;
+        }
+    }
+    assert!(
+        closed,
+        "a client sending its headers slowly kept its connection"
+    );
+
+    // A connection kept alive and left idle.
+    let mut idle = TcpStream::connect(server.address()).unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: qhost\r\n\r\n")
+        .unwrap();
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(5)),
+        "an idle connection stayed open"
+    );
+
+    // A body that stops coming.
+    let mut stalled = TcpStream::connect(server.address()).unwrap();
+    let head = format!(
+        "POST /v1/batches/{batch}/tasks HTTP/1.1\r\nHost: qhost\r\n\
+         Authorization: Bearer {handle}\r\nContent-Type: application/json\r\n\
+         Content-Length: 1000\r\n\r\n{{\"tasks\": ["
+    );
+    stalled.write_all(head.as_bytes()).unwrap();
+    assert!(
+        closed_within(&mut stalled, Duration::from_secs(5)),
+        "a stalled body kept its connection"
+    );
+
+    // Three times as many silent connections as the server takes at once: they are
+    // dropped as they time out, and a request behind them is answered.
+    let silent: Vec<TcpStream> = (0..60)
+        .map(|_| TcpStream::connect(server.address()).unwrap())
+        .collect();
+    assert!(
+        healthy_within(&server, Duration::from_secs(20)),
+        "a request behind 60 silent connections was not answered"
+    );
+    drop(silent);
+    assert!(server.stop().success());
+
+    for (flag, value, setting) in [
+        ("--max-connections", "0", "setting `max_connections`"),
+        (
+            "--max-connections",
+            "100000000",
+            "setting `max_connections`",
+        ),
+        ("--client-timeout", "0s", "setting `client_timeout`"),
+        ("--client-timeout", "soon", "setting `client_timeout`"),
+    ] {
+        let mut command = serve_command(data.path(), 1);
+        command.args([flag, value]);
+        let stderr = refused(command);
+        assert!(stderr.contains(setting), "{flag} {value}: {stderr}");
+    }
+}
+
+/// A client that asks for a large answer and reads none of it is disconnected once the
+/// buffers between are full, rather than hold its connection and the answer for ever.
+#[test]
+fn a_client_that_does_not_read_its_answer_is_disconnected() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_with(data.path(), 2, |command| {
+        command.args(["--client-timeout", "1s"]);
+    });
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("misbehave")).unwrap(),
+        "misbehave",
+    );
+    let (batch, handle) = open(&server);
+    let tasks: Vec<Value> = (0..50)
+        .map(|_| json!({"module": "misbehave", "input": "stdout:65536"}))
+        .collect();
+    let url = format!("{}/v1/batches/{batch}/tasks", server.url);
+    assert_eq!(
+        call("POST", &url, Some(&handle), Some(json!({"tasks": tasks}))).0,
+        201
+    );
+    call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=120s", server.url),
+        Some(&handle),
+        None,
+    );
+    // About 10 MB of execution log, more than the sockets' buffers hold.
+    let path = format!("/v1/attempts?batch={batch}&limit=1000");
+    let mut whole = agent()
+        .get(format!("{}{path}", server.url))
+        .header("Authorization", format!("Bearer {handle}"))
+        .call()
+        .unwrap();
+    let size = whole
+        .body_mut()
+        .with_config()
+        .limit(1 << 30)
+        .read_to_vec()
+        .unwrap()
+        .len();
+    assert!(size > 8_000_000, "{size} bytes");
+
+    let mut deaf = TcpStream::connect(server.address()).unwrap();
+    let ask =
+        format!("GET {path} HTTP/1.1\r\nHost: qhost\r\nAuthorization: Bearer {handle}\r\n\r\n");
+    deaf.write_all(ask.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_secs(4)); // reading nothing, for a while
+    let (received, ended) = drain(&mut deaf, Duration::from_secs(20));
+    assert!(
+        ended && received < size,
+        "{received} of {size} bytes, ended: {ended}"
     );
     assert!(server.stop().success());
 }

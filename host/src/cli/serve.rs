@@ -52,8 +52,16 @@ pub struct ServeArgs {
     /// A directory tasks may be given, seen as /NAME: NAME=DIR[:ro|:rw]. Repeatable.
     #[arg(long = "mount", value_name = "NAME=DIR[:ro|:rw]")]
     pub mounts: Vec<Mount>,
+    /// HTTP connections open at once; more wait to be accepted (default: 10000, or half
+    /// the open-file limit if that is less).
+    #[arg(long, env = "QHOST_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// How long a client may take to send a request's headers, keep a connection idle,
+    /// or pause while sending a body or reading a response (default 30s).
+    #[arg(long, env = "QHOST_CLIENT_TIMEOUT")]
+    pub client_timeout: Option<String>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
-    /// workers, admin_token, grace, lease, mounts).
+    /// workers, admin_token, grace, lease, mounts, max_connections, client_timeout).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -75,6 +83,8 @@ struct FileConfig {
     lease: Option<String>,
     #[serde(default)]
     mounts: Vec<String>,
+    max_connections: Option<usize>,
+    client_timeout: Option<String>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -126,6 +136,30 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         lease >= Duration::from_secs(1),
         "setting `lease` must be at least 1s"
     );
+    let client_timeout = match args.client_timeout.or(file.client_timeout) {
+        Some(text) => {
+            parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `client_timeout`: {e}"))?
+        }
+        None => Duration::from_secs(30),
+    };
+    anyhow::ensure!(
+        client_timeout >= Duration::from_millis(100),
+        "setting `client_timeout` must be at least 100ms"
+    );
+    let open_files = raise_open_file_limit();
+    // Half the descriptors stay for the database, artifacts and the files tasks open.
+    let room = usize::try_from(open_files / 2).unwrap_or(usize::MAX);
+    let max_connections = match args.max_connections.or(file.max_connections) {
+        Some(n) => {
+            anyhow::ensure!(
+                (1..=room).contains(&n),
+                "setting `max_connections` is {n}; it must be 1 to {room} (half the \
+                 limit on open files, {open_files}; raise that with `ulimit -n` to allow more)"
+            );
+            n
+        }
+        None => room.min(DEFAULT_MAX_CONNECTIONS),
+    };
     let mut mounts = args.mounts;
     for spec in file.mounts {
         mounts.push(
@@ -180,9 +214,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let _ = out.flush();
         drop(out);
         let state = AppState::new(scheduler, &admin_token);
-        api::serve(listener, state, shutdown_signal())
-            .await
-            .context("serving HTTP")?;
+        let limits = api::listen::Limits {
+            max_connections,
+            client_timeout,
+        };
+        api::serve(listener, state, limits, shutdown_signal()).await;
         tracing::info!(
             "stopping: running tasks have {} to finish",
             humantime::format_duration(grace)
@@ -192,6 +228,50 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Connections open at once, unless the open-file limit allows fewer.
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// Raises this process's soft limit on open files to its hard limit: every connection
+/// takes one, and a login shell's soft limit (often 1024) is soon reached. Returns the
+/// limit in force.
+fn raise_open_file_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            tracing::warn!(
+                "reading the open-file limit failed: {}",
+                std::io::Error::last_os_error()
+            );
+            return 1024;
+        }
+        // An unlimited hard limit is still bounded by the kernel's (fs.nr_open).
+        let target = limit.rlim_max.min(1 << 20);
+        if limit.rlim_cur < target {
+            let raised = libc::rlimit {
+                rlim_cur: target,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                tracing::debug!(
+                    "raised the open-file limit from {} to {}",
+                    limit.rlim_cur,
+                    raised.rlim_cur
+                );
+                return raised.rlim_cur;
+            }
+            tracing::warn!(
+                "raising the open-file limit to {target} failed: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    limit.rlim_cur
 }
 
 /// The admin token kept in the data directory, created (readable by its owner only) on
