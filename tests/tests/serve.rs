@@ -819,3 +819,90 @@ fn a_client_that_does_not_read_its_answer_is_disconnected() {
     );
     assert!(server.stop().success());
 }
+
+/// A node started twice by mistake (same database, same node name, same port): the second
+/// fails to listen and exits, and must not have touched the queue first, where it would
+/// have taken the first one's running attempts for its own lost ones.
+#[test]
+fn a_second_server_on_a_taken_port_leaves_the_queue_alone() {
+    let db = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(qhost_tests::pg::TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let first = Server::start_with(&data.path().join("first"), 1, |command| {
+        command.args(["--db", &db.url]);
+    });
+    upload(
+        &first,
+        &std::fs::read(qhost_tests::guest("sleep")).unwrap(),
+        "sleep",
+    );
+    let (batch, handle) = open(&first);
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches/{batch}/tasks", first.url),
+        Some(&handle),
+        Some(json!({"tasks": [
+            {"module": "sleep", "input": "1500"},
+            {"module": "sleep", "input": "10"},
+        ]})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let running = body["tasks"][0].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, task) = call(
+            "GET",
+            &format!("{}/v1/tasks/{running}", first.url),
+            Some(&handle),
+            None,
+        );
+        if task["state"] == "running" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first task never started: {task}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let mut second = Command::new(qhost_tests::qhost_binary());
+    second
+        .args(["serve", "--listen", first.address(), "--db", &db.url])
+        .arg("--data-dir")
+        .arg(data.path().join("second"))
+        .env_remove("QHOST_ADMIN_TOKEN")
+        .env_remove("QHOST_CONFIG");
+    let stderr = refused(second);
+    assert!(stderr.contains(first.address()), "{stderr}");
+    assert!(stderr.contains("in use"), "{stderr}");
+
+    let (_, info) = call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=60s", first.url),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(info["progress"]["succeeded"], 2, "{info}");
+    let (_, log) = call(
+        "GET",
+        &format!("{}/v1/attempts?batch={batch}", first.url),
+        Some(&handle),
+        None,
+    );
+    let attempts = log["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "each task ran once: {log}");
+    assert!(
+        attempts.iter().all(|a| a["outcome"] == "succeeded"),
+        "{log}"
+    );
+    let (_, nodes) = call(
+        "GET",
+        &format!("{}/v1/nodes", first.url),
+        Some(&first.token),
+        None,
+    );
+    assert_eq!(nodes.as_array().unwrap().len(), 1, "{nodes}");
+    assert!(first.stop().success());
+}

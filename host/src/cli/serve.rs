@@ -189,6 +189,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")?;
     use std::io::Write;
     tokio.block_on(async move {
+        // Listen before touching the queue: a node that cannot serve must not claim work,
+        // nor take a node of the same name for its own last run and recover its attempts.
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("listening on {listen}"))?;
         let store = crate::store::open(&db, &node)
             .await
             .context("setting `db`")?;
@@ -200,9 +205,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.lease = lease;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("listening on {listen}"))?;
         let address = listener.local_addr()?;
         // Whoever started us may have stopped reading stdout: that must not stop the server.
         let mut out = std::io::stdout().lock();
