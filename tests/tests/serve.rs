@@ -5,6 +5,8 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -905,4 +907,47 @@ fn a_second_server_on_a_taken_port_leaves_the_queue_alone() {
     );
     assert_eq!(nodes.as_array().unwrap().len(), 1, "{nodes}");
     assert!(first.stop().success());
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn the_data_directory_and_its_secrets_are_private() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let server = Server::start(&data, 1);
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    assert!(server.stop().success());
+    assert_eq!(mode(&data), 0o700, "the data directory");
+    assert_eq!(mode(&data.join("qhost.db")), 0o600, "the database");
+    assert_eq!(mode(&data.join("admin-token")), 0o600, "the admin token");
+    assert_eq!(mode(&data.join("artifacts")), 0o700, "the artifact cache");
+    assert_eq!(mode(&data.join("artifacts/key")), 0o600, "the artifact key");
+
+    // A data directory others may write to is refused, by name and mode.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let stderr = refused(serve_command(&data, 1));
+    assert!(stderr.contains(&data.display().to_string()), "{stderr}");
+    assert!(stderr.contains("0777"), "{stderr}");
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    // So is a mount that would give tasks the data directory.
+    let mut command = serve_command(&data, 1);
+    command
+        .arg("--mount")
+        .arg(format!("all={}", root.path().display()));
+    let stderr = refused(command);
+    assert!(stderr.contains("setting `mounts`"), "{stderr}");
+
+    // So is an empty admin token file.
+    std::fs::write(data.join("admin-token"), "").unwrap();
+    let stderr = refused(serve_command(&data, 1));
+    assert!(stderr.contains("admin-token"), "{stderr}");
+    assert!(stderr.contains("empty"), "{stderr}");
 }

@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::api::{self, AppState};
 use crate::runtime::limits::parse_duration;
-use crate::runtime::{Mount, Runtime, RuntimeConfig};
+use crate::runtime::{Mount, Runtime, RuntimeConfig, create_private_dir};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 
@@ -167,8 +167,28 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("setting `mounts`: {e}"))?,
         );
     }
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    create_private_dir(&data_dir).context("setting `data_dir`")?;
+    // A task given the data directory could read the admin token or change the database.
+    let data_real = data_dir
+        .canonicalize()
+        .with_context(|| format!("resolving {}", data_dir.display()))?;
+    for mount in &mounts {
+        if let Ok(dir) = mount.dir.canonicalize()
+            && (data_real.starts_with(&dir) || dir.starts_with(&data_real))
+        {
+            anyhow::bail!(
+                "setting `mounts`: {mount} would give tasks the data directory {} (its \
+                 admin token and database); mount a directory outside it",
+                data_dir.display()
+            );
+        }
+    }
+    if let Some(path) = db.strip_prefix("sqlite:") {
+        let path = Path::new(path.strip_prefix("//").unwrap_or(path));
+        if !path.as_os_str().is_empty() {
+            private_file(path).context("setting `db`")?;
+        }
+    }
     let (admin_token, token_file) = match args.admin_token.or(file.admin_token) {
         Some(token) => {
             anyhow::ensure!(
@@ -280,7 +300,21 @@ fn raise_open_file_limit() -> u64 {
 /// first start.
 fn admin_token_file(path: &Path) -> anyhow::Result<String> {
     if let Ok(token) = std::fs::read_to_string(path) {
-        return Ok(token.trim().to_owned());
+        let token = token.trim();
+        anyhow::ensure!(
+            !token.is_empty(),
+            "the admin token file {} is empty: delete it to have a token generated, or \
+             write one of at least 16 characters in it",
+            path.display()
+        );
+        anyhow::ensure!(
+            token.len() >= 16,
+            "the admin token in {} is shorter than 16 characters: delete the file to have \
+             a token generated, or write a longer one in it",
+            path.display()
+        );
+        private_file(path)?;
+        return Ok(token.to_owned());
     }
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("random source: {e}"))?;
@@ -295,6 +329,29 @@ fn admin_token_file(path: &Path) -> anyhow::Result<String> {
         .with_context(|| format!("creating {}", path.display()))?;
     writeln!(file, "{token}")?;
     Ok(token)
+}
+
+/// Makes `path` readable and writable by its owner only, creating it empty if it does not
+/// exist.
+fn private_file(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mode = file.metadata()?.permissions().mode() & 0o777;
+    if mode != 0o600 {
+        tracing::warn!(
+            "{} was open to others (mode {mode:04o}): made it readable by its owner only",
+            path.display()
+        );
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("making {} private", path.display()))?;
+    }
+    Ok(())
 }
 
 fn hostname() -> String {
