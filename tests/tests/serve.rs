@@ -951,3 +951,12 @@ fn the_data_directory_and_its_secrets_are_private() {
     assert!(stderr.contains("admin-token"), "{stderr}");
     assert!(stderr.contains("empty"), "{stderr}");
 }
+
+#[test]
+fn a_server_stopped_as_soon_as_it_listens_stops_gracefully() {
+    let data = tempfile::tempdir().unwrap();
+    for round in 0..10 {
+        let server = Server::start(data.path(), 1);
+        assert!(server.stop().success(), "round {round}: SIGTERM killed it");
+    }
+}

@@ -225,6 +225,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.lease = lease;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
+        let shutdown = shutdown_signal()?;
         let address = listener.local_addr()?;
         // Whoever started us may have stopped reading stdout: that must not stop the server.
         let mut out = std::io::stdout().lock();
@@ -240,7 +241,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_connections,
             client_timeout,
         };
-        api::serve(listener, state, limits, shutdown_signal()).await;
+        api::serve(listener, state, limits, shutdown).await;
         tracing::info!(
             "stopping: running tasks have {} to finish",
             humantime::format_duration(grace)
@@ -362,14 +363,20 @@ fn hostname() -> String {
         .unwrap_or_else(|| "qhost".into())
 }
 
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutdown requested");
+/// Resolves on SIGINT or SIGTERM. The handlers are installed at once, not when the future
+/// is first polled: a signal sent as soon as the server says it listens must stop it
+/// gracefully, not kill it.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("handling SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("handling SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutdown requested");
+    })
 }
 
 fn init_logging(json: bool) {
