@@ -953,6 +953,84 @@ fn the_data_directory_and_its_secrets_are_private() {
 }
 
 #[test]
+fn retention_is_a_setting_and_bad_values_are_refused() {
+    let data = tempfile::tempdir().unwrap();
+    for value in ["7d", "12h", "off", "0"] {
+        let server = Server::start_with(data.path(), 1, |command| {
+            command.args(["--retention", value]);
+        });
+        assert!(server.stop().success(), "--retention {value}");
+    }
+    let server = Server::start_with(data.path(), 1, |command| {
+        command.env("QHOST_RETENTION", "30d");
+    });
+    assert!(server.stop().success());
+
+    for value in ["soon", "-1d", "7 parsecs", "10ms"] {
+        let mut command = serve_command(data.path(), 1);
+        command.arg(format!("--retention={value}"));
+        let stderr = refused(command);
+        assert!(
+            stderr.contains("setting `retention`"),
+            "--retention {value}: {stderr}"
+        );
+    }
+    let config = data.path().join("qhost.toml");
+    std::fs::write(&config, "retention = \"fortnightly\"\n").unwrap();
+    let mut command = serve_command(data.path(), 1);
+    command.arg("--config").arg(&config);
+    let stderr = refused(command);
+    assert!(stderr.contains("setting `retention`"), "{stderr}");
+}
+
+/// On PostgreSQL, where each node's upkeep runs every few seconds, a short retention shows
+/// that the setting reaches the pruner: an ended task is gone soon after.
+#[test]
+fn ended_work_is_deleted_after_the_retention() {
+    let db = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(qhost_tests::pg::TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_with(data.path(), 1, |command| {
+        command.args(["--db", &db.url, "--retention", "1s"]);
+    });
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/tasks", server.url),
+        Some(&server.token),
+        Some(json!({"module": "echo", "input": "short-lived"})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let task = format!("{}/v1/tasks/{}", server.url, body["task"]);
+    let (_, info) = call(
+        "GET",
+        &format!(
+            "{}/v1/batches/{}/wait?timeout=60s",
+            server.url, body["batch"]
+        ),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(info["progress"]["succeeded"], 1, "{info}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = call("GET", &task, Some(&server.token), None);
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(Instant::now() < deadline, "the ended task was kept: {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(server.stop().success());
+}
+
+#[test]
 fn a_server_stopped_as_soon_as_it_listens_stops_gracefully() {
     let data = tempfile::tempdir().unwrap();
     for round in 0..10 {

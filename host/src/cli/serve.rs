@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// tasks run again elsewhere this long after (default 30s).
     #[arg(long, env = "QHOST_LEASE")]
     pub lease: Option<String>,
+    /// How long ended tasks, their attempts and outputs are kept before they are deleted:
+    /// a duration (`7d`, `12h`), or `off` (or `0`) to keep them for ever (default 7d).
+    #[arg(long, env = "QHOST_RETENTION")]
+    pub retention: Option<String>,
     /// A directory tasks may be given, seen as /NAME: NAME=DIR[:ro|:rw]. Repeatable.
     #[arg(long = "mount", value_name = "NAME=DIR[:ro|:rw]")]
     pub mounts: Vec<Mount>,
@@ -61,7 +65,8 @@ pub struct ServeArgs {
     #[arg(long, env = "QHOST_CLIENT_TIMEOUT")]
     pub client_timeout: Option<String>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
-    /// workers, admin_token, grace, lease, mounts, max_connections, client_timeout).
+    /// workers, admin_token, grace, lease, retention, mounts, max_connections,
+    /// client_timeout).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -81,6 +86,7 @@ struct FileConfig {
     admin_token: Option<String>,
     grace: Option<String>,
     lease: Option<String>,
+    retention: Option<String>,
     #[serde(default)]
     mounts: Vec<String>,
     max_connections: Option<usize>,
@@ -136,6 +142,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         lease >= Duration::from_secs(1),
         "setting `lease` must be at least 1s"
     );
+    let retention = match args.retention.or(file.retention) {
+        Some(text) => {
+            parse_retention(&text).map_err(|e| anyhow::anyhow!("setting `retention`: {e}"))?
+        }
+        None => Some(DEFAULT_RETENTION),
+    };
     let client_timeout = match args.client_timeout.or(file.client_timeout) {
         Some(text) => {
             parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `client_timeout`: {e}"))?
@@ -223,6 +235,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let runtime = Arc::new(Runtime::new(runtime)?);
         let mut config = SchedulerConfig::new(node);
         config.lease = lease;
+        config.retention = retention;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
         let shutdown = shutdown_signal()?;
@@ -251,6 +264,25 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long ended work is kept unless the setting says otherwise.
+const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A retention: a duration of at least a second, or `off`/`0` for none (keep for ever).
+fn parse_retention(text: &str) -> Result<Option<Duration>, String> {
+    match text.trim() {
+        "off" | "0" => Ok(None),
+        text => {
+            let retention = parse_duration(text)?;
+            if retention < Duration::from_secs(1) {
+                return Err(format!(
+                    "`{text}` is less than a second; give `off` to keep ended work for ever"
+                ));
+            }
+            Ok(Some(retention))
+        }
+    }
 }
 
 /// Connections open at once, unless the open-file limit allows fewer.
