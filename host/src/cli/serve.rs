@@ -221,6 +221,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")?;
     use std::io::Write;
     tokio.block_on(async move {
+        // From here on a signal stops the server gracefully, even one sent while it starts.
+        let shutdown = shutdown_signal()?;
         // Listen before touching the queue: a node that cannot serve must not claim work,
         // nor take a node of the same name for its own last run and recover its attempts.
         let listener = tokio::net::TcpListener::bind(listen)
@@ -238,7 +240,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.retention = retention;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
-        let shutdown = shutdown_signal()?;
         let address = listener.local_addr()?;
         // Whoever started us may have stopped reading stdout: that must not stop the server.
         let mut out = std::io::stdout().lock();
@@ -396,8 +397,8 @@ fn hostname() -> String {
 }
 
 /// Resolves on SIGINT or SIGTERM. The handlers are installed at once, not when the future
-/// is first polled: a signal sent as soon as the server says it listens must stop it
-/// gracefully, not kill it.
+/// is first polled: a signal sent while the server starts, or as soon as it says it
+/// listens, must stop it gracefully, not kill it.
 fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("handling SIGTERM")?;
