@@ -78,13 +78,8 @@ fn start(data: &std::path::Path, workers: usize) -> Bench {
             let _node = Node::start(scheduler.clone()).await.unwrap();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
-            let state = AppState {
-                scheduler,
-                admin_token: TOKEN.into(),
-            };
-            api::serve(listener, state, std::future::pending())
-                .await
-                .unwrap();
+            let state = AppState::new(scheduler, TOKEN);
+            api::serve(listener, state, Default::default(), std::future::pending()).await;
         });
     });
     let address = rx.recv().expect("the server started");

@@ -1,9 +1,10 @@
 //! A real `qhost serve` on port 0 in a temporary data directory, and the `qhost` command
 //! line pointed at it: what the client tests and the serve benchmark start from.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -24,17 +25,8 @@ impl Server {
     /// Like [`Server::start`], with more settings given by `configure` (flags, variables).
     /// The admin token is `QHOST_ADMIN_TOKEN` when `configure` sets it, else the generated one.
     pub fn start_with(data: &Path, workers: usize, configure: impl FnOnce(&mut Command)) -> Server {
-        let mut command = Command::new(crate::qhost_binary());
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--grace", "30s"])
-            .arg("--workers")
-            .arg(workers.to_string())
-            .arg("--data-dir")
-            .arg(data)
-            .env_remove("QHOST_ADMIN_TOKEN")
-            .env_remove("QHOST_CONFIG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+        let mut command = serve_command(data, workers);
+        command.stdout(Stdio::piped()).stderr(Stdio::null());
         configure(&mut command);
         let given_token = command
             .get_envs()
@@ -60,6 +52,11 @@ impl Server {
             token,
             data: data.to_owned(),
         }
+    }
+
+    /// The address it listens on (`127.0.0.1:PORT`).
+    pub fn address(&self) -> &str {
+        self.url.strip_prefix("http://").expect("an http URL")
     }
 
     /// The `qhost` command line with this server and the admin token set by variables, and
@@ -99,6 +96,54 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The `qhost serve` command [`Server::start_with`] runs: port 0, `workers` slots, its data
+/// in `data`, no admin token or config file inherited.
+pub fn serve_command(data: &Path, workers: usize) -> Command {
+    let mut command = Command::new(crate::qhost_binary());
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--grace", "30s"])
+        .arg("--workers")
+        .arg(workers.to_string())
+        .arg("--data-dir")
+        .arg(data)
+        .env_remove("QHOST_ADMIN_TOKEN")
+        .env_remove("QHOST_CONFIG")
+        .env_remove("QHOST_RETENTION");
+    command
+}
+
+/// Runs a `qhost serve` that must refuse to start: returns its stderr. Panics if it exits 0,
+/// or is still running after a minute (it started instead of refusing).
+pub fn refused(mut command: Command) -> String {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting qhost serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("qhost serve started instead of refusing to");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(!status.success(), "qhost serve exited 0: {stderr}");
+    stderr
 }
 
 /// The `qhost` command line with no server, token or config set from outside, and a home

@@ -441,6 +441,7 @@ async fn compiled_components_are_cached_on_disk() {
     let artifacts: Vec<_> = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
         .collect();
     assert_eq!(artifacts.len(), 1);
     let artifact = &artifacts[0];
@@ -475,4 +476,52 @@ async fn compiled_components_are_cached_on_disk() {
         b"recompiled"
     );
     assert!(std::fs::metadata(artifact).unwrap().len() > 1000);
+}
+
+/// Two cached artifacts with their files swapped: each component still runs its own code,
+/// compiled again, never the other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swapped_artifacts_are_not_run() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = RuntimeConfig::with_workers(1);
+    config.cache_dir = Some(cache.path().join("artifacts"));
+    let echo_bytes = std::fs::read(guest("echo")).unwrap();
+    let sleep_bytes = std::fs::read(guest("sleep")).unwrap();
+
+    let first = Runtime::new(config.clone()).unwrap();
+    let echo = first.load(&echo_bytes).unwrap().digest();
+    let sleep = first.load(&sleep_bytes).unwrap().digest();
+    drop(first);
+    let artifact = |digest: qhost::runtime::Digest| {
+        std::fs::read_dir(cache.path().join("artifacts"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with(&digest.to_hex())
+            })
+            .expect("an artifact")
+    };
+    let (echo_file, sleep_file) = (artifact(echo), artifact(sleep));
+    let swap = cache.path().join("swap");
+    std::fs::rename(&echo_file, &swap).unwrap();
+    std::fs::rename(&sleep_file, &echo_file).unwrap();
+    std::fs::rename(&swap, &sleep_file).unwrap();
+
+    let second = Runtime::new(config).unwrap();
+    let echo = second.load(&echo_bytes).unwrap();
+    let report = run(&second, &echo, request("still echo")).await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert_eq!(report.output.as_deref(), Some(&b"still echo"[..]));
+    let sleep = second.load(&sleep_bytes).unwrap();
+    let report = run(&second, &sleep, request("1")).await;
+    assert_eq!(
+        report.output.as_deref(),
+        Some(&b"slept 1 ms"[..]),
+        "{:?}",
+        report.error
+    );
 }

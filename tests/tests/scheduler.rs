@@ -10,7 +10,7 @@ use std::sync::Arc;
 use qhost::runtime::limits::LOG_LINE_COST;
 use qhost::runtime::{Outcome, TaskLimits};
 use qhost::scheduler::rules::{self, Span};
-use qhost::scheduler::{Access, Error};
+use qhost::scheduler::{Access, Error, Resource};
 use qhost::store::*;
 use qhost_tests::Rng;
 use qhost_tests::faulty::FaultyStore;
@@ -132,7 +132,10 @@ async fn handles_guard_their_batches(backend: Backend) {
         .submit(&my_access, theirs, vec![sleep_task(sleep, 1, 0)])
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Forbidden(b) if b == theirs), "{err}");
+    assert!(
+        matches!(err, Error::Forbidden(Resource::Batch(b)) if b == theirs),
+        "{err}"
+    );
     let forged = Access::Handle(format!("qhb_{mine}_{}", "0".repeat(64)));
     let err = h
         .scheduler

@@ -1,8 +1,16 @@
 //! `qhost serve` end to end: a real server on port 0, driven over HTTP as a client in any
-//! language would: modules, batches, handles, waiting, bad input, and a restart with work
-//! queued and running.
+//! language would: modules, batches, handles, waiting, bad input, a restart with work
+//! queued and running; and a hostile world: credentials checked before bodies are read,
+//! slow and silent clients, a taken port or data directory, and private files.
 
-use qhost_tests::server::{Server, agent, call};
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use qhost_tests::server::{Server, agent, call, refused, serve_command};
 use serde_json::{Value, json};
 
 fn upload(server: &Server, bytes: &[u8], name: &str) -> (u16, Value) {
@@ -503,4 +511,587 @@ fn a_released_batch_leaves_nothing_to_the_next() {
         assert_eq!(status, 404, "{path} as admin: {body}");
     }
     assert!(server.stop().success());
+}
+
+/// Sends a request's head (and `body`) on a connection of its own, with `Content-Length`
+/// `length`; returns the status the server answers within `within`, or `None`.
+fn status_before_body(
+    server: &Server,
+    request_line: &str,
+    credential: &str,
+    length: usize,
+    body: &str,
+    within: Duration,
+) -> Option<u16> {
+    let mut tcp = TcpStream::connect(server.address()).unwrap();
+    tcp.set_read_timeout(Some(within)).unwrap();
+    let head = format!(
+        "{request_line} HTTP/1.1\r\nHost: qhost\r\nAuthorization: Bearer {credential}\r\n\
+         Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n{body}"
+    );
+    tcp.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !answer.windows(2).any(|w| w == b"\r\n") {
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+        }
+    }
+    let line = String::from_utf8_lossy(&answer);
+    line.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
+/// Whether the server closes `tcp` within `within` (reads give end of file or an error).
+fn closed_within(tcp: &mut TcpStream, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        tcp.set_read_timeout(Some(deadline - Instant::now() + Duration::from_millis(1)))
+            .unwrap();
+        match tcp.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+/// Reads `tcp` until the server closes it or `within` passes: the bytes read, and whether
+/// it was closed.
+fn drain(tcp: &mut TcpStream, within: Duration) -> (usize, bool) {
+    let deadline = Instant::now() + within;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut received = 0;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        tcp.set_read_timeout(Some(left + Duration::from_millis(1)))
+            .unwrap();
+        match tcp.read(&mut buf) {
+            Ok(0) => return (received, true),
+            Ok(n) => received += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+            Err(_) => return (received, true),
+        }
+    }
+    (received, false)
+}
+
+/// `GET /healthz` on a connection of its own: whether it is answered 200 within `within`.
+fn healthy_within(server: &Server, within: Duration) -> bool {
+    status_before_body(server, "GET /healthz", "none", 0, "", within) == Some(200)
+}
+
+#[test]
+fn credentials_are_checked_before_the_body_is_read() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let (batch, handle) = open(&server);
+    let (_, other_handle) = open(&server);
+    let submit = format!("POST /v1/batches/{batch}/tasks");
+    let forged = format!("qhb_{batch}_{}", "0".repeat(64));
+    // Each request announces the largest body the route takes and sends a few bytes of
+    // it: refused credentials are answered at once, without waiting for the rest.
+    let cases = [
+        (
+            &submit,
+            other_handle.as_str(),
+            403,
+            "another batch's handle",
+        ),
+        (&submit, forged.as_str(), 403, "a forged handle"),
+        (&submit, "qhb_nonsense", 401, "a malformed handle"),
+        (&submit, "qha_guessed", 401, "a wrong token"),
+        (
+            &"POST /v1/modules?name=m".to_owned(),
+            other_handle.as_str(),
+            403,
+            "a handle, uploading a module",
+        ),
+    ];
+    for (request, credential, expected, what) in cases {
+        let status = status_before_body(
+            &server,
+            request,
+            credential,
+            qhost::api::MAX_SUBMIT_BYTES,
+            "{\"tasks\": [",
+            Duration::from_secs(10),
+        );
+        assert_eq!(status, Some(expected), "{what}: {request}");
+    }
+    // The batch's own handle is let in, and its body read.
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches/{batch}/tasks", server.url),
+        Some(&handle),
+        Some(json!({"tasks": []})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("no tasks"),
+        "{body}"
+    );
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_handle_cannot_tell_whether_what_it_does_not_hold_exists() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    let (_, mine) = open(&server);
+    let (theirs, their_handle) = open(&server);
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches/{theirs}/tasks", server.url),
+        Some(&their_handle),
+        Some(json!({"tasks": [{"module": "echo", "input": "x"}]})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let their_task = body["tasks"][0].as_i64().unwrap();
+    let no_task = their_task + 1000;
+
+    // Their task and no task at all look the same to my handle, whatever I do.
+    let requests = [
+        ("GET", "", None),
+        ("GET", "/output", None),
+        ("POST", "/cancel", None),
+        ("PUT", "/priority", Some(json!({"priority": 3}))),
+    ];
+    for (method, suffix, body) in requests {
+        let url = |task: i64| format!("{}/v1/tasks/{task}{suffix}", server.url);
+        let theirs = call(method, &url(their_task), Some(&mine), body.clone());
+        let none = call(method, &url(no_task), Some(&mine), body.clone());
+        assert_eq!(
+            theirs.0, none.0,
+            "{method} /v1/tasks/N{suffix}: {theirs:?} {none:?}"
+        );
+        assert_eq!(theirs.1["error"], none.1["error"], "{method} {suffix}");
+        assert!(theirs.0 == 403 || theirs.0 == 404, "{theirs:?}");
+    }
+    // So do a batch that exists and one that does not, to a forged handle.
+    let forged = |batch: i64| format!("qhb_{batch}_{}", "0".repeat(64));
+    let batch_url = |batch: i64| format!("{}/v1/batches/{batch}", server.url);
+    let existing = call("GET", &batch_url(theirs), Some(&forged(theirs)), None);
+    let missing = call(
+        "GET",
+        &batch_url(theirs + 1000),
+        Some(&forged(theirs + 1000)),
+        None,
+    );
+    assert_eq!(existing, missing);
+    assert_eq!(existing.0, 403, "{existing:?}");
+    // The admin is told plainly.
+    assert_eq!(
+        call(
+            "GET",
+            &format!("{}/v1/tasks/{no_task}", server.url),
+            Some(&server.token),
+            None
+        )
+        .0,
+        404
+    );
+    assert!(server.stop().success());
+}
+
+/// Lowers the soft limit on open files of the server to `soft` before it starts.
+fn soft_open_file_limit(command: &mut Command, soft: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls getrlimit and setrlimit, which are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit.rlim_cur = soft.min(limit.rlim_max);
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn many_silent_connections_do_not_keep_a_request_out() {
+    let data = tempfile::tempdir().unwrap();
+    // Started with a low soft limit on open files, as a login shell often gives: the
+    // server raises it to what the hard limit allows.
+    let server = Server::start_with(data.path(), 1, |command| {
+        soft_open_file_limit(command, 256);
+    });
+    let silent: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(server.address()).unwrap())
+        .collect();
+    assert!(
+        healthy_within(&server, Duration::from_secs(15)),
+        "a request behind 300 silent connections was not answered"
+    );
+    drop(silent);
+    assert!(server.stop().success());
+}
+
+#[test]
+fn slow_and_idle_clients_are_disconnected() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_with(data.path(), 1, |command| {
+        command.args(["--client-timeout", "1s", "--max-connections", "20"]);
+    });
+    let (batch, handle) = open(&server);
+
+    // Headers sent a byte at a time, slower than the timeout allows in all.
+    let mut dripping = TcpStream::connect(server.address()).unwrap();
+    let request = format!("GET /v1/batches/{batch} HTTP/1.1\r\nHost: qhost\r\nX-Slow: ");
+    dripping.write_all(request.as_bytes()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut closed = false;
+    while Instant::now() < deadline {
+        if dripping.write_all(b"a").is_err()
+            || closed_within(&mut dripping, Duration::from_millis(200))
+        {
+            closed = true;
+            break;
+        }
+    }
+    assert!(
+        closed,
+        "a client sending its headers slowly kept its connection"
+    );
+
+    // A connection kept alive and left idle.
+    let mut idle = TcpStream::connect(server.address()).unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: qhost\r\n\r\n")
+        .unwrap();
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(5)),
+        "an idle connection stayed open"
+    );
+
+    // A body that stops coming.
+    let mut stalled = TcpStream::connect(server.address()).unwrap();
+    let head = format!(
+        "POST /v1/batches/{batch}/tasks HTTP/1.1\r\nHost: qhost\r\n\
+         Authorization: Bearer {handle}\r\nContent-Type: application/json\r\n\
+         Content-Length: 1000\r\n\r\n{{\"tasks\": ["
+    );
+    stalled.write_all(head.as_bytes()).unwrap();
+    assert!(
+        closed_within(&mut stalled, Duration::from_secs(5)),
+        "a stalled body kept its connection"
+    );
+
+    // Three times as many silent connections as the server takes at once: they are
+    // dropped as they time out, and a request behind them is answered.
+    let silent: Vec<TcpStream> = (0..60)
+        .map(|_| TcpStream::connect(server.address()).unwrap())
+        .collect();
+    assert!(
+        healthy_within(&server, Duration::from_secs(20)),
+        "a request behind 60 silent connections was not answered"
+    );
+    drop(silent);
+    assert!(server.stop().success());
+
+    for (flag, value, setting) in [
+        ("--max-connections", "0", "setting `max_connections`"),
+        (
+            "--max-connections",
+            "100000000",
+            "setting `max_connections`",
+        ),
+        ("--client-timeout", "0s", "setting `client_timeout`"),
+        ("--client-timeout", "soon", "setting `client_timeout`"),
+    ] {
+        let mut command = serve_command(data.path(), 1);
+        command.args([flag, value]);
+        let stderr = refused(command);
+        assert!(stderr.contains(setting), "{flag} {value}: {stderr}");
+    }
+}
+
+/// A client that asks for a large answer and reads none of it is disconnected once the
+/// buffers between are full, rather than hold its connection and the answer for ever.
+#[test]
+fn a_client_that_does_not_read_its_answer_is_disconnected() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_with(data.path(), 2, |command| {
+        command.args(["--client-timeout", "1s"]);
+    });
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("misbehave")).unwrap(),
+        "misbehave",
+    );
+    let (batch, handle) = open(&server);
+    let tasks: Vec<Value> = (0..50)
+        .map(|_| json!({"module": "misbehave", "input": "stdout:65536"}))
+        .collect();
+    let url = format!("{}/v1/batches/{batch}/tasks", server.url);
+    assert_eq!(
+        call("POST", &url, Some(&handle), Some(json!({"tasks": tasks}))).0,
+        201
+    );
+    call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=120s", server.url),
+        Some(&handle),
+        None,
+    );
+    // About 10 MB of execution log, more than the sockets' buffers hold.
+    let path = format!("/v1/attempts?batch={batch}&limit=1000");
+    let mut whole = agent()
+        .get(format!("{}{path}", server.url))
+        .header("Authorization", format!("Bearer {handle}"))
+        .call()
+        .unwrap();
+    let size = whole
+        .body_mut()
+        .with_config()
+        .limit(1 << 30)
+        .read_to_vec()
+        .unwrap()
+        .len();
+    assert!(size > 8_000_000, "{size} bytes");
+
+    let mut deaf = TcpStream::connect(server.address()).unwrap();
+    let ask =
+        format!("GET {path} HTTP/1.1\r\nHost: qhost\r\nAuthorization: Bearer {handle}\r\n\r\n");
+    deaf.write_all(ask.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_secs(4)); // reading nothing, for a while
+    let (received, ended) = drain(&mut deaf, Duration::from_secs(20));
+    assert!(
+        ended && received < size,
+        "{received} of {size} bytes, ended: {ended}"
+    );
+    assert!(server.stop().success());
+}
+
+/// A node started twice by mistake (same database, same node name, same port): the second
+/// fails to listen and exits, and must not have touched the queue first, where it would
+/// have taken the first one's running attempts for its own lost ones.
+#[test]
+fn a_second_server_on_a_taken_port_leaves_the_queue_alone() {
+    let db = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(qhost_tests::pg::TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let first = Server::start_with(&data.path().join("first"), 1, |command| {
+        command.args(["--db", &db.url]);
+    });
+    upload(
+        &first,
+        &std::fs::read(qhost_tests::guest("sleep")).unwrap(),
+        "sleep",
+    );
+    let (batch, handle) = open(&first);
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches/{batch}/tasks", first.url),
+        Some(&handle),
+        Some(json!({"tasks": [
+            {"module": "sleep", "input": "1500"},
+            {"module": "sleep", "input": "10"},
+        ]})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let running = body["tasks"][0].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, task) = call(
+            "GET",
+            &format!("{}/v1/tasks/{running}", first.url),
+            Some(&handle),
+            None,
+        );
+        if task["state"] == "running" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first task never started: {task}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let mut second = Command::new(qhost_tests::qhost_binary());
+    second
+        .args(["serve", "--listen", first.address(), "--db", &db.url])
+        .arg("--data-dir")
+        .arg(data.path().join("second"))
+        .env_remove("QHOST_ADMIN_TOKEN")
+        .env_remove("QHOST_CONFIG");
+    let stderr = refused(second);
+    assert!(stderr.contains(first.address()), "{stderr}");
+    assert!(stderr.contains("in use"), "{stderr}");
+
+    let (_, info) = call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=60s", first.url),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(info["progress"]["succeeded"], 2, "{info}");
+    let (_, log) = call(
+        "GET",
+        &format!("{}/v1/attempts?batch={batch}", first.url),
+        Some(&handle),
+        None,
+    );
+    let attempts = log["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "each task ran once: {log}");
+    assert!(
+        attempts.iter().all(|a| a["outcome"] == "succeeded"),
+        "{log}"
+    );
+    let (_, nodes) = call(
+        "GET",
+        &format!("{}/v1/nodes", first.url),
+        Some(&first.token),
+        None,
+    );
+    assert_eq!(nodes.as_array().unwrap().len(), 1, "{nodes}");
+    assert!(first.stop().success());
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn the_data_directory_and_its_secrets_are_private() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let server = Server::start(&data, 1);
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    assert!(server.stop().success());
+    assert_eq!(mode(&data), 0o700, "the data directory");
+    assert_eq!(mode(&data.join("qhost.db")), 0o600, "the database");
+    assert_eq!(mode(&data.join("admin-token")), 0o600, "the admin token");
+    assert_eq!(mode(&data.join("artifacts")), 0o700, "the artifact cache");
+    assert_eq!(mode(&data.join("artifacts/key")), 0o600, "the artifact key");
+
+    // A data directory others may write to is refused, by name and mode.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let stderr = refused(serve_command(&data, 1));
+    assert!(stderr.contains(&data.display().to_string()), "{stderr}");
+    assert!(stderr.contains("0777"), "{stderr}");
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    // So is a mount that would give tasks the data directory.
+    let mut command = serve_command(&data, 1);
+    command
+        .arg("--mount")
+        .arg(format!("all={}", root.path().display()));
+    let stderr = refused(command);
+    assert!(stderr.contains("setting `mounts`"), "{stderr}");
+
+    // So is an empty admin token file.
+    std::fs::write(data.join("admin-token"), "").unwrap();
+    let stderr = refused(serve_command(&data, 1));
+    assert!(stderr.contains("admin-token"), "{stderr}");
+    assert!(stderr.contains("empty"), "{stderr}");
+}
+
+#[test]
+fn retention_is_a_setting_and_bad_values_are_refused() {
+    let data = tempfile::tempdir().unwrap();
+    for value in ["7d", "12h", "off", "0"] {
+        let server = Server::start_with(data.path(), 1, |command| {
+            command.args(["--retention", value]);
+        });
+        assert!(server.stop().success(), "--retention {value}");
+    }
+    let server = Server::start_with(data.path(), 1, |command| {
+        command.env("QHOST_RETENTION", "30d");
+    });
+    assert!(server.stop().success());
+
+    for value in ["soon", "-1d", "7 parsecs", "10ms"] {
+        let mut command = serve_command(data.path(), 1);
+        command.arg(format!("--retention={value}"));
+        let stderr = refused(command);
+        assert!(
+            stderr.contains("setting `retention`"),
+            "--retention {value}: {stderr}"
+        );
+    }
+    let config = data.path().join("qhost.toml");
+    std::fs::write(&config, "retention = \"fortnightly\"\n").unwrap();
+    let mut command = serve_command(data.path(), 1);
+    command.arg("--config").arg(&config);
+    let stderr = refused(command);
+    assert!(stderr.contains("setting `retention`"), "{stderr}");
+}
+
+/// On PostgreSQL, where each node's upkeep runs every few seconds, a short retention shows
+/// that the setting reaches the pruner: an ended task is gone soon after.
+#[test]
+fn ended_work_is_deleted_after_the_retention() {
+    let db = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(qhost_tests::pg::TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_with(data.path(), 1, |command| {
+        command.args(["--db", &db.url, "--retention", "1s"]);
+    });
+    upload(
+        &server,
+        &std::fs::read(qhost_tests::guest("echo")).unwrap(),
+        "echo",
+    );
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/tasks", server.url),
+        Some(&server.token),
+        Some(json!({"module": "echo", "input": "short-lived"})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let task = format!("{}/v1/tasks/{}", server.url, body["task"]);
+    let (_, info) = call(
+        "GET",
+        &format!(
+            "{}/v1/batches/{}/wait?timeout=60s",
+            server.url, body["batch"]
+        ),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(info["progress"]["succeeded"], 1, "{info}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = call("GET", &task, Some(&server.token), None);
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(Instant::now() < deadline, "the ended task was kept: {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_server_stopped_as_soon_as_it_listens_stops_gracefully() {
+    let data = tempfile::tempdir().unwrap();
+    for round in 0..10 {
+        let server = Server::start(data.path(), 1);
+        assert!(server.stop().success(), "round {round}: SIGTERM killed it");
+    }
 }

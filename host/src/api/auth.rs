@@ -1,13 +1,19 @@
-//! Who a request is: the admin (the server's token) or the holder of one batch's handle.
+//! Who a request is: the admin (the server's token) or the holder of one batch's handle;
+//! and what it may open, decided from the request's path and headers alone.
+//!
+//! Every extractor here is taken from the request's head, so a handler that lists one
+//! before its body refuses a caller before a byte of the body is read: a wrong handle
+//! cannot make the server buffer and parse a large upload.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, Path};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use sha2::{Digest as _, Sha256};
 
 use super::AppState;
 use super::error::ApiError;
-use crate::scheduler::Access;
+use crate::scheduler::{Access, handle_batch};
+use crate::store::{BatchId, TaskId, TaskInfo};
 
 /// The caller's credentials, taken from `Authorization: Bearer ...`.
 pub struct Caller(pub Access);
@@ -39,9 +45,62 @@ impl FromRequestParts<AppState> for Caller {
         if Sha256::digest(token.as_bytes()) == Sha256::digest(state.admin_token.as_bytes()) {
             return Ok(Caller(Access::Admin));
         }
-        if token.starts_with("qhb_") {
+        // Only a token shaped like a handle (`qhb_<batch>_<secret>`) is looked up.
+        if handle_batch(token).is_some() {
             return Ok(Caller(Access::Handle(token.to_owned())));
         }
         Err(ApiError::unauthorized())
+    }
+}
+
+/// The admin, and no one else.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        Caller::from_request_parts(parts, state)
+            .await?
+            .require_admin()?;
+        Ok(Admin)
+    }
+}
+
+/// A caller who may use the batch named in the path (`/batches/{id}/...`).
+pub struct BatchCaller {
+    pub access: Access,
+    pub batch: BatchId,
+}
+
+impl FromRequestParts<AppState> for BatchCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Caller(access) = Caller::from_request_parts(parts, state).await?;
+        let Path(batch) = Path::<BatchId>::from_request_parts(parts, state)
+            .await
+            .map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
+        state.scheduler.authorize(&access, batch).await?;
+        Ok(BatchCaller { access, batch })
+    }
+}
+
+/// A caller who may use the task named in the path (`/tasks/{id}/...`), with the task.
+pub struct TaskCaller {
+    pub access: Access,
+    pub task: TaskInfo,
+}
+
+impl FromRequestParts<AppState> for TaskCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Caller(access) = Caller::from_request_parts(parts, state).await?;
+        let Path(task) = Path::<TaskId>::from_request_parts(parts, state)
+            .await
+            .map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
+        let task = state.scheduler.task_for(&access, task).await?;
+        Ok(TaskCaller { access, task })
     }
 }

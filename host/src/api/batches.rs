@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use base64::Engine as _;
@@ -13,10 +13,12 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::auth::Caller;
+use super::auth::{Admin, BatchCaller};
+use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult};
 use crate::runtime::limits::{parse_bytes, parse_duration};
 use crate::runtime::{Digest, MountGrant};
+use crate::scheduler::Access;
 use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec};
 
 /// Most time a wait may ask for; a client waits longer by asking again.
@@ -94,10 +96,9 @@ pub fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
 
 pub async fn open(
     State(state): State<AppState>,
-    caller: Caller,
+    _: Admin,
     body: Result<Json<OpenBatch>, JsonRejection>,
 ) -> ApiResult<(StatusCode, Json<Opened>)> {
-    caller.require_admin()?;
     let body = json_body(body)?;
     let spec = BatchSpec {
         name: body.name,
@@ -111,20 +112,17 @@ pub async fn open(
 
 pub async fn show(
     State(state): State<AppState>,
-    caller: Caller,
-    Path(batch): Path<BatchId>,
+    caller: BatchCaller,
 ) -> ApiResult<Json<BatchInfo>> {
-    state.scheduler.authorize(&caller.0, batch).await?;
-    Ok(Json(state.scheduler.batch_get(batch).await?))
+    Ok(Json(state.scheduler.batch_get(caller.batch).await?))
 }
 
 pub async fn submit(
     State(state): State<AppState>,
-    caller: Caller,
-    Path(batch): Path<BatchId>,
+    caller: BatchCaller,
+    _permit: BodyPermit,
     body: Result<Json<Submit>, JsonRejection>,
 ) -> ApiResult<(StatusCode, Json<Submitted>)> {
-    state.scheduler.authorize(&caller.0, batch).await?;
     let body = json_body(body)?;
     let modules = resolve_modules(&state, &body.tasks).await?;
     let mut specs = Vec::with_capacity(body.tasks.len());
@@ -133,7 +131,10 @@ pub async fn submit(
             .map_err(|e| ApiError::bad_request(format!("task {index}: {e}")))?;
         specs.push(spec);
     }
-    let tasks = state.scheduler.submit(&caller.0, batch, specs).await?;
+    let tasks = state
+        .scheduler
+        .submit(&caller.access, caller.batch, specs)
+        .await?;
     Ok((StatusCode::CREATED, Json(Submitted { tasks })))
 }
 
@@ -148,17 +149,16 @@ pub struct SubmittedAlone {
 /// `POST /v1/tasks`: a task submitted alone gets a batch of its own.
 pub async fn submit_alone(
     State(state): State<AppState>,
-    caller: Caller,
+    _: Admin,
     body: Result<Json<TaskRequest>, JsonRejection>,
 ) -> ApiResult<(StatusCode, Json<SubmittedAlone>)> {
-    caller.require_admin()?;
     let task = json_body(body)?;
     let modules = resolve_modules(&state, std::slice::from_ref(&task)).await?;
     let spec = task_spec(task, &modules, &state).map_err(ApiError::bad_request)?;
     let (batch, handle) = state.scheduler.batch_open(BatchSpec::default()).await?;
     match state
         .scheduler
-        .submit(&caller.0, batch.id, vec![spec])
+        .submit(&Access::Admin, batch.id, vec![spec])
         .await
     {
         Ok(ids) => Ok((
@@ -171,7 +171,10 @@ pub async fn submit_alone(
         )),
         Err(err) => {
             // Nothing of a refused submission stays: not even its empty batch.
-            let _ = state.scheduler.batch_release(&caller.0, batch.id).await;
+            let _ = state
+                .scheduler
+                .batch_release(&Access::Admin, batch.id)
+                .await;
             Err(err.into())
         }
     }
@@ -248,44 +251,43 @@ fn task_spec(
 
 pub async fn set_priority(
     State(state): State<AppState>,
-    caller: Caller,
-    Path(batch): Path<BatchId>,
+    caller: BatchCaller,
     body: Result<Json<SetPriority>, JsonRejection>,
 ) -> ApiResult<Json<serde_json::Value>> {
     let body = json_body(body)?;
     let changed = state
         .scheduler
-        .batch_set_priority(&caller.0, batch, body.priority)
+        .batch_set_priority(&caller.access, caller.batch, body.priority)
         .await?;
     Ok(Json(serde_json::json!({ "changed": changed })))
 }
 
-pub async fn seal(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(batch): Path<BatchId>,
-) -> ApiResult<StatusCode> {
-    state.scheduler.batch_seal(&caller.0, batch).await?;
+pub async fn seal(State(state): State<AppState>, caller: BatchCaller) -> ApiResult<StatusCode> {
+    state
+        .scheduler
+        .batch_seal(&caller.access, caller.batch)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 pub async fn cancel(
     State(state): State<AppState>,
-    caller: Caller,
-    Path(batch): Path<BatchId>,
+    caller: BatchCaller,
 ) -> ApiResult<Json<serde_json::Value>> {
-    let cancelled = state.scheduler.batch_cancel(&caller.0, batch).await?;
+    let cancelled = state
+        .scheduler
+        .batch_cancel(&caller.access, caller.batch)
+        .await?;
     Ok(Json(serde_json::json!({ "cancelled": cancelled })))
 }
 
 pub async fn wait(
     State(state): State<AppState>,
-    caller: Caller,
-    Path(batch): Path<BatchId>,
+    caller: BatchCaller,
     Query(query): Query<WaitQuery>,
     stopping: Option<Extension<CancellationToken>>,
 ) -> ApiResult<Json<BatchInfo>> {
-    state.scheduler.authorize(&caller.0, batch).await?;
+    let batch = caller.batch;
     let timeout = match query.timeout {
         Some(text) => parse_duration(&text)
             .map_err(|e| ApiError::bad_request(format!("parameter `timeout`: {e}")))?,
@@ -304,11 +306,10 @@ pub async fn wait(
     }
 }
 
-pub async fn release(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(batch): Path<BatchId>,
-) -> ApiResult<StatusCode> {
-    state.scheduler.batch_release(&caller.0, batch).await?;
+pub async fn release(State(state): State<AppState>, caller: BatchCaller) -> ApiResult<StatusCode> {
+    state
+        .scheduler
+        .batch_release(&caller.access, caller.batch)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

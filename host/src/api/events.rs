@@ -11,14 +11,14 @@ use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
 
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::auth::Caller;
+use super::auth::BatchCaller;
 use super::error::ApiResult;
 use crate::scheduler::BatchEvent;
 use crate::store::{AttemptFilter, BatchId, StoreResult, TaskId};
@@ -28,11 +28,10 @@ const PAGE: usize = 1000;
 
 pub async fn events(
     State(state): State<AppState>,
-    caller: Caller,
-    Path(batch): Path<BatchId>,
+    caller: BatchCaller,
     stopping: Option<Extension<CancellationToken>>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    state.scheduler.authorize(&caller.0, batch).await?;
+    let batch = caller.batch;
     // Subscribe before the first read: nothing that ends after it is missed.
     let events = state.scheduler.subscribe();
     state.scheduler.batch_get(batch).await?;

@@ -1,6 +1,9 @@
 //! The HTTP JSON API under `/v1`, served by `qhost serve`.
 //!
-//! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`.
+//! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`, and what it may
+//!   open, decided before a request's body is read.
+//! - [`body`]: permits that bound how many large bodies are read at once.
+//! - [`listen`]: accepting connections, with a cap on them and timeouts for slow clients.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
 //! - [`observe`]: the execution log, the running-now view, health and metrics.
 //! - [`events`]: a batch's task completions as server-sent events.
@@ -9,8 +12,10 @@
 
 pub mod auth;
 pub mod batches;
+pub mod body;
 pub mod error;
 pub mod events;
+pub mod listen;
 pub mod modules;
 pub mod observe;
 pub mod tasks;
@@ -37,6 +42,17 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub struct AppState {
     pub scheduler: Arc<Scheduler>,
     pub admin_token: Arc<str>,
+    pub large_bodies: body::LargeBodies,
+}
+
+impl AppState {
+    pub fn new(scheduler: Arc<Scheduler>, admin_token: &str) -> Self {
+        AppState {
+            scheduler,
+            admin_token: admin_token.into(),
+            large_bodies: body::LargeBodies::default(),
+        }
+    }
 }
 
 pub fn router(state: AppState) -> Router {
@@ -95,26 +111,20 @@ async fn openapi() -> impl axum::response::IntoResponse {
     )
 }
 
-/// Serves the API on `listener` until `shutdown` resolves, then finishes the requests in
-/// flight. Requests that would wait (long polls, event streams) see the token passed to
-/// handlers cancelled, and answer at once.
+/// Serves the API on `listener` within `limits` until `shutdown` resolves, then finishes
+/// the requests in flight. Requests that would wait (long polls, event streams) see the
+/// token passed to handlers cancelled, and answer at once.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+    limits: listen::Limits,
+    shutdown: impl Future<Output = ()>,
+) {
     let stopping = CancellationToken::new();
     let app = router(state).layer(Extension(stopping.clone()));
-    // Small responses go out at once, not held back waiting for the client's ACK.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(err) = tcp.set_nodelay(true) {
-            tracing::debug!("setting TCP_NODELAY failed: {err}");
-        }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            stopping.cancel();
-        })
-        .await
+    listen::serve(listener, app, limits, async move {
+        shutdown.await;
+        stopping.cancel();
+    })
+    .await
 }

@@ -8,7 +8,8 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 
 use super::AppState;
-use super::auth::Caller;
+use super::auth::Admin;
+use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult};
 use crate::runtime::Digest;
 use crate::store::ModuleInfo;
@@ -22,11 +23,11 @@ pub struct AddQuery {
 
 pub async fn add(
     State(state): State<AppState>,
-    caller: Caller,
+    _: Admin,
+    _permit: BodyPermit,
     Query(query): Query<AddQuery>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<(StatusCode, Json<ModuleInfo>)> {
-    caller.require_admin()?;
     let body = body.map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
     let info = state
         .scheduler
@@ -35,21 +36,16 @@ pub async fn add(
     Ok((StatusCode::CREATED, Json(info)))
 }
 
-pub async fn list(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> ApiResult<Json<Vec<ModuleInfo>>> {
-    caller.require_admin()?;
+pub async fn list(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Vec<ModuleInfo>>> {
     let modules = state.scheduler.store().module_list().await?;
     Ok(Json(modules))
 }
 
 pub async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
+    _: Admin,
     Path(digest): Path<String>,
 ) -> ApiResult<StatusCode> {
-    caller.require_admin()?;
     let digest = Digest::from_hex(&digest).map_err(ApiError::bad_request)?;
     state.scheduler.module_delete(digest).await?;
     Ok(StatusCode::NO_CONTENT)

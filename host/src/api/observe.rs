@@ -7,7 +7,7 @@ use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
-use super::auth::Caller;
+use super::auth::{Admin, Caller};
 use super::error::{ApiError, ApiResult};
 use crate::runtime::Outcome;
 use crate::scheduler::Access;
@@ -78,20 +78,12 @@ pub async fn log(
     }))
 }
 
-pub async fn running(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> ApiResult<Json<Vec<RunningTask>>> {
-    caller.require_admin()?;
+pub async fn running(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Vec<RunningTask>>> {
     Ok(Json(state.scheduler.running_now().await?))
 }
 
 /// The nodes sharing the store, with their heartbeats.
-pub async fn nodes(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> ApiResult<Json<Vec<NodeInfo>>> {
-    caller.require_admin()?;
+pub async fn nodes(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Vec<NodeInfo>>> {
     Ok(Json(state.scheduler.nodes().await?))
 }
 

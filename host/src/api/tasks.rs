@@ -9,10 +9,10 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
-use super::auth::Caller;
+use super::auth::{Admin, TaskCaller};
 use super::batches::{SetPriority, json_body};
 use super::error::ApiResult;
-use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskId, TaskInfo};
+use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskInfo};
 
 #[derive(Debug, Serialize)]
 pub struct TaskView {
@@ -22,13 +22,9 @@ pub struct TaskView {
     pub log: Vec<AttemptRecord>,
 }
 
-pub async fn show(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(task): Path<TaskId>,
-) -> ApiResult<Json<TaskView>> {
-    let info = state.scheduler.task_get(task).await?;
-    state.scheduler.authorize(&caller.0, info.batch).await?;
+pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Json<TaskView>> {
+    let info = caller.task;
+    let task = info.id;
     let log = state
         .scheduler
         .store()
@@ -43,13 +39,9 @@ pub async fn show(
     Ok(Json(TaskView { task: info, log }))
 }
 
-pub async fn output(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(task): Path<TaskId>,
-) -> ApiResult<Response> {
-    let info = state.scheduler.task_get(task).await?;
-    state.scheduler.authorize(&caller.0, info.batch).await?;
+pub async fn output(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Response> {
+    let info = caller.task;
+    let task = info.id;
     let output = state.scheduler.store().task_output(task).await?;
     Ok(match output {
         Some(bytes) => bytes.into_response(),
@@ -64,10 +56,12 @@ pub async fn output(
 
 pub async fn cancel(
     State(state): State<AppState>,
-    caller: Caller,
-    Path(task): Path<TaskId>,
+    caller: TaskCaller,
 ) -> ApiResult<Json<serde_json::Value>> {
-    let result = state.scheduler.task_cancel(&caller.0, task).await?;
+    let result = state
+        .scheduler
+        .task_cancel(&caller.access, caller.task.id)
+        .await?;
     let result = match result {
         CancelResult::Cancelled => "cancelled",
         CancelResult::Requested => "stopping",
@@ -78,14 +72,13 @@ pub async fn cancel(
 
 pub async fn set_priority(
     State(state): State<AppState>,
-    caller: Caller,
-    Path(task): Path<TaskId>,
+    caller: TaskCaller,
     body: Result<Json<SetPriority>, JsonRejection>,
 ) -> ApiResult<StatusCode> {
     let body = json_body(body)?;
     state
         .scheduler
-        .task_set_priority(&caller.0, task, body.priority)
+        .task_set_priority(&caller.access, caller.task.id, body.priority)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -98,11 +91,10 @@ pub struct SetLimit {
 
 pub async fn set_group_limit(
     State(state): State<AppState>,
-    caller: Caller,
+    _: Admin,
     Path(key): Path<String>,
     body: Result<Json<SetLimit>, JsonRejection>,
 ) -> ApiResult<Json<GroupInfo>> {
-    caller.require_admin()?;
     let body = json_body(body)?;
     state
         .scheduler
@@ -113,9 +105,8 @@ pub async fn set_group_limit(
 
 pub async fn show_group(
     State(state): State<AppState>,
-    caller: Caller,
+    _: Admin,
     Path(key): Path<String>,
 ) -> ApiResult<Json<GroupInfo>> {
-    caller.require_admin()?;
     Ok(Json(state.scheduler.group_get(key).await?))
 }

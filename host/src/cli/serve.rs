@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::api::{self, AppState};
 use crate::runtime::limits::parse_duration;
-use crate::runtime::{Mount, Runtime, RuntimeConfig};
+use crate::runtime::{Mount, Runtime, RuntimeConfig, create_private_dir};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 
@@ -49,11 +49,24 @@ pub struct ServeArgs {
     /// tasks run again elsewhere this long after (default 30s).
     #[arg(long, env = "QHOST_LEASE")]
     pub lease: Option<String>,
+    /// How long ended tasks, their attempts and outputs are kept before they are deleted:
+    /// a duration (`7d`, `12h`), or `off` (or `0`) to keep them for ever (default 7d).
+    #[arg(long, env = "QHOST_RETENTION")]
+    pub retention: Option<String>,
     /// A directory tasks may be given, seen as /NAME: NAME=DIR[:ro|:rw]. Repeatable.
     #[arg(long = "mount", value_name = "NAME=DIR[:ro|:rw]")]
     pub mounts: Vec<Mount>,
+    /// HTTP connections open at once; more wait to be accepted (default: 10000, or half
+    /// the open-file limit if that is less).
+    #[arg(long, env = "QHOST_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// How long a client may take to send a request's headers, keep a connection idle,
+    /// or pause while sending a body or reading a response (default 30s).
+    #[arg(long, env = "QHOST_CLIENT_TIMEOUT")]
+    pub client_timeout: Option<String>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
-    /// workers, admin_token, grace, lease, mounts).
+    /// workers, admin_token, grace, lease, retention, mounts, max_connections,
+    /// client_timeout).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -73,8 +86,11 @@ struct FileConfig {
     admin_token: Option<String>,
     grace: Option<String>,
     lease: Option<String>,
+    retention: Option<String>,
     #[serde(default)]
     mounts: Vec<String>,
+    max_connections: Option<usize>,
+    client_timeout: Option<String>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -126,6 +142,36 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         lease >= Duration::from_secs(1),
         "setting `lease` must be at least 1s"
     );
+    let retention = match args.retention.or(file.retention) {
+        Some(text) => {
+            parse_retention(&text).map_err(|e| anyhow::anyhow!("setting `retention`: {e}"))?
+        }
+        None => Some(DEFAULT_RETENTION),
+    };
+    let client_timeout = match args.client_timeout.or(file.client_timeout) {
+        Some(text) => {
+            parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `client_timeout`: {e}"))?
+        }
+        None => Duration::from_secs(30),
+    };
+    anyhow::ensure!(
+        client_timeout >= Duration::from_millis(100),
+        "setting `client_timeout` must be at least 100ms"
+    );
+    let open_files = raise_open_file_limit();
+    // Half the descriptors stay for the database, artifacts and the files tasks open.
+    let room = usize::try_from(open_files / 2).unwrap_or(usize::MAX);
+    let max_connections = match args.max_connections.or(file.max_connections) {
+        Some(n) => {
+            anyhow::ensure!(
+                (1..=room).contains(&n),
+                "setting `max_connections` is {n}; it must be 1 to {room} (half the \
+                 limit on open files, {open_files}; raise that with `ulimit -n` to allow more)"
+            );
+            n
+        }
+        None => room.min(DEFAULT_MAX_CONNECTIONS),
+    };
     let mut mounts = args.mounts;
     for spec in file.mounts {
         mounts.push(
@@ -133,8 +179,28 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("setting `mounts`: {e}"))?,
         );
     }
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    create_private_dir(&data_dir).context("setting `data_dir`")?;
+    // A task given the data directory could read the admin token or change the database.
+    let data_real = data_dir
+        .canonicalize()
+        .with_context(|| format!("resolving {}", data_dir.display()))?;
+    for mount in &mounts {
+        if let Ok(dir) = mount.dir.canonicalize()
+            && (data_real.starts_with(&dir) || dir.starts_with(&data_real))
+        {
+            anyhow::bail!(
+                "setting `mounts`: {mount} would give tasks the data directory {} (its \
+                 admin token and database); mount a directory outside it",
+                data_dir.display()
+            );
+        }
+    }
+    if let Some(path) = db.strip_prefix("sqlite:") {
+        let path = Path::new(path.strip_prefix("//").unwrap_or(path));
+        if !path.as_os_str().is_empty() {
+            private_file(path).context("setting `db`")?;
+        }
+    }
     let (admin_token, token_file) = match args.admin_token.or(file.admin_token) {
         Some(token) => {
             anyhow::ensure!(
@@ -155,6 +221,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")?;
     use std::io::Write;
     tokio.block_on(async move {
+        // From here on a signal stops the server gracefully, even one sent while it starts.
+        let shutdown = shutdown_signal()?;
+        // Listen before touching the queue: a node that cannot serve must not claim work,
+        // nor take a node of the same name for its own last run and recover its attempts.
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("listening on {listen}"))?;
         let store = crate::store::open(&db, &node)
             .await
             .context("setting `db`")?;
@@ -164,11 +237,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let runtime = Arc::new(Runtime::new(runtime)?);
         let mut config = SchedulerConfig::new(node);
         config.lease = lease;
+        config.retention = retention;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("listening on {listen}"))?;
         let address = listener.local_addr()?;
         // Whoever started us may have stopped reading stdout: that must not stop the server.
         let mut out = std::io::stdout().lock();
@@ -179,13 +250,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         let _ = out.flush();
         drop(out);
-        let state = AppState {
-            scheduler,
-            admin_token: admin_token.into(),
+        let state = AppState::new(scheduler, &admin_token);
+        let limits = api::listen::Limits {
+            max_connections,
+            client_timeout,
         };
-        api::serve(listener, state, shutdown_signal())
-            .await
-            .context("serving HTTP")?;
+        api::serve(listener, state, limits, shutdown).await;
         tracing::info!(
             "stopping: running tasks have {} to finish",
             humantime::format_duration(grace)
@@ -197,11 +267,88 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How long ended work is kept unless the setting says otherwise.
+const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A retention: a duration of at least a second, or `off`/`0` for none (keep for ever).
+fn parse_retention(text: &str) -> Result<Option<Duration>, String> {
+    match text.trim() {
+        "off" | "0" => Ok(None),
+        text => {
+            let retention = parse_duration(text)?;
+            if retention < Duration::from_secs(1) {
+                return Err(format!(
+                    "`{text}` is less than a second; give `off` to keep ended work for ever"
+                ));
+            }
+            Ok(Some(retention))
+        }
+    }
+}
+
+/// Connections open at once, unless the open-file limit allows fewer.
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// Raises this process's soft limit on open files to its hard limit: every connection
+/// takes one, and a login shell's soft limit (often 1024) is soon reached. Returns the
+/// limit in force.
+fn raise_open_file_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            tracing::warn!(
+                "reading the open-file limit failed: {}",
+                std::io::Error::last_os_error()
+            );
+            return 1024;
+        }
+        // An unlimited hard limit is still bounded by the kernel's (fs.nr_open).
+        let target = limit.rlim_max.min(1 << 20);
+        if limit.rlim_cur < target {
+            let raised = libc::rlimit {
+                rlim_cur: target,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                tracing::debug!(
+                    "raised the open-file limit from {} to {}",
+                    limit.rlim_cur,
+                    raised.rlim_cur
+                );
+                return raised.rlim_cur;
+            }
+            tracing::warn!(
+                "raising the open-file limit to {target} failed: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    limit.rlim_cur
+}
+
 /// The admin token kept in the data directory, created (readable by its owner only) on
 /// first start.
 fn admin_token_file(path: &Path) -> anyhow::Result<String> {
     if let Ok(token) = std::fs::read_to_string(path) {
-        return Ok(token.trim().to_owned());
+        let token = token.trim();
+        anyhow::ensure!(
+            !token.is_empty(),
+            "the admin token file {} is empty: delete it to have a token generated, or \
+             write one of at least 16 characters in it",
+            path.display()
+        );
+        anyhow::ensure!(
+            token.len() >= 16,
+            "the admin token in {} is shorter than 16 characters: delete the file to have \
+             a token generated, or write a longer one in it",
+            path.display()
+        );
+        private_file(path)?;
+        return Ok(token.to_owned());
     }
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("random source: {e}"))?;
@@ -218,6 +365,29 @@ fn admin_token_file(path: &Path) -> anyhow::Result<String> {
     Ok(token)
 }
 
+/// Makes `path` readable and writable by its owner only, creating it empty if it does not
+/// exist.
+fn private_file(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mode = file.metadata()?.permissions().mode() & 0o777;
+    if mode != 0o600 {
+        tracing::warn!(
+            "{} was open to others (mode {mode:04o}): made it readable by its owner only",
+            path.display()
+        );
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("making {} private", path.display()))?;
+    }
+    Ok(())
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_owned())
@@ -226,14 +396,20 @@ fn hostname() -> String {
         .unwrap_or_else(|| "qhost".into())
 }
 
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutdown requested");
+/// Resolves on SIGINT or SIGTERM. The handlers are installed at once, not when the future
+/// is first polled: a signal sent while the server starts, or as soon as it says it
+/// listens, must stop it gracefully, not kill it.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("handling SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("handling SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutdown requested");
+    })
 }
 
 fn init_logging(json: bool) {

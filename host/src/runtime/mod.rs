@@ -30,6 +30,7 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
 use artifacts::ArtifactCache;
+pub use artifacts::create_private_dir;
 use bindings::TaskPre;
 use capture::{LogCapture, OutputCapture};
 use engine::MemoryInit;

@@ -33,6 +33,22 @@ pub enum Access {
     Handle(String),
 }
 
+/// What a handle was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    Batch(BatchId),
+    Task(TaskId),
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resource::Batch(id) => write!(f, "batch {id}"),
+            Resource::Task(id) => write!(f, "task {id}"),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{0}")]
@@ -41,8 +57,10 @@ pub enum Error {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
-    #[error("this batch handle does not open batch {0}")]
-    Forbidden(BatchId),
+    /// A handle asked for what it does not open. A handle is refused alike whether what it
+    /// asked for exists or not: it learns nothing of other batches.
+    #[error("this batch handle does not open {0}")]
+    Forbidden(Resource),
     #[error("internal error: {0:#}")]
     Internal(anyhow::Error),
 }
@@ -53,7 +71,7 @@ impl From<StoreError> for Error {
             StoreError::NotFound { .. } => Error::NotFound(err.to_string()),
             StoreError::Invalid(m) => Error::Invalid(m),
             StoreError::Conflict(m) => Error::Conflict(m),
-            StoreError::Forbidden(batch) => Error::Forbidden(batch),
+            StoreError::Forbidden(batch) => Error::Forbidden(Resource::Batch(batch)),
             StoreError::Internal(e) => Error::Internal(e),
         }
     }
@@ -257,19 +275,25 @@ impl Scheduler {
         Ok((info, handle))
     }
 
-    /// Checks that `access` may change `batch`.
+    /// Checks that `access` may change `batch`. A handle is refused alike for a batch that
+    /// does not exist and for one it does not open.
     pub async fn authorize(&self, access: &Access, batch: BatchId) -> Result<()> {
         match access {
             Access::Admin => Ok(()),
             Access::Handle(handle) => {
+                let forbidden = Error::Forbidden(Resource::Batch(batch));
                 if handle_batch(handle) != Some(batch) {
-                    return Err(Error::Forbidden(batch));
+                    return Err(forbidden);
                 }
                 let hash = hash_handle(handle);
                 if self.handles.lock().expect("handles lock").get(&batch) == Some(&hash) {
                     return Ok(());
                 }
-                self.store.batch_authorize(batch, hash).await?;
+                match self.store.batch_authorize(batch, hash).await {
+                    Ok(()) => {}
+                    Err(StoreError::NotFound { .. }) => return Err(forbidden),
+                    Err(err) => return Err(err.into()),
+                }
                 let mut handles = self.handles.lock().expect("handles lock");
                 if handles.len() >= MAX_CHECKED_HANDLES {
                     handles.clear();
@@ -410,22 +434,36 @@ impl Scheduler {
         Ok(self.store.task_get(task).await?)
     }
 
+    /// The task, if `access` may use it. A handle is refused alike for a task that does
+    /// not exist and for another batch's.
+    pub async fn task_for(&self, access: &Access, task: TaskId) -> Result<TaskInfo> {
+        let forbidden = || Error::Forbidden(Resource::Task(task));
+        let info = match (self.store.task_get(task).await, access) {
+            (Ok(info), _) => info,
+            (Err(StoreError::NotFound { .. }), Access::Handle(_)) => return Err(forbidden()),
+            (Err(err), _) => return Err(err.into()),
+        };
+        match self.authorize(access, info.batch).await {
+            Err(Error::Forbidden(_)) => Err(forbidden()),
+            Err(err) => Err(err),
+            Ok(()) => Ok(info),
+        }
+    }
+
     pub async fn task_set_priority(
         &self,
         access: &Access,
         task: TaskId,
         priority: i32,
     ) -> Result<()> {
-        let info = self.store.task_get(task).await?;
-        self.authorize(access, info.batch).await?;
+        self.task_for(access, task).await?;
         self.store.task_set_priority(task, priority).await?;
         self.reclaim.notify_one();
         Ok(())
     }
 
     pub async fn task_cancel(&self, access: &Access, task: TaskId) -> Result<CancelResult> {
-        let info = self.store.task_get(task).await?;
-        self.authorize(access, info.batch).await?;
+        let info = self.task_for(access, task).await?;
         let result = self.store.task_cancel(task, now_micros()).await?;
         // Cancelling a pending task may close its order and open the next one.
         self.wake.notify_one();
