@@ -182,6 +182,9 @@ enum Step {
     },
     HandBack {
         tasks: Vec<TaskId>,
+        now: Micros,
+        /// The tasks whose cancellation was asked, which end instead.
+        ended: Vec<(TaskId, BatchId)>,
     },
     Cancel {
         task: TaskId,
@@ -276,7 +279,7 @@ fn describe(step: &Step) -> String {
         Step::Rescue { ended, retried, .. } => {
             format!("rescue the node's leases as lost -> ended {ended:?}, {retried} retried")
         }
-        Step::HandBack { tasks } => format!("hand back {tasks:?}"),
+        Step::HandBack { tasks, .. } => format!("hand back {tasks:?}"),
         Step::Cancel { task, expect, .. } => format!("cancel {task} -> {expect:?}"),
         Step::CancelBatch { batch, expect, .. } => {
             format!("cancel batch {batch} -> {expect} cancelled")
@@ -623,13 +626,22 @@ impl ReferenceStateMachine for Scheduling {
                     }
                     back.push(left.remove(index.0 % left.len()));
                 }
+                let mut ended = Vec::new();
                 for &task in &back {
-                    m.release(task);
+                    if m.release(task) == Some(Phase::Cancelled) {
+                        let batch = m.task(task).expect("a handed-back task exists").batch;
+                        ended.push((task, batch));
+                    }
                 }
+                ended.sort_unstable();
                 if back.is_empty() {
                     Step::Skip
                 } else {
-                    Step::HandBack { tasks: back }
+                    Step::HandBack {
+                        tasks: back,
+                        now: r.now,
+                        ended,
+                    }
                 }
             }
             Op::SetTaskPriority { task, priority } => match task.of(&all) {
@@ -818,6 +830,7 @@ impl Sut {
         Progress {
             waiting: now.waiting - base.waiting,
             ready: now.ready - base.ready,
+            reserved: now.reserved - base.reserved,
             running: now.running - base.running,
             succeeded: now.succeeded - base.succeeded,
             failed: now.failed - base.failed,
@@ -973,6 +986,7 @@ fn model_counts(m: &Model, which: impl Fn(&model::Task) -> bool) -> Progress {
         match state {
             TaskState::Waiting => counts.waiting += 1,
             TaskState::Ready => counts.ready += 1,
+            TaskState::Reserved => counts.reserved += 1,
             TaskState::Running => counts.running += 1,
             TaskState::Succeeded => counts.succeeded += 1,
             TaskState::Failed => counts.failed += 1,
@@ -1135,12 +1149,16 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     .unwrap();
                 sut.check_result(result, ended, *retried, &at);
             }
-            Step::HandBack { tasks } => {
+            Step::HandBack { tasks, now, ended } => {
                 let back = tasks
                     .iter()
                     .map(|t| (sut.task(*t), sut.tokens[t]))
                     .collect();
-                sut.runtime.block_on(store.task_release(back)).unwrap();
+                let result = sut
+                    .runtime
+                    .block_on(store.task_release(back, *now))
+                    .unwrap();
+                sut.check_result(result, ended, 0, &at);
             }
             Step::Cancel { task, now, expect } => {
                 let got = sut

@@ -51,6 +51,14 @@ pub struct Task {
     pub max_attempts: u32,
     /// Its cancellation was asked for while it was claimed: it will not be retried.
     pub cancel_requested: bool,
+    /// Claimed and started on its node's slot: `running`; claimed and not started:
+    /// `reserved`.
+    pub started: bool,
+}
+
+/// Pending, or claimed and not yet started: a change of priority still reaches it.
+fn not_started(task: &Task) -> bool {
+    task.phase == Phase::Pending || (task.phase == Phase::Claimed && !task.started)
 }
 
 /// The default limit of a group whose limit was never set.
@@ -144,7 +152,8 @@ fn state_at(task: &Task, gates: &BTreeMap<BatchId, i64>) -> TaskState {
     match task.phase {
         Phase::Pending if gates.get(&task.batch) == Some(&task.order) => TaskState::Ready,
         Phase::Pending => TaskState::Waiting,
-        Phase::Claimed => TaskState::Running,
+        Phase::Claimed if task.started => TaskState::Running,
+        Phase::Claimed => TaskState::Reserved,
         Phase::Succeeded => TaskState::Succeeded,
         Phase::Failed => TaskState::Failed,
         Phase::Cancelled => TaskState::Cancelled,
@@ -340,6 +349,7 @@ impl Model {
                 attempts: 0,
                 max_attempts: spec.max_attempts,
                 cancel_requested: false,
+                started: false,
             });
             ids.push(id);
         }
@@ -358,6 +368,7 @@ impl Model {
         for &id in &taken {
             let task = self.task_mut(id).expect("a claimed task exists");
             task.phase = Phase::Claimed;
+            task.started = false;
             task.attempts += 1;
             let (attempt, batch, order, vseq) = (task.attempts, task.batch, task.order, task.vseq);
             tasks.push((id, attempt));
@@ -401,16 +412,26 @@ impl Model {
         Some(phase)
     }
 
-    /// Puts a claimed task back as it was before its claim, the attempt not counted.
-    pub fn release(&mut self, id: TaskId) -> bool {
-        match self.task_mut(id).filter(|t| t.phase == Phase::Claimed) {
-            Some(task) => {
-                task.phase = Phase::Pending;
-                task.attempts -= 1;
-                true
-            }
-            None => false,
+    /// Marks a claimed task started on its node's slot.
+    pub fn start(&mut self, id: TaskId) {
+        if let Some(task) = self.task_mut(id).filter(|t| t.phase == Phase::Claimed) {
+            task.started = true;
         }
+    }
+
+    /// Puts a claimed task back as it was before its claim, the attempt not counted; one
+    /// whose cancellation was asked ends cancelled instead. Returns the phase it is in
+    /// after, or `None` when it was not claimed.
+    pub fn release(&mut self, id: TaskId) -> Option<Phase> {
+        let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
+        task.attempts -= 1;
+        task.started = false;
+        task.phase = if task.cancel_requested {
+            Phase::Cancelled
+        } else {
+            Phase::Pending
+        };
+        Some(task.phase)
     }
 
     /// Cancels a pending task; asks for a claimed one to be stopped.
@@ -451,9 +472,10 @@ impl Model {
         cancelled
     }
 
-    /// Changes a pending task's priority; `false` (nothing changes) when it is not pending.
+    /// Changes the priority of a task that has not started (pending, or claimed and not
+    /// started: its node hands it back); `false` (nothing changes) for any other.
     pub fn set_task_priority(&mut self, id: TaskId, priority: i32) -> bool {
-        match self.task_mut(id).filter(|t| t.phase == Phase::Pending) {
+        match self.task_mut(id).filter(|t| not_started(t)) {
             Some(task) => {
                 task.priority = priority;
                 true
@@ -462,15 +484,15 @@ impl Model {
         }
     }
 
-    /// Changes the batch's priority, for its pending tasks and those submitted later;
-    /// claimed tasks keep theirs. Returns how many tasks changed.
+    /// Changes the batch's priority, for its tasks that have not started and those
+    /// submitted later; started ones keep theirs. Returns how many tasks changed.
     pub fn set_batch_priority(&mut self, batch: BatchId, priority: i32) -> u64 {
         if let Some(b) = self.batches.get_mut(&batch) {
             b.priority = priority;
         }
         let mut changed = 0;
         for task in self.tasks.iter_mut() {
-            if task.batch == batch && task.phase == Phase::Pending {
+            if task.batch == batch && not_started(task) {
                 task.priority = priority;
                 changed += 1;
             }
@@ -668,7 +690,7 @@ mod tests {
         m.claim(NOW, 1);
         assert_eq!(m.cancel(t[0]), Some(CancelResult::Requested));
         assert_eq!(m.cancel(t[1]), Some(CancelResult::Cancelled));
-        assert_eq!(m.state(t[0]), Some(TaskState::Running));
+        assert_eq!(m.state(t[0]), Some(TaskState::Reserved));
         assert_eq!(
             m.complete(t[0], Ending::Failure, NOW),
             Some(Phase::Cancelled)

@@ -33,7 +33,8 @@ ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT ?2";
 
 /// Claimable tasks without a group behind the scan's last one (`?2` priority, `?3` vseq,
-/// `?4` id), at most `?5`; the same columns as [`CANDIDATES_SQL`].
+/// `?4` id), at most `?5`, none of the batches in the JSON array `?6` (full already); the
+/// same columns as [`CANDIDATES_SQL`].
 const FREE_BEYOND_SQL: &str = "
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, NULL, t.priority
 FROM tasks t
@@ -42,10 +43,12 @@ WHERE t.state = 1 AND t.group_key IS NULL
   AND t.not_before <= ?1
   AND (t.priority < ?2 OR (t.priority = ?2 AND (t.vseq, t.id) > (?3, ?4)))
   AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+  AND t.batch_id NOT IN (SELECT value FROM json_each(?6))
 ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT ?5";
 
-/// Claimable tasks of group `?5` (with room `?6`) behind the scan's last one, at most `?6`.
+/// Claimable tasks of group `?5` (with room `?6`) behind the scan's last one, at most `?6`,
+/// none of the batches in `?7`.
 const GROUP_BEYOND_SQL: &str = "
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, ?6, t.priority
 FROM tasks t
@@ -54,6 +57,7 @@ WHERE t.state = 1 AND t.group_key = ?5
   AND t.not_before <= ?1
   AND (t.priority < ?2 OR (t.priority = ?2 AND (t.vseq, t.id) > (?3, ?4)))
   AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+  AND t.batch_id NOT IN (SELECT value FROM json_each(?7))
 ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT ?6";
 
@@ -78,25 +82,56 @@ fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CandidateRow> {
     Ok((candidate, batch_room, r.get(5)?, r.get(6)?))
 }
 
-/// Claimable tasks behind the scan's last one (`after`: priority, vseq, id) that a scan
-/// filled by one group's tasks left out: ungrouped tasks, and the first tasks of each
-/// group with room, but those the scan filled (`rooms`). Walks the groups that have
-/// ready tasks along an index, never the tasks of a busy group. In claim order.
+/// A place in claim order: priority, vseq, id.
+type Place = (i32, i64, TaskId);
+
+fn place((c, _, _, priority): &CandidateRow) -> Place {
+    (*priority, c.vseq, c.id)
+}
+
+/// Whether `a` comes before `b` in claim order (priority descending).
+fn before(a: Place, b: Place) -> bool {
+    (-a.0, a.1, a.2) < (-b.0, b.1, b.2)
+}
+
+/// One look behind `after` for claimable tasks that a full scan left out: ungrouped tasks,
+/// and the first tasks of each group with room left in `rooms`, of batches with room left.
+/// Walks the groups that have ready tasks along an index, never the tasks of a busy group.
+/// Returns the rows in claim order up to where every list was read (a list cut off at its
+/// limit may have more behind it), and that place when a list was cut off: the next look
+/// starts there.
 fn beyond(
     tx: &Transaction<'_>,
     now: Micros,
-    (priority, vseq, id): (i32, i64, TaskId),
+    (priority, vseq, id): Place,
     need: usize,
     rooms: &Rooms,
-) -> StoreResult<Vec<CandidateRow>> {
+) -> StoreResult<(Vec<CandidateRow>, Option<Place>)> {
     let need = need as i64;
+    let full: Vec<BatchId> = rooms
+        .batches
+        .iter()
+        .filter(|(_, room)| room.is_some_and(|room| room <= 0))
+        .map(|(&batch, _)| batch)
+        .collect();
+    let full = serde_json::to_string(&full).expect("ids serialize");
+    let mut frontier: Option<Place> = None;
+    let mut cut_off = |rows: &[CandidateRow], limit: i64| {
+        if rows.len() as i64 == limit
+            && let Some(last) = rows.last().map(place)
+            && frontier.is_none_or(|f| before(last, f))
+        {
+            frontier = Some(last);
+        }
+    };
     let mut rows: Vec<CandidateRow> = tx
         .prepare_cached(FREE_BEYOND_SQL)
         .map_err(internal)?
-        .query_map(params![now, priority, vseq, id, need], candidate_row)
+        .query_map(params![now, priority, vseq, id, need, full], candidate_row)
         .map_err(internal)?
         .collect::<rusqlite::Result<_>>()
         .map_err(internal)?;
+    cut_off(&rows, need);
     let mut next_group = tx.prepare_cached(NEXT_GROUP_SQL).map_err(internal)?;
     let mut group_room = tx
         .prepare_cached("SELECT lim - running FROM groups WHERE key = ?")
@@ -108,7 +143,7 @@ fn beyond(
         .optional()
         .map_err(internal)?
     {
-        // A group the scan met has what its tasks there left; any other, its counter.
+        // A group already met has what its tasks there left; any other, its counter.
         let room = match rooms.groups.get(&group) {
             Some(&room) => room,
             None => group_room
@@ -118,20 +153,28 @@ fn beyond(
                 .unwrap_or(0),
         };
         if room > 0 {
-            let heads = group_beyond
+            let limit = room.min(need);
+            let heads: Vec<CandidateRow> = group_beyond
                 .query_map(
-                    params![now, priority, vseq, id, group, room.min(need)],
+                    params![now, priority, vseq, id, group, limit, full],
                     candidate_row,
                 )
+                .map_err(internal)?
+                .collect::<rusqlite::Result<_>>()
                 .map_err(internal)?;
-            for row in heads {
-                rows.push(row.map_err(internal)?);
-            }
+            cut_off(&heads, limit);
+            rows.extend(heads);
         }
         key = group;
     }
-    rows.sort_by_key(|(c, _, _, priority)| (-priority, c.vseq, c.id));
-    Ok(rows)
+    rows.sort_by_key(|row| {
+        let (priority, vseq, id) = place(row);
+        (-priority, vseq, id)
+    });
+    if let Some(frontier) = frontier {
+        rows.retain(|row| !before(frontier, place(row)));
+    }
+    Ok((rows, frontier))
 }
 
 /// Takes one picked task: `?1` now, `?2` the node, `?3` its lease token, `?4` the lease
@@ -169,14 +212,30 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
         last = Some((row.3, row.0.vseq, row.0.id));
         add(&mut rooms, &mut candidates, row);
     }
-    // A full scan that cannot fill the claim (one group's tasks filled it): look behind it.
+    // A full scan that cannot fill the claim (full groups or batches filled it): look
+    // behind it, until the claim is filled or nothing claimable is left. Each look either
+    // fills the claim, reaches the end, or finds another group or batch full, which the
+    // next look passes over.
     if candidates.len() == scan
-        && let Some(after) = last
+        && let Some(mut after) = last
     {
-        let (fits, trial) = rooms.trial(&candidates, p.max);
-        if fits < p.max {
-            for row in beyond(tx, p.now, after, p.max - fits, &trial)? {
+        let (mut fits, mut trial) = rooms.trial(&candidates, p.max);
+        while fits < p.max {
+            let (rows, frontier) = beyond(tx, p.now, after, p.max - fits, &trial)?;
+            for row in rows {
+                let (candidate, batch_room, group_room, _) = &row;
+                trial.batches.entry(candidate.batch).or_insert(*batch_room);
+                if let (Some(group), Some(room)) = (&candidate.group, group_room) {
+                    trial.groups.entry(group.clone()).or_insert(*room);
+                }
+                if trial.take(candidate) {
+                    fits += 1;
+                }
                 add(&mut rooms, &mut candidates, row);
+            }
+            match frontier {
+                Some(frontier) => after = frontier,
+                None => break,
             }
         }
     }
