@@ -393,11 +393,19 @@ impl Model {
     /// Records how a claimed task's attempt ended at `now`; returns the state it is in
     /// after, or `None` when it was not claimed (the store ignores such a completion).
     pub fn complete(&mut self, id: TaskId, ending: Ending, now: Micros) -> Option<Phase> {
+        let batch = self.task(id)?.batch;
+        // A halting batch with a task failed for good retries nothing more.
+        let halted = self.batches[&batch].failure_policy == FailurePolicy::Halt
+            && self
+                .tasks
+                .iter()
+                .any(|t| t.batch == batch && t.phase == Phase::Failed);
         let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
         let phase = match ending {
             Ending::Success => Phase::Succeeded,
             Ending::Stopped => Phase::Cancelled,
             Ending::Failure if task.cancel_requested => Phase::Cancelled,
+            Ending::Failure if task.attempts < task.max_attempts && halted => Phase::Cancelled,
             Ending::Failure if task.attempts < task.max_attempts => {
                 task.not_before = now;
                 Phase::Pending

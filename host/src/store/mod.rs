@@ -60,6 +60,11 @@ pub(crate) fn backoff_micros(backoff_ms: i64, attempts: u32) -> Micros {
     full / 2 + full / 2 * jitter / 1000
 }
 
+/// Why a task that failed with attempts left ends instead of running again: its batch
+/// halts on failure and another of its tasks has failed for good. Were it retried, the
+/// halt would cancel it or not depending on which completion was written first.
+pub(crate) const HALTED: &str = "cancelled: the batch halted on an earlier failure";
+
 /// A random non-negative number: lease tokens are built from it.
 pub(crate) fn random_token() -> i64 {
     let mut bytes = [0u8; 8];

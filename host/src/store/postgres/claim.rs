@@ -36,19 +36,23 @@ WHERE r.not_before <= $1
 ORDER BY r.priority DESC, r.vseq, r.task_id
 LIMIT $2";
 
-/// Ready tasks behind the window's last one (priority `$2`, vseq `$3`, id `$4`) that the
+/// Ready tasks behind the last one read (priority `$2`, vseq `$3`, id `$4`) that the
 /// window could not supply: tasks without a group (at most `$5`), and the first tasks of
-/// every group with room, but those the window filled (`$6`). Walks two short indexes,
-/// never the tasks of busy groups: so a claim costs what it can take, however many
-/// tasks wait behind a busy group.
+/// every group with room (at most `$5` each), but those already filled (`$6`), none of the
+/// batches already full (`$7`). Each row carries the limit its list was read with, so
+/// that a list cut off by it can be read on. Walks two short indexes, never the tasks of
+/// busy groups: so a claim costs what it can take, however many tasks wait behind a busy
+/// group.
 const BEYOND_SQL: &str = "
 SELECT * FROM (
-  (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority
+  (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
+          $5::bigint AS lim
    FROM ready r
    JOIN batches b ON b.id = r.batch_id
    WHERE r.group_key IS NULL AND r.not_before <= $1
      AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
      AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+     AND NOT (r.batch_id = ANY($7::bigint[]))
    ORDER BY r.priority DESC, r.vseq, r.task_id
    LIMIT $5)
   UNION ALL
@@ -56,14 +60,16 @@ SELECT * FROM (
    FROM groups g
    LEFT JOIN unnest($6::text[]) AS filled(key) ON filled.key = g.key
    CROSS JOIN LATERAL (
-     SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority
+     SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
+            least(g.lim - g.running, $5)::bigint AS lim
      FROM ready r
      JOIN batches b ON b.id = r.batch_id
      WHERE r.group_key = g.key AND r.not_before <= $1
        AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
        AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
+       AND NOT (r.batch_id = ANY($7::bigint[]))
      ORDER BY r.priority DESC, r.vseq, r.task_id
-     LIMIT g.lim - g.running) AS h
+     LIMIT least(g.lim - g.running, $5)) AS h
    WHERE g.running < g.lim AND filled.key IS NULL)
 ) AS beyond
 ORDER BY 6 DESC, 5, 1";
@@ -112,6 +118,40 @@ fn candidate(r: &tokio_postgres::Row) -> (Candidate, i32) {
         vseq: r.get(4),
     };
     (candidate, r.get(5))
+}
+
+/// A place in claim order: priority, vseq, id.
+type Place = (i32, i64, TaskId);
+
+/// Whether `a` comes before `b` in claim order (priority descending).
+fn before(a: Place, b: Place) -> bool {
+    (-a.0, a.1, a.2) < (-b.0, b.1, b.2)
+}
+
+/// The candidates of a look behind the window, in claim order, up to where every list it
+/// read was read whole; and that place, when a list was cut off at its limit (the next
+/// look reads on from there).
+fn read_on(rows: &[tokio_postgres::Row]) -> (Vec<Candidate>, Option<Place>) {
+    // Per list (no group, or one group): rows read, its limit, its last place.
+    let mut lists: HashMap<Option<String>, (i64, i64, Place)> = HashMap::new();
+    let mut read: Vec<(Candidate, Place)> = Vec::with_capacity(rows.len());
+    for row in rows {
+        let (c, priority) = candidate(row);
+        let at = (priority, c.vseq, c.id);
+        let list = lists.entry(c.group.clone()).or_insert((0, row.get(6), at));
+        list.0 += 1;
+        list.2 = at;
+        read.push((c, at));
+    }
+    let frontier = lists
+        .values()
+        .filter(|(count, limit, _)| count == limit)
+        .map(|&(_, _, last)| last)
+        .reduce(|a, b| if before(a, b) { a } else { b });
+    if let Some(frontier) = frontier {
+        read.retain(|&(_, at)| !before(frontier, at));
+    }
+    (read.into_iter().map(|(c, _)| c).collect(), frontier)
 }
 
 /// What a claim holds besides tasks: its batches' gates (shared), and the counters of
@@ -246,30 +286,56 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
     let mut held = Held::default();
     held.take(tx, &candidates).await?;
 
-    // A full window that cannot fill the claim (busy groups, full groups): look behind it.
+    // A full window that cannot fill the claim (busy, full groups or batches): look behind
+    // it, until the claim is filled or nothing claimable is left. Each look either fills
+    // the claim, reaches the end, or finds another group or batch full, which the next
+    // look passes over.
     if rows.len() as i64 == window {
-        let open = candidates
-            .iter()
-            .filter(|c| held.open_gates.contains(&c.batch));
-        let (fits, trial) = held.rooms.trial(open, p.max);
-        if fits < p.max {
+        let mut after = (priority, vseq, id);
+        let stmt = tx.prepare_cached(BEYOND_SQL).await.map_err(pg)?;
+        loop {
+            let open = candidates
+                .iter()
+                .filter(|c| held.open_gates.contains(&c.batch));
+            let (fits, trial) = held.rooms.trial(open, p.max);
+            if fits >= p.max {
+                break;
+            }
             let filled: Vec<&str> = held
                 .tried_groups
                 .iter()
                 .map(String::as_str)
                 .filter(|g| trial.groups.get(*g).is_none_or(|room| *room <= 0))
                 .collect();
-            let need = (p.max - fits) as i64;
-            let stmt = tx.prepare_cached(BEYOND_SQL).await.map_err(pg)?;
-            let beyond: Vec<Candidate> = tx
-                .query(&stmt, &[&p.now, &priority, &vseq, &id, &need, &filled])
-                .await
-                .map_err(pg)?
+            let mut full: Vec<BatchId> = candidates
                 .iter()
-                .map(|row| candidate(row).0)
+                .filter(|c| {
+                    c.limited
+                        && trial
+                            .batches
+                            .get(&c.batch)
+                            .is_none_or(|room| room.is_some_and(|room| room <= 0))
+                })
+                .map(|c| c.batch)
                 .collect();
+            full.sort_unstable();
+            full.dedup();
+            let need = (p.max - fits) as i64;
+            let (a_priority, a_vseq, a_id) = after;
+            let rows = tx
+                .query(
+                    &stmt,
+                    &[&p.now, &a_priority, &a_vseq, &a_id, &need, &filled, &full],
+                )
+                .await
+                .map_err(pg)?;
+            let (beyond, frontier) = read_on(&rows);
             held.take(tx, &beyond).await?;
             candidates.extend(beyond);
+            match frontier {
+                Some(frontier) => after = frontier,
+                None => break,
+            }
         }
     }
     let Held {
@@ -721,11 +787,12 @@ pub(super) async fn complete(
         result.stale += succeeded.len() - rows.len();
     }
 
-    let mut others: Vec<&Completion> = completions
+    // Applied in the order reported (a halt reaches what comes after it); the rows are
+    // locked in one order across transactions.
+    let others: Vec<&Completion> = completions
         .iter()
         .filter(|c| !c.outcome.is_success())
         .collect();
-    others.sort_by_key(|c| c.task);
     if !others.is_empty() {
         let ids: Vec<i64> = others.iter().map(|c| c.task).collect();
         let sql = format!("{RUNNING_SQL} AND t.id = ANY($1) ORDER BY t.id FOR UPDATE OF t");
@@ -766,9 +833,20 @@ async fn finish(
     now: Micros,
     result: &mut CompleteResult,
 ) -> StoreResult<Option<TaskState>> {
-    let retry = outcome != Outcome::Cancelled
+    let may_retry = outcome != Outcome::Cancelled
         && !task.cancel_requested
         && task.attempts < task.max_attempts;
+    let halted = may_retry
+        && task.halts
+        && tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
+                &[&task.batch],
+            )
+            .await
+            .map_err(pg)?
+            .get::<_, bool>(0);
+    let retry = may_retry && !halted;
     if retry {
         let not_before = now + backoff_micros(task.backoff_ms, task.attempts as u32);
         let stmt = tx
@@ -789,7 +867,13 @@ async fn finish(
         result.retried += 1;
         return Ok(None);
     }
-    let (state, outcome, error) = if outcome == Outcome::Cancelled || task.cancel_requested {
+    let (state, outcome, error) = if halted {
+        (
+            TaskState::Cancelled,
+            Outcome::Cancelled,
+            Some(HALTED.into()),
+        )
+    } else if outcome == Outcome::Cancelled || task.cancel_requested {
         (
             TaskState::Cancelled,
             Outcome::Cancelled,
@@ -924,7 +1008,7 @@ pub(super) async fn release(
     }
     tx.execute(
         "WITH back AS (
-             UPDATE tasks SET state = 1, attempts = attempts - 1, claimed_at = NULL,
+             UPDATE tasks SET state = 1, attempts = attempts - 1,
                  lease_node = NULL, lease_token = NULL
              WHERE id = ANY($1)
              RETURNING id, batch_id, group_key, priority, vseq, not_before)

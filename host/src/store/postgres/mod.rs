@@ -618,11 +618,13 @@ async fn submit(
     };
     let old_gate = gate::current(tx, batch).await?;
     // Only tasks at the gate are ever claimed, so no order above the gate has started: a
-    // submission at or above it needs no look at what started.
+    // submission at or above it needs no look at what started. A task ever claimed counts
+    // as started (a hand-back keeps its claim time): it may have run in part.
     if old_gate.is_none_or(|gate| lowest < gate) {
         let started: Option<i64> = tx
             .query_one(
-                "SELECT MAX(ord) FROM tasks WHERE batch_id = $1 AND ord > $2 AND attempts > 0",
+                "SELECT MAX(ord) FROM tasks
+                 WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL",
                 &[&batch, &lowest],
             )
             .await

@@ -552,6 +552,17 @@ pub(super) fn release(
     Ok(result)
 }
 
+/// Whether the batch halts on failure and one of its tasks has failed for good.
+fn halted(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
+    tx.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM batches WHERE id = ?1 AND halt_on_failure)
+            AND EXISTS (SELECT 1 FROM tasks WHERE batch_id = ?1 AND state = 4)",
+    )
+    .map_err(internal)?
+    .query_row([batch], |r| r.get(0))
+    .map_err(internal)
+}
+
 fn release_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<()> {
     tx.prepare_cached("UPDATE batches SET running = running - 1 WHERE id = ?")
         .map_err(internal)?
@@ -608,10 +619,12 @@ fn finish(
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
     release_slots(tx, task)?;
-    let retry = !outcome.is_success()
+    let may_retry = !outcome.is_success()
         && outcome != Outcome::Cancelled
         && !task.cancel_requested
         && task.attempts < task.max_attempts;
+    let halted = may_retry && halted(tx, task.batch)?;
+    let retry = may_retry && !halted;
     if retry {
         let not_before = now + backoff_micros(task.backoff_ms, task.attempts);
         tx.prepare_cached(
@@ -625,18 +638,23 @@ fn finish(
         result.retried += 1;
         return Ok(());
     }
-    let (state, outcome, error) =
-        if outcome == Outcome::Cancelled || (task.cancel_requested && !outcome.is_success()) {
-            (
-                TaskState::Cancelled,
-                Outcome::Cancelled,
-                error.or(Some("cancelled while running".into())),
-            )
-        } else if outcome.is_success() {
-            (TaskState::Succeeded, outcome, None)
-        } else {
-            (TaskState::Failed, outcome, error)
-        };
+    let (state, outcome, error) = if halted {
+        (
+            TaskState::Cancelled,
+            Outcome::Cancelled,
+            Some(HALTED.into()),
+        )
+    } else if outcome == Outcome::Cancelled || (task.cancel_requested && !outcome.is_success()) {
+        (
+            TaskState::Cancelled,
+            Outcome::Cancelled,
+            error.or(Some("cancelled while running".into())),
+        )
+    } else if outcome.is_success() {
+        (TaskState::Succeeded, outcome, None)
+    } else {
+        (TaskState::Failed, outcome, error)
+    };
     tx.prepare_cached(
         "UPDATE tasks SET state = ?, ended_at = ?, outcome = ?, error = ?, output = ?,
              lease_node = NULL, lease_token = NULL, lease_expires = NULL
