@@ -618,7 +618,7 @@ mod tests {
     }
 
     #[test]
-    fn priority_goes_first_and_changes_only_pending_tasks() {
+    fn priority_goes_first_and_changes_only_tasks_not_started() {
         let mut m = Model::new();
         let b = m.open_batch(0, None, FailurePolicy::Continue);
         let t = m
@@ -636,7 +636,8 @@ mod tests {
             .unwrap();
         assert_eq!(ids(m.claim(NOW, 1)), [t[1]]);
         assert!(m.set_task_priority(t[2], 9));
-        assert!(!m.set_task_priority(t[1], 0));
+        m.start(t[1]);
+        assert!(!m.set_task_priority(t[1], 0), "a started task keeps its priority");
         assert_eq!(m.set_batch_priority(b, 3), 2);
         assert_eq!(m.task(t[1]).unwrap().priority, 5);
         // The batch's priority moved both pending tasks to 3: first in, first out again.
