@@ -140,3 +140,59 @@ async fn a_killed_node_loses_nothing() {
         .collect();
     rules::check_parallelism(&ran, 2).unwrap();
 }
+
+/// A failure on the host's side (here an operator's mount directory that went away) is
+/// recorded as the host's, not the guest's, and the record names no host path: the
+/// tenant reading it learns nothing of the operator's file system.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_failure_is_told_apart_and_names_no_host_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("operator-secret-dir");
+    std::fs::create_dir(&secret).unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.path().join("qhost.db")).unwrap());
+    let mut config = RuntimeConfig::with_workers(1);
+    config.mounts = vec![Mount {
+        name: "data".into(),
+        dir: secret.clone(),
+        writable: false,
+    }];
+    let scheduler = Scheduler::new(
+        store,
+        Arc::new(Runtime::new(config).unwrap()),
+        SchedulerConfig::new("host"),
+    );
+    let bytes = std::fs::read(qhost_tests::guest("misbehave")).unwrap();
+    let module = scheduler
+        .module_add(bytes, None, None)
+        .await
+        .unwrap()
+        .digest;
+    std::fs::remove_dir(&secret).unwrap();
+    let node = qhost::scheduler::node::Node::start(scheduler.clone())
+        .await
+        .unwrap();
+    let (batch, _) = scheduler.batch_open(BatchSpec::default()).await.unwrap();
+    let task = TaskSpec {
+        mounts: vec![qhost::runtime::MountGrant {
+            name: "data".into(),
+            writable: false,
+        }],
+        max_attempts: 1,
+        ..TaskSpec::new(module, "ok")
+    };
+    let id = scheduler
+        .submit(&qhost::scheduler::Access::Admin, batch.id, vec![task])
+        .await
+        .unwrap()[0];
+    scheduler
+        .batch_wait(batch.id, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let error = scheduler.task_get(id).await.unwrap().error.unwrap();
+    assert!(error.starts_with("host error"), "{error}");
+    assert!(
+        !error.contains("operator-secret-dir") && !error.contains(dir.path().to_str().unwrap()),
+        "the record names a host path: {error}"
+    );
+    node.stop(Duration::from_secs(5)).await.unwrap();
+}

@@ -637,7 +637,10 @@ mod tests {
         assert_eq!(ids(m.claim(NOW, 1)), [t[1]]);
         assert!(m.set_task_priority(t[2], 9));
         m.start(t[1]);
-        assert!(!m.set_task_priority(t[1], 0), "a started task keeps its priority");
+        assert!(
+            !m.set_task_priority(t[1], 0),
+            "a started task keeps its priority"
+        );
         assert_eq!(m.set_batch_priority(b, 3), 2);
         assert_eq!(m.task(t[1]).unwrap().priority, 5);
         // The batch's priority moved both pending tasks to 3: first in, first out again.

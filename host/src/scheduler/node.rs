@@ -555,6 +555,9 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             }))
         }
         Some(Err(err)) => {
+            // The host failed, not the guest: the cause may name the operator's paths, so
+            // it goes to the operator's log, and the record says only where to look.
+            tracing::error!(task = task.id, "the task could not start: {err:#}");
             scheduler
                 .metrics
                 .ran(crate::runtime::Outcome::Trap, Duration::ZERO);
@@ -567,7 +570,11 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 started_at: now,
                 ended_at: now,
                 outcome: crate::runtime::Outcome::Trap,
-                error: Some(format!("the task could not start: {err:#}")),
+                error: Some(format!(
+                    "host error: the task could not start on node {}; the cause is in that \
+                     node's log",
+                    scheduler.config.node
+                )),
                 output: None,
                 logs: Vec::new(),
                 stdout: Vec::new(),
