@@ -81,8 +81,9 @@ pub struct MountGrant {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MountError {
-    #[error("no mount is named `{name}`; the operator defined: {defined}")]
-    Unknown { name: String, defined: String },
+    /// Names no other mount: a tenant learns nothing of the operator's.
+    #[error("no mount is named `{name}`; ask the operator which mounts tasks may use")]
+    Unknown { name: String },
     #[error("mount `{name}` is read-only; the operator did not allow tasks to write to it")]
     ReadOnly { name: String },
 }
@@ -106,12 +107,6 @@ fn find_mount<'a>(mounts: &'a [Mount], name: &str) -> Result<&'a Mount, MountErr
         .find(|m| m.name == name)
         .ok_or_else(|| MountError::Unknown {
             name: name.to_owned(),
-            defined: if mounts.is_empty() {
-                "none".to_owned()
-            } else {
-                let names: Vec<_> = mounts.iter().map(|m| m.name.as_str()).collect();
-                names.join(", ")
-            },
         })
 }
 
@@ -213,6 +208,10 @@ mod tests {
             writable: false,
         };
         let err = check_grants(&mounts, &[other]).unwrap_err();
-        assert!(err.to_string().contains("operator defined: data"), "{err}");
+        assert!(
+            err.to_string().contains("no mount is named `etc`")
+                && !err.to_string().contains("data"),
+            "names only the mount asked for: {err}"
+        );
     }
 }
