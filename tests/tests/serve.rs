@@ -505,8 +505,11 @@ fn a_released_batch_leaves_nothing_to_the_next() {
         format!("/v1/tasks/{task}"),
         format!("/v1/tasks/{task}/output"),
     ] {
+        // The next batch's handle opens nothing of the released one's (a handle is told
+        // alike of what it does not hold and of what does not exist); the admin learns the
+        // task is gone.
         let (status, body) = call("GET", &url(&path), Some(&next_handle), None);
-        assert_eq!(status, 404, "{path}: {body}");
+        assert_eq!(status, 403, "{path}: {body}");
         let (status, body) = call("GET", &url(&path), Some(&server.token), None);
         assert_eq!(status, 404, "{path} as admin: {body}");
     }
