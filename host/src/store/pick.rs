@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use super::{BatchId, TaskId};
 
 /// A ready task that a claim may take.
+#[derive(Clone)]
 pub(crate) struct Candidate {
     pub id: TaskId,
     pub batch: BatchId,

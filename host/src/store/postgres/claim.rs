@@ -128,30 +128,57 @@ fn before(a: Place, b: Place) -> bool {
     (-a.0, a.1, a.2) < (-b.0, b.1, b.2)
 }
 
-/// The candidates of a look behind the window, in claim order, up to where every list it
-/// read was read whole; and that place, when a list was cut off at its limit (the next
-/// look reads on from there).
-fn read_on(rows: &[tokio_postgres::Row]) -> (Vec<Candidate>, Option<Place>) {
-    // Per list (no group, or one group): rows read, its limit, its last place.
-    let mut lists: HashMap<Option<String>, (i64, i64, Place)> = HashMap::new();
-    let mut read: Vec<(Candidate, Place)> = Vec::with_capacity(rows.len());
-    for row in rows {
-        let (c, priority) = candidate(row);
-        let at = (priority, c.vseq, c.id);
-        let list = lists.entry(c.group.clone()).or_insert((0, row.get(6), at));
-        list.0 += 1;
-        list.2 = at;
-        read.push((c, at));
+/// A look behind the window, read: its candidates in claim order with their places, and
+/// per list (no group, or one group) how many rows it gave, its limit and its last place.
+struct Look {
+    read: Vec<(Candidate, Place)>,
+    lists: HashMap<Option<String>, (i64, i64, Place)>,
+}
+
+impl Look {
+    fn of(rows: &[tokio_postgres::Row]) -> Look {
+        let mut look = Look {
+            read: Vec::with_capacity(rows.len()),
+            lists: HashMap::new(),
+        };
+        for row in rows {
+            let (c, priority) = candidate(row);
+            let at = (priority, c.vseq, c.id);
+            let list = look
+                .lists
+                .entry(c.group.clone())
+                .or_insert((0, row.get(6), at));
+            list.0 += 1;
+            list.2 = at;
+            look.read.push((c, at));
+        }
+        look
     }
-    let frontier = lists
-        .values()
-        .filter(|(count, limit, _)| count == limit)
-        .map(|&(_, _, last)| last)
-        .reduce(|a, b| if before(a, b) { a } else { b });
-    if let Some(frontier) = frontier {
-        read.retain(|&(_, at)| !before(frontier, at));
+
+    /// Where the next look starts: the earliest end of a list cut off at its limit that
+    /// may have more to give, given the room `trial` leaves (a group with no room left
+    /// has nothing more to give this claim). Drops what lies after it, which the next look
+    /// reads again; returns the candidates up to it.
+    fn cut(self, trial: &Rooms) -> (Vec<Candidate>, Option<Place>) {
+        let frontier = self
+            .lists
+            .iter()
+            .filter(|(group, (count, limit, _))| {
+                count == limit
+                    && group
+                        .as_ref()
+                        .is_none_or(|g| trial.groups.get(g).is_some_and(|room| *room > 0))
+            })
+            .map(|(_, &(_, _, last))| last)
+            .reduce(|a, b| if before(a, b) { a } else { b });
+        let read = self
+            .read
+            .into_iter()
+            .filter(|&(_, at)| frontier.is_none_or(|f| !before(f, at)))
+            .map(|(c, _)| c)
+            .collect();
+        (read, frontier)
     }
-    (read.into_iter().map(|(c, _)| c).collect(), frontier)
 }
 
 /// What a claim holds besides tasks: its batches' gates (shared), and the counters of
@@ -329,8 +356,15 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
                 )
                 .await
                 .map_err(pg)?;
-            let (beyond, frontier) = read_on(&rows);
-            held.take(tx, &beyond).await?;
+            let look = Look::of(&rows);
+            let read: Vec<Candidate> = look.read.iter().map(|(c, _)| c.clone()).collect();
+            held.take(tx, &read).await?;
+            let open = candidates
+                .iter()
+                .chain(&read)
+                .filter(|c| held.open_gates.contains(&c.batch));
+            let (_, trial) = held.rooms.trial(open, p.max);
+            let (beyond, frontier) = look.cut(&trial);
             candidates.extend(beyond);
             match frontier {
                 Some(frontier) => after = frontier,

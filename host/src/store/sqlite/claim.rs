@@ -94,19 +94,21 @@ fn before(a: Place, b: Place) -> bool {
     (-a.0, a.1, a.2) < (-b.0, b.1, b.2)
 }
 
+/// A list a look read: its group (none: the ungrouped tasks), how many rows it gave, its
+/// limit, and its last place. A list that gave its limit may have more behind it.
+type List = (Option<String>, i64, i64, Place);
+
 /// One look behind `after` for claimable tasks that a full scan left out: ungrouped tasks,
 /// and the first tasks of each group with room left in `rooms`, of batches with room left.
 /// Walks the groups that have ready tasks along an index, never the tasks of a busy group.
-/// Returns the rows in claim order up to where every list was read (a list cut off at its
-/// limit may have more behind it), and that place when a list was cut off: the next look
-/// starts there.
+/// Returns the rows in claim order, and the lists they came from.
 fn beyond(
     tx: &Transaction<'_>,
     now: Micros,
     (priority, vseq, id): Place,
     need: usize,
     rooms: &Rooms,
-) -> StoreResult<(Vec<CandidateRow>, Option<Place>)> {
+) -> StoreResult<(Vec<CandidateRow>, Vec<List>)> {
     let need = need as i64;
     let full: Vec<BatchId> = rooms
         .batches
@@ -115,13 +117,10 @@ fn beyond(
         .map(|(&batch, _)| batch)
         .collect();
     let full = serde_json::to_string(&full).expect("ids serialize");
-    let mut frontier: Option<Place> = None;
-    let mut cut_off = |rows: &[CandidateRow], limit: i64| {
-        if rows.len() as i64 == limit
-            && let Some(last) = rows.last().map(place)
-            && frontier.is_none_or(|f| before(last, f))
-        {
-            frontier = Some(last);
+    let mut lists: Vec<List> = Vec::new();
+    let mut list = |group: Option<String>, rows: &[CandidateRow], limit: i64| {
+        if let Some(last) = rows.last().map(place) {
+            lists.push((group, rows.len() as i64, limit, last));
         }
     };
     let mut rows: Vec<CandidateRow> = tx
@@ -131,7 +130,7 @@ fn beyond(
         .map_err(internal)?
         .collect::<rusqlite::Result<_>>()
         .map_err(internal)?;
-    cut_off(&rows, need);
+    list(None, &rows, need);
     let mut next_group = tx.prepare_cached(NEXT_GROUP_SQL).map_err(internal)?;
     let mut group_room = tx
         .prepare_cached("SELECT lim - running FROM groups WHERE key = ?")
@@ -162,7 +161,7 @@ fn beyond(
                 .map_err(internal)?
                 .collect::<rusqlite::Result<_>>()
                 .map_err(internal)?;
-            cut_off(&heads, limit);
+            list(Some(group.clone()), &heads, limit);
             rows.extend(heads);
         }
         key = group;
@@ -171,10 +170,31 @@ fn beyond(
         let (priority, vseq, id) = place(row);
         (-priority, vseq, id)
     });
-    if let Some(frontier) = frontier {
-        rows.retain(|row| !before(frontier, place(row)));
+    Ok((rows, lists))
+}
+
+/// Gives `trial` the room of the batch and group of a row it has not met yet.
+fn meet(trial: &mut Rooms, (candidate, batch_room, group_room, _): &CandidateRow) {
+    trial.batches.entry(candidate.batch).or_insert(*batch_room);
+    if let (Some(group), Some(room)) = (&candidate.group, group_room) {
+        trial.groups.entry(group.clone()).or_insert(*room);
     }
-    Ok((rows, frontier))
+}
+
+/// Where the next look starts: the earliest end of a list cut off at its limit that may
+/// have more to give, given the room `trial` leaves once it took the look's rows (a group
+/// with no room left has nothing more for this claim).
+fn frontier(lists: &[List], trial: &Rooms) -> Option<Place> {
+    lists
+        .iter()
+        .filter(|(group, count, limit, _)| {
+            count == limit
+                && group
+                    .as_ref()
+                    .is_none_or(|g| trial.groups.get(g).is_some_and(|room| *room > 0))
+        })
+        .map(|&(_, _, _, last)| last)
+        .reduce(|a, b| if before(a, b) { a } else { b })
 }
 
 /// Takes one picked task: `?1` now, `?2` the node, `?3` its lease token, `?4` the lease
@@ -221,14 +241,20 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
     {
         let (mut fits, mut trial) = rooms.trial(&candidates, p.max);
         while fits < p.max {
-            let (rows, frontier) = beyond(tx, p.now, after, p.max - fits, &trial)?;
-            for row in rows {
-                let (candidate, batch_room, group_room, _) = &row;
-                trial.batches.entry(candidate.batch).or_insert(*batch_room);
-                if let (Some(group), Some(room)) = (&candidate.group, group_room) {
-                    trial.groups.entry(group.clone()).or_insert(*room);
-                }
-                if trial.take(candidate) {
+            let (rows, lists) = beyond(tx, p.now, after, p.max - fits, &trial)?;
+            let mut probe = trial.clone();
+            for row in &rows {
+                meet(&mut probe, row);
+                probe.take(&row.0);
+            }
+            let frontier = frontier(&lists, &probe);
+            // What lies after the frontier, the next look reads again.
+            for row in rows
+                .into_iter()
+                .filter(|row| frontier.is_none_or(|f| !before(f, place(row))))
+            {
+                meet(&mut trial, &row);
+                if trial.take(&row.0) {
                     fits += 1;
                 }
                 add(&mut rooms, &mut candidates, row);
