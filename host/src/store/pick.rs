@@ -7,6 +7,14 @@ use std::collections::HashMap;
 
 use super::{BatchId, TaskId};
 
+/// A place in claim order: priority, vseq, id.
+pub(crate) type Place = (i32, i64, TaskId);
+
+/// Whether `a` comes before `b` in claim order (priority descending, then vseq, then id).
+pub(crate) fn before(a: Place, b: Place) -> bool {
+    (-a.0, a.1, a.2) < (-b.0, b.1, b.2)
+}
+
 /// A ready task that a claim may take.
 #[derive(Clone)]
 pub(crate) struct Candidate {

@@ -21,7 +21,7 @@ use deadpool_postgres::GenericClient;
 
 use super::{digest_of, gate, pg};
 use crate::runtime::{MountGrant, Outcome, TaskLimits};
-use crate::store::pick::{Candidate, Rooms};
+use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 
 /// The head of the queue: ready tasks in claim order, of batches with room; nothing
@@ -118,14 +118,6 @@ fn candidate(r: &tokio_postgres::Row) -> (Candidate, i32) {
         vseq: r.get(4),
     };
     (candidate, r.get(5))
-}
-
-/// A place in claim order: priority, vseq, id.
-type Place = (i32, i64, TaskId);
-
-/// Whether `a` comes before `b` in claim order (priority descending).
-fn before(a: Place, b: Place) -> bool {
-    (-a.0, a.1, a.2) < (-b.0, b.1, b.2)
 }
 
 /// A look behind the window, read: its candidates in claim order with their places, and

@@ -13,7 +13,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{gate, internal};
 use crate::runtime::{MountGrant, Outcome, TaskLimits};
-use crate::store::pick::{Candidate, Rooms};
+use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 
 /// Claimable tasks in claim order: `?1` now, `?2` how many to read.
@@ -82,16 +82,8 @@ fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CandidateRow> {
     Ok((candidate, batch_room, r.get(5)?, r.get(6)?))
 }
 
-/// A place in claim order: priority, vseq, id.
-type Place = (i32, i64, TaskId);
-
 fn place((c, _, _, priority): &CandidateRow) -> Place {
     (*priority, c.vseq, c.id)
-}
-
-/// Whether `a` comes before `b` in claim order (priority descending).
-fn before(a: Place, b: Place) -> bool {
-    (-a.0, a.1, a.2) < (-b.0, b.1, b.2)
 }
 
 /// A list a look read: its group (none: the ungrouped tasks), how many rows it gave, its
