@@ -21,6 +21,29 @@ fn node(db: &Path, out: &Path, until_done: bool) -> Child {
     command.spawn().expect("starting test-node")
 }
 
+/// A scheduler named `node` of one slot on the SQLite database `db`, offering `mount`, with
+/// the `misbehave` guest added; returns it and the guest's digest.
+async fn with_misbehave(
+    db: &Path,
+    mount: Mount,
+    node: &str,
+) -> (Arc<Scheduler>, qhost::runtime::Digest) {
+    let mut config = RuntimeConfig::with_workers(1);
+    config.mounts = vec![mount];
+    let scheduler = Scheduler::new(
+        Arc::new(SqliteStore::open(db).unwrap()),
+        Arc::new(Runtime::new(config).unwrap()),
+        SchedulerConfig::new(node),
+    );
+    let bytes = std::fs::read(qhost_tests::guest("misbehave")).unwrap();
+    let module = scheduler
+        .module_add(bytes, None, None)
+        .await
+        .unwrap()
+        .digest;
+    (scheduler, module)
+}
+
 /// Waits for `count` attempts to have started (each leaves a marker file).
 fn wait_for_markers(out: &Path, count: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -41,24 +64,12 @@ async fn a_killed_node_loses_nothing() {
     std::fs::create_dir(&out).unwrap();
 
     let tasks: Vec<TaskId> = {
-        let store = Arc::new(SqliteStore::open(&db).unwrap());
-        let mut config = RuntimeConfig::with_workers(1);
-        config.mounts = vec![Mount {
+        let mount = Mount {
             name: "out".into(),
             dir: out.clone(),
             writable: true,
-        }];
-        let scheduler = Scheduler::new(
-            store,
-            Arc::new(Runtime::new(config).unwrap()),
-            SchedulerConfig::new("setup"),
-        );
-        let bytes = std::fs::read(qhost_tests::guest("misbehave")).unwrap();
-        let module = scheduler
-            .module_add(bytes, None, None)
-            .await
-            .unwrap()
-            .digest;
+        };
+        let (scheduler, module) = with_misbehave(&db, mount, "setup").await;
         let (batch, _) = scheduler.batch_open(BatchSpec::default()).await.unwrap();
         let specs = (0..12)
             .map(|i| TaskSpec {
@@ -149,24 +160,12 @@ async fn a_host_failure_is_told_apart_and_names_no_host_path() {
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("operator-secret-dir");
     std::fs::create_dir(&secret).unwrap();
-    let store = Arc::new(SqliteStore::open(&dir.path().join("qhost.db")).unwrap());
-    let mut config = RuntimeConfig::with_workers(1);
-    config.mounts = vec![Mount {
+    let mount = Mount {
         name: "data".into(),
         dir: secret.clone(),
         writable: false,
-    }];
-    let scheduler = Scheduler::new(
-        store,
-        Arc::new(Runtime::new(config).unwrap()),
-        SchedulerConfig::new("host"),
-    );
-    let bytes = std::fs::read(qhost_tests::guest("misbehave")).unwrap();
-    let module = scheduler
-        .module_add(bytes, None, None)
-        .await
-        .unwrap()
-        .digest;
+    };
+    let (scheduler, module) = with_misbehave(&dir.path().join("qhost.db"), mount, "host").await;
     std::fs::remove_dir(&secret).unwrap();
     let node = qhost::scheduler::node::Node::start(scheduler.clone())
         .await
