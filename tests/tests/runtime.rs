@@ -366,6 +366,44 @@ async fn mounts_are_granted_by_name_and_never_escaped() {
     );
 }
 
+/// The operator's own programs read a writable mount too: a link a task leaves there
+/// must not lead them out of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_cannot_make_a_link_out_of_its_mount() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let mut config = RuntimeConfig::with_workers(1);
+    config.mounts = vec![Mount {
+        name: "out".into(),
+        dir: out.clone(),
+        writable: true,
+    }];
+    let rt = Runtime::new(config).unwrap();
+    let bad = rt.load_file(&guest("misbehave")).unwrap();
+    let link = |target: &str| RunRequest {
+        mounts: vec![MountGrant {
+            name: "out".into(),
+            writable: true,
+        }],
+        ..request(&format!("symlink:{target}"))
+    };
+    for outside in ["/etc/passwd", "../outside", "a/../../outside", ".."] {
+        let report = run(&rt, &bad, link(outside)).await;
+        assert_eq!(report.outcome, Outcome::GuestError, "a link to {outside}");
+        assert!(
+            std::fs::symlink_metadata(out.join("link")).is_err(),
+            "a link to {outside} was left in the mount"
+        );
+    }
+    let report = run(&rt, &bad, link("inside.txt")).await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert_eq!(
+        std::fs::read_link(out.join("link")).unwrap(),
+        std::path::Path::new("inside.txt")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_stops_a_spinning_task() {
     let rt = Arc::new(runtime(1));

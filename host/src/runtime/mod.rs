@@ -13,6 +13,7 @@ mod capture;
 mod engine;
 mod epoch;
 pub mod limits;
+mod links;
 pub mod outcome;
 pub mod sandbox;
 
@@ -184,6 +185,7 @@ impl Flavor {
         let engine = engine::build(config, init)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        links::guard_symlinks(&mut linker)?;
         bindings::Task::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
             &mut linker,
             |state: &mut TaskState| state,

@@ -5,7 +5,8 @@
 //! directories; stdout and stderr go to bounded captures. The only capability a task can
 //! be granted is a directory mount the operator defined by name, read-only unless the
 //! operator allowed writes. Paths inside a mount are resolved by cap-std, so `..` and
-//! symbolic links never lead outside it.
+//! symbolic links never lead outside it, and the links a task makes point only down
+//! (`links.rs`).
 
 use std::fmt;
 use std::path::PathBuf;

@@ -21,6 +21,7 @@
 //! | `mark:MS` | creates `/out/<task id>-<attempt>`, then sleeps MS milliseconds |
 //! | `read:PATH` | returns the contents of the file PATH |
 //! | `write:PATH` | writes `written` to PATH, returns `ok` |
+//! | `symlink:TARGET` | makes a link `link` to TARGET in the first mount, returns `ok` |
 
 use std::hint::black_box;
 use std::io::{Read, Write};
@@ -130,6 +131,16 @@ impl Guest for Misbehave {
             "write" => std::fs::write(argument, b"written")
                 .map(|()| b"ok".to_vec())
                 .map_err(|e| format!("writing {argument}: {e}")),
+            "symlink" => {
+                let (mount, _) = wasip2::filesystem::preopens::get_directories()
+                    .into_iter()
+                    .next()
+                    .ok_or("no mount")?;
+                mount
+                    .symlink_at(argument, "link")
+                    .map(|()| b"ok".to_vec())
+                    .map_err(|e| format!("linking to {argument}: {e}"))
+            }
             other => Err(format!("unknown command `{other}`")),
         }
     }
