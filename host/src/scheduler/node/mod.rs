@@ -7,9 +7,11 @@
 //! while nothing runs. An idle node uses no CPU.
 //!
 //! - [`claim`]: the claim loop, and how far ahead of its slots a node claims.
+//! - [`run`]: the starter, and one task's run in a slot.
 //! - [`writer`]: the completion writer.
 
 mod claim;
+mod run;
 mod writer;
 
 use std::sync::Arc;
@@ -22,10 +24,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::reserved::Reserved;
-use super::{BatchEvent, LocalRun, Scheduler};
-use crate::runtime::{RunRequest, Slot, TaskInfo as RunInfo};
+use super::{BatchEvent, Scheduler};
 use crate::store::*;
 use claim::{claim_loop, reclaim_on_change};
+use run::start_in_order;
 use writer::{Done, write_completions};
 
 pub(crate) use claim::Pace;
@@ -70,7 +72,7 @@ impl Node {
         }
         let stop_claiming = CancellationToken::new();
         let (grace, grace_rx) = watch::channel(None);
-        let main = tokio::spawn(run(
+        let main = tokio::spawn(run_node(
             scheduler.clone(),
             stop_claiming.clone(),
             grace_rx,
@@ -173,7 +175,9 @@ impl Ctx {
     }
 }
 
-async fn run(
+/// The node's main task: starts its loops and claims until told to stop, then winds them
+/// down as [`Node::stop`] says.
+async fn run_node(
     scheduler: Arc<Scheduler>,
     stop_claiming: CancellationToken,
     mut grace: watch::Receiver<Option<Duration>>,
@@ -266,150 +270,6 @@ async fn run(
 /// The least time a stopping node gives its writer to record what its runs left, however
 /// short the grace period.
 const MIN_WRITER_GRACE: Duration = Duration::from_secs(1);
-
-/// Starts reserved tasks in claim order as slots free: slots go to waiters first come,
-/// first served, and this is their only waiter.
-async fn start_in_order(ctx: Arc<Ctx>, stop: CancellationToken) {
-    loop {
-        tokio::select! {
-            () = ctx.reserved.wait() => {}
-            () = stop.cancelled() => return,
-        }
-        let slot = tokio::select! {
-            slot = ctx.scheduler.runtime.slot() => slot,
-            () = stop.cancelled() => return,
-        };
-        // Handed back while this waited for the slot: the slot goes back unused.
-        let Some(task) = ctx.reserved.pop() else {
-            continue;
-        };
-        let cancelled = ctx
-            .scheduler
-            .running
-            .lock()
-            .expect("running lock")
-            .get(&task.id)
-            .is_none_or(|run| run.cancel.is_cancelled());
-        if cancelled {
-            // Never started: the store ends it cancelled.
-            ctx.give_back(vec![task]);
-            continue;
-        }
-        tokio::spawn(run_one(ctx.clone(), task, slot));
-    }
-}
-
-async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
-    let scheduler = &ctx.scheduler;
-    let started_at = now_micros();
-    let cancel = {
-        let mut running = scheduler.running.lock().expect("running lock");
-        let run = running.entry(task.id).or_insert_with(|| LocalRun {
-            batch: task.batch,
-            cancel: CancellationToken::new(),
-            started: None,
-        });
-        run.started = Some(RunningTask {
-            task: task.id,
-            batch: task.batch,
-            node: scheduler.config.node.clone(),
-            slot: Some(slot.index()),
-            attempt: task.attempt,
-            group: task.group.clone(),
-            order: task.order,
-            since: started_at,
-            lease_expires: task.claimed_at + duration_micros(scheduler.config.lease),
-        });
-        run.cancel.clone()
-    };
-    let _ = ctx.done.send(Done::Started(Start {
-        task: task.id,
-        lease_token: task.lease_token,
-        at: started_at,
-    }));
-    let run = async {
-        let module = scheduler.module(task.module).await?;
-        let request = RunRequest {
-            input: task.input.clone(),
-            info: RunInfo {
-                id: task.id as u64,
-                batch: task.batch as u64,
-                attempt: task.attempt,
-                order: task.order,
-                group: task.group.clone(),
-            },
-            limits: task.limits,
-            mounts: task.mounts.clone(),
-            cancel,
-        };
-        scheduler.runtime.run_in(slot, &module, request).await
-    };
-    let ended = tokio::select! {
-        report = run => Some(report),
-        () = ctx.hand_back.cancelled() => None,
-    };
-    scheduler
-        .running
-        .lock()
-        .expect("running lock")
-        .remove(&task.id);
-    // The slot is free: claim for it while the writer records this end.
-    ctx.busy.fetch_sub(1, Ordering::Relaxed);
-    scheduler.wake.notify_one();
-    let node = scheduler.config.node.clone();
-    let message = match ended {
-        None => Done::HandedBack(task.id, task.lease_token),
-        Some(Ok(mut report)) => {
-            scheduler.metrics.ran(report.outcome, report.duration);
-            scheduler.pace.ran(report.duration);
-            let started_at = to_micros(report.started_at);
-            let logs = report.take_logs();
-            Done::Completed(Box::new(Completion {
-                task: task.id,
-                lease_token: task.lease_token,
-                node,
-                slot: Some(report.slot),
-                started_at,
-                ended_at: started_at + duration_micros(report.duration),
-                outcome: report.outcome,
-                error: report.error,
-                output: report.output,
-                logs,
-                stdout: report.stdout.bytes,
-                stderr: report.stderr.bytes,
-            }))
-        }
-        Some(Err(err)) => {
-            // The host failed, not the guest: the cause may name the operator's paths, so
-            // it goes to the operator's log, and the record says only where to look.
-            tracing::error!(task = task.id, "the task could not start: {err:#}");
-            scheduler
-                .metrics
-                .ran(crate::runtime::Outcome::Trap, Duration::ZERO);
-            let now = now_micros();
-            Done::Completed(Box::new(Completion {
-                task: task.id,
-                lease_token: task.lease_token,
-                node,
-                slot: None,
-                started_at: now,
-                ended_at: now,
-                outcome: crate::runtime::Outcome::Trap,
-                error: Some(format!(
-                    "host error: the task could not start on node {}; the cause is in that \
-                     node's log",
-                    scheduler.config.node
-                )),
-                output: None,
-                logs: Vec::new(),
-                stdout: Vec::new(),
-                stderr: Vec::new(),
-            }))
-        }
-    };
-    // The writer lives until every run has reported.
-    let _ = ctx.done.send(message);
-}
 
 /// Renews the leases of this node's tasks while it holds any; stops the runs that were
 /// cancelled, and hands back the cancelled tasks it reserved, which then never start.
