@@ -6,11 +6,13 @@
 //! completion, a group limit raised) or for the next retry time; the lease keeper waits
 //! while nothing runs. An idle node uses no CPU.
 //!
+//! - [`leases`]: the lease keeper.
 //! - [`claim`]: the claim loop, and how far ahead of its slots a node claims.
 //! - [`run`]: the starter, and one task's run in a slot.
 //! - [`writer`]: the completion writer.
 
 mod claim;
+mod leases;
 mod run;
 mod writer;
 
@@ -27,6 +29,7 @@ use super::reserved::Reserved;
 use super::{BatchEvent, Scheduler};
 use crate::store::*;
 use claim::{claim_loop, reclaim_on_change};
+use leases::keep_leases;
 use run::start_in_order;
 use writer::{Done, write_completions};
 
@@ -270,42 +273,6 @@ async fn run_node(
 /// The least time a stopping node gives its writer to record what its runs left, however
 /// short the grace period.
 const MIN_WRITER_GRACE: Duration = Duration::from_secs(1);
-
-/// Renews the leases of this node's tasks while it holds any; stops the runs that were
-/// cancelled, and hands back the cancelled tasks it reserved, which then never start.
-async fn keep_leases(ctx: Arc<Ctx>) {
-    let scheduler = &ctx.scheduler;
-    let every = scheduler.config.lease / 3;
-    let mut held = ctx.held.subscribe();
-    loop {
-        tokio::select! {
-            changed = held.wait_for(|n| *n > 0) => if changed.is_err() { return },
-            () = ctx.hand_back.cancelled() => return,
-        }
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            () = scheduler.renew_now.notified() => {}
-            () = ctx.hand_back.cancelled() => return,
-        }
-        let until = now_micros() + duration_micros(scheduler.config.lease);
-        match scheduler
-            .store
-            .lease_renew(scheduler.config.node.clone(), until)
-            .await
-        {
-            Ok(cancelled) => {
-                ctx.give_back(ctx.reserved.take(&cancelled));
-                let running = scheduler.running.lock().expect("running lock");
-                for task in cancelled {
-                    if let Some(run) = running.get(&task) {
-                        run.cancel.cancel();
-                    }
-                }
-            }
-            Err(err) => tracing::error!("renewing leases failed: {err:#}"),
-        }
-    }
-}
 
 /// On a shared store, beats in the node registry and rescues other nodes' expired
 /// leases; prunes ended tasks past their retention.
