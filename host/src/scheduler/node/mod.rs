@@ -2,17 +2,22 @@
 //! in claim order, the writer that records starts and completions in few transactions, and
 //! the keeper that renews leases.
 //!
-//! Nothing here sleeps to poll: the claim loop waits for a wake-up (a submission, a
-//! completion, a group limit raised) or for the next retry time; the lease keeper waits
-//! while nothing runs. An idle node uses no CPU.
-//!
-//! - [`leases`]: the lease keeper.
 //! - [`claim`]: the claim loop, and how far ahead of its slots a node claims.
 //! - [`run`]: the starter, and one task's run in a slot.
 //! - [`writer`]: the completion writer.
+//! - [`leases`]: the lease keeper.
+//! - [`maintain`]: heartbeats, the rescue of expired leases, pruning.
+//!
+//! This file starts and stops a node, holds what its loops share ([`Ctx`]) and forwards
+//! other nodes' news on a shared store.
+//!
+//! Nothing here sleeps to poll: the claim loop waits for a wake-up (a submission, a
+//! completion, a group limit raised) or for the next retry time; the lease keeper waits
+//! while nothing runs. An idle node uses no CPU.
 
 mod claim;
 mod leases;
+mod maintain;
 mod run;
 mod writer;
 
@@ -30,10 +35,12 @@ use super::{BatchEvent, Scheduler};
 use crate::store::*;
 use claim::{claim_loop, reclaim_on_change};
 use leases::keep_leases;
+use maintain::maintain;
 use run::start_in_order;
 use writer::{Done, write_completions};
 
 pub(crate) use claim::Pace;
+pub use maintain::prune;
 
 /// A running node. Stop it with [`Node::stop`].
 pub struct Node {
@@ -135,6 +142,7 @@ async fn forward_signals(scheduler: Arc<Scheduler>, mut signals: broadcast::Rece
     }
 }
 
+/// Tells the node registry that this node is alive, and with how many slots.
 async fn beat(scheduler: &Scheduler, started_at: Micros) -> StoreResult<()> {
     scheduler
         .store
@@ -273,69 +281,3 @@ async fn run_node(
 /// The least time a stopping node gives its writer to record what its runs left, however
 /// short the grace period.
 const MIN_WRITER_GRACE: Duration = Duration::from_secs(1);
-
-/// On a shared store, beats in the node registry and rescues other nodes' expired
-/// leases; prunes ended tasks past their retention.
-async fn maintain(scheduler: Arc<Scheduler>, stop: CancellationToken, started_at: Micros) {
-    let config = &scheduler.config;
-    let shared = scheduler.store.is_shared();
-    let rescue_every = config
-        .rescue_every
-        .or_else(|| shared.then(|| (config.lease / 3).min(Duration::from_secs(5))));
-    let every = match (rescue_every, config.retention) {
-        (None, None) => return,
-        (Some(rescue), None) => rescue,
-        (None, Some(retention)) => (retention / 10).max(Duration::from_secs(60)),
-        (Some(rescue), Some(retention)) => {
-            rescue.min((retention / 10).max(Duration::from_secs(60)))
-        }
-    };
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            () = stop.cancelled() => return,
-        }
-        if shared && let Err(err) = beat(&scheduler, started_at).await {
-            tracing::error!("heartbeat failed: {err:#}");
-        }
-        if rescue_every.is_some() {
-            match scheduler.store.lease_rescue(None, now_micros()).await {
-                Ok(result) => {
-                    for (_, batch) in result.ended {
-                        scheduler.notify_batch(batch);
-                    }
-                    if result.retried > 0 {
-                        scheduler.wake.notify_one();
-                    }
-                }
-                Err(err) => tracing::error!("rescuing expired leases failed: {err:#}"),
-            }
-        }
-        if let Some(retention) = config.retention {
-            let before = now_micros() - duration_micros(retention);
-            prune(&scheduler, before, &stop).await;
-        }
-    }
-}
-
-/// Deletes ended work in bounded chunks, so claims are never stalled for long.
-pub async fn prune(scheduler: &Scheduler, before: Micros, stop: &CancellationToken) -> usize {
-    const CHUNK: usize = 1000;
-    let mut total = 0;
-    while !stop.is_cancelled() {
-        match scheduler.store.prune(before, CHUNK).await {
-            Ok(deleted) => {
-                total += deleted;
-                if deleted < CHUNK {
-                    break;
-                }
-                tokio::task::yield_now().await;
-            }
-            Err(err) => {
-                tracing::error!("pruning ended tasks failed: {err:#}");
-                break;
-            }
-        }
-    }
-    total
-}
