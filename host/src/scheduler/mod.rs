@@ -1,7 +1,8 @@
 //! The scheduler: what callers do with batches, tasks, modules and groups (checked and
 //! authorized here), and the node that claims tasks and runs them ([`node`]).
 //!
-//! - [`reads`]: what callers read: batches, tasks, groups, nodes, what runs now.
+//! - [`reads`]: what callers read: modules, batches, tasks, the execution log, groups,
+//!   nodes, what runs now.
 //! - [`rules`]: the scheduling rules as plain functions over the execution log.
 //! - [`model`]: an executable model of the claim, that tests hold the store drivers to.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.

@@ -1,5 +1,5 @@
-//! What the scheduler reads for its callers: batches, tasks, groups, the nodes and what
-//! runs now. Reads check no access: a caller authorizes first
+//! What the scheduler reads for its callers: modules, batches, tasks, the execution log,
+//! groups, the nodes and what runs now. Reads check no access: a caller authorizes first
 //! ([`Scheduler::authorize`], [`Scheduler::task_for`]).
 
 use std::time::Duration;
@@ -8,8 +8,17 @@ use super::{Result, Scheduler};
 use crate::store::*;
 
 impl Scheduler {
+    pub async fn module_list(&self) -> Result<Vec<ModuleInfo>> {
+        Ok(self.store.module_list().await?)
+    }
+
     pub async fn batch_get(&self, batch: BatchId) -> Result<BatchInfo> {
         Ok(self.store.batch_get(batch).await?)
+    }
+
+    /// How many of the batch's tasks have not ended: cheaper than its progress.
+    pub async fn batch_open_count(&self, batch: BatchId) -> Result<u64> {
+        Ok(self.store.batch_open_count(batch).await?)
     }
 
     /// Waits until every task of the batch has ended, or `timeout` passes; returns the
@@ -32,6 +41,20 @@ impl Scheduler {
 
     pub async fn task_get(&self, task: TaskId) -> Result<TaskInfo> {
         Ok(self.store.task_get(task).await?)
+    }
+
+    pub async fn task_output(&self, task: TaskId) -> Result<Option<Vec<u8>>> {
+        Ok(self.store.task_output(task).await?)
+    }
+
+    /// How many tasks of the whole store are in each state.
+    pub async fn task_counts(&self) -> Result<Progress> {
+        Ok(self.store.task_counts().await?)
+    }
+
+    /// A page of the execution log: each attempt with its position, to read on after it.
+    pub async fn attempt_list(&self, filter: AttemptFilter) -> Result<Vec<(i64, AttemptRecord)>> {
+        Ok(self.store.attempt_list(filter).await?)
     }
 
     /// The nodes sharing the store, from its registry; on a store of its own, this node.
