@@ -189,10 +189,6 @@ impl Scheduler {
         })
     }
 
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
     }
