@@ -115,7 +115,6 @@ async fn main() {
     assert!(info.progress.is_done(), "the mix did not end: {info:?}");
 
     let log = scheduler
-        .store()
         .attempt_list(AttemptFilter {
             batch: Some(mix.id),
             limit: Some(10 * TASKS),

@@ -23,6 +23,8 @@ pub enum Backend {
 
 pub struct Harness {
     pub scheduler: Arc<Scheduler>,
+    /// The scheduler's store, for tests that look behind the scheduler.
+    pub store: Arc<dyn Store>,
     pub node: Option<Node>,
     pub dir: tempfile::TempDir,
     /// The PostgreSQL schema, dropped with the harness.
@@ -64,10 +66,11 @@ impl Harness {
         let runtime = Arc::new(Runtime::new(RuntimeConfig::with_workers(workers)).unwrap());
         let mut config = SchedulerConfig::new("test-node");
         config.prefetch = prefetch;
-        let scheduler = Scheduler::new(store, runtime, config);
+        let scheduler = Scheduler::new(store.clone(), runtime, config);
         let node = Node::start(scheduler.clone()).await.unwrap();
         Harness {
             scheduler,
+            store,
             node: Some(node),
             dir,
             db,
@@ -109,7 +112,6 @@ impl Harness {
         loop {
             let page = self
                 .scheduler
-                .store()
                 .attempt_list(AttemptFilter {
                     after,
                     limit: Some(1000),

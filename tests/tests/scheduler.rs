@@ -69,7 +69,7 @@ async fn raised_tasks_run_next_highest_first(backend: Backend) {
     let ids = h.scheduler.submit(&access, batch, tasks).await.unwrap();
 
     // Wait for the first task to be running.
-    while h.scheduler.store().running_list().await.unwrap().is_empty() {
+    while h.store.running_list().await.unwrap().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     for n in (10..=100).step_by(10) {

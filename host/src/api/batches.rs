@@ -197,7 +197,7 @@ async fn resolve_modules(
         }
     }
     if !names.is_empty() {
-        let modules = state.scheduler.store().module_list().await?;
+        let modules = state.scheduler.module_list().await?;
         for module in modules {
             if let Some(name) = module.name {
                 resolved.insert(name, module.digest);

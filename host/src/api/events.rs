@@ -21,7 +21,7 @@ use super::AppState;
 use super::auth::BatchCaller;
 use super::error::ApiResult;
 use crate::scheduler::BatchEvent;
-use crate::store::{AttemptFilter, BatchId, StoreResult, TaskId};
+use crate::store::{AttemptFilter, BatchId, TaskId};
 
 /// Attempts read from the log at a time.
 const PAGE: usize = 1000;
@@ -102,12 +102,11 @@ impl Follow {
     }
 
     /// Queues the events of what the log has gained; whether there were any.
-    async fn read(&mut self) -> StoreResult<bool> {
+    async fn read(&mut self) -> crate::scheduler::Result<bool> {
         let scheduler = &self.state.scheduler;
         // Counted before the log is read: when nothing is open, the log has every attempt.
-        let open = scheduler.store().batch_open_count(self.batch).await?;
+        let open = scheduler.batch_open_count(self.batch).await?;
         let page = scheduler
-            .store()
             .attempt_list(AttemptFilter {
                 batch: Some(self.batch),
                 after: self.after,
@@ -121,7 +120,7 @@ impl Follow {
                 if self.sent.contains(&attempt.task) {
                     continue;
                 }
-                let task = scheduler.store().task_get(attempt.task).await?;
+                let task = scheduler.task_get(attempt.task).await?;
                 if task.state.is_ended() {
                     self.sent.insert(task.id);
                     self.pending.push_back(json_event("task", &task));
@@ -130,7 +129,7 @@ impl Follow {
             return Ok(true);
         }
         if open == 0 {
-            let batch = scheduler.store().batch_get(self.batch).await?;
+            let batch = scheduler.batch_get(self.batch).await?;
             self.pending.push_back(json_event("end", &batch));
             self.ended = true;
             return Ok(true);

@@ -1,5 +1,6 @@
 //! The HTTP JSON API under `/v1`, served by `qhost serve`.
 //!
+//! - [`state`]: what every handler is given ([`AppState`]).
 //! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`, and what it may
 //!   open, decided before a request's body is read.
 //! - [`body`]: permits that bound how many large bodies are read at once.
@@ -18,10 +19,10 @@ pub mod events;
 pub mod listen;
 pub mod modules;
 pub mod observe;
+pub mod state;
 pub mod tasks;
 
 use std::future::Future;
-use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::header::CONTENT_TYPE;
@@ -29,7 +30,7 @@ use axum::routing::{get, post, put};
 use axum::{Extension, Router};
 use tokio_util::sync::CancellationToken;
 
-use crate::scheduler::Scheduler;
+pub use state::AppState;
 
 /// Largest component upload.
 pub const MAX_MODULE_BYTES: usize = 64 * 1024 * 1024;
@@ -37,23 +38,6 @@ pub const MAX_MODULE_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_SUBMIT_BYTES: usize = 64 * 1024 * 1024;
 /// Largest body of every other request.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-
-#[derive(Clone)]
-pub struct AppState {
-    pub scheduler: Arc<Scheduler>,
-    pub admin_token: Arc<str>,
-    pub large_bodies: body::LargeBodies,
-}
-
-impl AppState {
-    pub fn new(scheduler: Arc<Scheduler>, admin_token: &str) -> Self {
-        AppState {
-            scheduler,
-            admin_token: admin_token.into(),
-            large_bodies: body::LargeBodies::default(),
-        }
-    }
-}
 
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()

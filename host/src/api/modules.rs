@@ -37,7 +37,7 @@ pub async fn add(
 }
 
 pub async fn list(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Vec<ModuleInfo>>> {
-    let modules = state.scheduler.store().module_list().await?;
+    let modules = state.scheduler.module_list().await?;
     Ok(Json(modules))
 }
 

@@ -70,7 +70,7 @@ pub async fn log(
         after: query.after,
         limit: Some(limit),
     };
-    let page = state.scheduler.store().attempt_list(filter).await?;
+    let page = state.scheduler.attempt_list(filter).await?;
     let next = page.last().map(|(position, _)| *position).or(query.after);
     Ok(Json(LogPage {
         attempts: page.into_iter().map(|(_, a)| a).collect(),
@@ -94,7 +94,7 @@ pub async fn healthz() -> &'static str {
 /// Prometheus text format: tasks by state, slots busy, pool occupancy, and the node's
 /// claim and run latencies and attempts by outcome.
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
-    let counts = state.scheduler.store().task_counts().await?;
+    let counts = state.scheduler.task_counts().await?;
     let runtime = state.scheduler.runtime();
     let mut text =
         String::from("# HELP qhost_tasks Tasks in the store by state.\n# TYPE qhost_tasks gauge\n");

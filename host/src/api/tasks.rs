@@ -27,7 +27,6 @@ pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResul
     let task = info.id;
     let log = state
         .scheduler
-        .store()
         .attempt_list(AttemptFilter {
             task: Some(task),
             ..Default::default()
@@ -42,7 +41,7 @@ pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResul
 pub async fn output(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Response> {
     let info = caller.task;
     let task = info.id;
-    let output = state.scheduler.store().task_output(task).await?;
+    let output = state.scheduler.task_output(task).await?;
     Ok(match output {
         Some(bytes) => bytes.into_response(),
         None => super::error::ApiError::new(

@@ -130,7 +130,7 @@ async fn drain(
         schedulers.push(Scheduler::new(store, runtime, config));
     }
     let scheduler = schedulers[0].clone();
-    let store = scheduler.store().clone();
+    let store = scheduler.store.clone();
     let (guest, name, input) = match args.task_ms {
         0 => (ECHO, "echo", b"bench".to_vec()),
         ms => (SLEEP, "sleep", ms.to_string().into_bytes()),

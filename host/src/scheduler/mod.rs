@@ -1,6 +1,8 @@
 //! The scheduler: what callers do with batches, tasks, modules and groups (checked and
 //! authorized here), and the node that claims tasks and runs them ([`node`]).
 //!
+//! - [`reads`]: what callers read: modules, batches, tasks, the execution log, groups,
+//!   nodes, what runs now.
 //! - [`rules`]: the scheduling rules as plain functions over the execution log.
 //! - [`model`]: an executable model of the claim, that tests hold the store drivers to.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
@@ -10,6 +12,7 @@
 pub mod metrics;
 pub mod model;
 pub mod node;
+mod reads;
 mod reserved;
 pub mod rules;
 
@@ -186,10 +189,6 @@ impl Scheduler {
         })
     }
 
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
     }
@@ -364,10 +363,6 @@ impl Scheduler {
         Ok(())
     }
 
-    pub async fn batch_get(&self, batch: BatchId) -> Result<BatchInfo> {
-        Ok(self.store.batch_get(batch).await?)
-    }
-
     pub async fn batch_seal(&self, access: &Access, batch: BatchId) -> Result<()> {
         self.authorize(access, batch).await?;
         self.store.batch_seal(batch).await?;
@@ -412,28 +407,6 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Waits until every task of the batch has ended, or `timeout` passes; returns the
-    /// batch's progress either way.
-    pub async fn batch_wait(&self, batch: BatchId, timeout: Duration) -> Result<BatchInfo> {
-        let mut events = self.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
-        // A batch that does not exist has nothing open: the last read reports it missing.
-        while self.store.batch_open_count(batch).await? > 0 {
-            loop {
-                match tokio::time::timeout_at(deadline, events.recv()).await {
-                    Err(_) => return Ok(self.store.batch_get(batch).await?),
-                    Ok(Ok(event)) if !event.concerns(batch) => continue,
-                    Ok(_) => break,
-                }
-            }
-        }
-        Ok(self.store.batch_get(batch).await?)
-    }
-
-    pub async fn task_get(&self, task: TaskId) -> Result<TaskInfo> {
-        Ok(self.store.task_get(task).await?)
-    }
-
     /// The task, if `access` may use it. A handle is refused alike for a task that does
     /// not exist and for another batch's.
     pub async fn task_for(&self, access: &Access, task: TaskId) -> Result<TaskInfo> {
@@ -476,50 +449,6 @@ impl Scheduler {
         }
         self.notify_batch(info.batch);
         Ok(result)
-    }
-
-    /// The nodes sharing the store, from its registry; on a store of its own, this node.
-    pub async fn nodes(&self) -> Result<Vec<NodeInfo>> {
-        let nodes = self.store.node_list().await?;
-        if !nodes.is_empty() {
-            return Ok(nodes);
-        }
-        Ok(vec![NodeInfo {
-            node: self.config.node.clone(),
-            workers: self.runtime.config().workers,
-            started_at: self.started_at,
-            heartbeat_at: now_micros(),
-            clock_offset: 0,
-        }])
-    }
-
-    /// What runs now and where: every node's started tasks, with the slot of those
-    /// running on this node.
-    pub async fn running_now(&self) -> Result<Vec<RunningTask>> {
-        let mut running = self.store.running_list().await?;
-        let local = self.running.lock().expect("running lock");
-        for task in &mut running {
-            if task.node == self.config.node {
-                task.slot = local
-                    .get(&task.task)
-                    .and_then(|run| run.started.as_ref())
-                    .and_then(|started| started.slot);
-            }
-        }
-        // Started here, their start marks not yet written.
-        let listed: std::collections::HashSet<TaskId> = running.iter().map(|r| r.task).collect();
-        running.extend(
-            local
-                .values()
-                .filter_map(|run| run.started.clone())
-                .filter(|started| !listed.contains(&started.task)),
-        );
-        running.sort_by_key(|r| (r.since, r.task));
-        Ok(running)
-    }
-
-    pub async fn group_get(&self, key: String) -> Result<GroupInfo> {
-        Ok(self.store.group_get(key).await?)
     }
 
     pub async fn group_set_limit(&self, key: String, limit: u32) -> Result<()> {

@@ -1,0 +1,24 @@
+//! What every handler is given: the scheduler, the admin token and the permits for large
+//! bodies.
+
+use std::sync::Arc;
+
+use super::body;
+use crate::scheduler::Scheduler;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub scheduler: Arc<Scheduler>,
+    pub admin_token: Arc<str>,
+    pub large_bodies: body::LargeBodies,
+}
+
+impl AppState {
+    pub fn new(scheduler: Arc<Scheduler>, admin_token: &str) -> Self {
+        AppState {
+            scheduler,
+            admin_token: admin_token.into(),
+            large_bodies: body::LargeBodies::default(),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Maintenance: on a shared store, the node's heartbeat and the rescue of other nodes'
+//! expired leases; on any store with a retention, pruning what ended before it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::beat;
+use crate::scheduler::Scheduler;
+use crate::store::*;
+
+/// On a shared store, beats in the node registry and rescues other nodes' expired
+/// leases; prunes ended tasks past their retention.
+pub(super) async fn maintain(
+    scheduler: Arc<Scheduler>,
+    stop: CancellationToken,
+    started_at: Micros,
+) {
+    let config = &scheduler.config;
+    let shared = scheduler.store.is_shared();
+    let rescue_every = config
+        .rescue_every
+        .or_else(|| shared.then(|| (config.lease / 3).min(Duration::from_secs(5))));
+    let every = match (rescue_every, config.retention) {
+        (None, None) => return,
+        (Some(rescue), None) => rescue,
+        (None, Some(retention)) => (retention / 10).max(Duration::from_secs(60)),
+        (Some(rescue), Some(retention)) => {
+            rescue.min((retention / 10).max(Duration::from_secs(60)))
+        }
+    };
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = stop.cancelled() => return,
+        }
+        if shared && let Err(err) = beat(&scheduler, started_at).await {
+            tracing::error!("heartbeat failed: {err:#}");
+        }
+        if rescue_every.is_some() {
+            match scheduler.store.lease_rescue(None, now_micros()).await {
+                Ok(result) => {
+                    for (_, batch) in result.ended {
+                        scheduler.notify_batch(batch);
+                    }
+                    if result.retried > 0 {
+                        scheduler.wake.notify_one();
+                    }
+                }
+                Err(err) => tracing::error!("rescuing expired leases failed: {err:#}"),
+            }
+        }
+        if let Some(retention) = config.retention {
+            let before = now_micros() - duration_micros(retention);
+            prune(&scheduler, before, &stop).await;
+        }
+    }
+}
+
+/// Deletes ended work in bounded chunks, so claims are never stalled for long.
+pub async fn prune(scheduler: &Scheduler, before: Micros, stop: &CancellationToken) -> usize {
+    const CHUNK: usize = 1000;
+    let mut total = 0;
+    while !stop.is_cancelled() {
+        match scheduler.store.prune(before, CHUNK).await {
+            Ok(deleted) => {
+                total += deleted;
+                if deleted < CHUNK {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            Err(err) => {
+                tracing::error!("pruning ended tasks failed: {err:#}");
+                break;
+            }
+        }
+    }
+    total
+}

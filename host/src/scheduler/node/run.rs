@@ -1,0 +1,160 @@
+//! Running what was claimed: the starter gives reserved tasks the runtime's slots in
+//! claim order, and each run reports its start and its end to the writer.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Ctx;
+use super::writer::Done;
+use crate::runtime::{RunRequest, Slot, TaskInfo as RunInfo};
+use crate::scheduler::LocalRun;
+use crate::store::*;
+
+/// Starts reserved tasks in claim order as slots free: slots go to waiters first come,
+/// first served, and this is their only waiter.
+pub(super) async fn start_in_order(ctx: Arc<Ctx>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = ctx.reserved.wait() => {}
+            () = stop.cancelled() => return,
+        }
+        let slot = tokio::select! {
+            slot = ctx.scheduler.runtime.slot() => slot,
+            () = stop.cancelled() => return,
+        };
+        // Handed back while this waited for the slot: the slot goes back unused.
+        let Some(task) = ctx.reserved.pop() else {
+            continue;
+        };
+        let cancelled = ctx
+            .scheduler
+            .running
+            .lock()
+            .expect("running lock")
+            .get(&task.id)
+            .is_none_or(|run| run.cancel.is_cancelled());
+        if cancelled {
+            // Never started: the store ends it cancelled.
+            ctx.give_back(vec![task]);
+            continue;
+        }
+        tokio::spawn(run_one(ctx.clone(), task, slot));
+    }
+}
+
+/// Runs a task in `slot`, unless the node hands it back first, and tells the writer how it
+/// went.
+async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
+    let scheduler = &ctx.scheduler;
+    let started_at = now_micros();
+    let cancel = {
+        let mut running = scheduler.running.lock().expect("running lock");
+        let run = running.entry(task.id).or_insert_with(|| LocalRun {
+            batch: task.batch,
+            cancel: CancellationToken::new(),
+            started: None,
+        });
+        run.started = Some(RunningTask {
+            task: task.id,
+            batch: task.batch,
+            node: scheduler.config.node.clone(),
+            slot: Some(slot.index()),
+            attempt: task.attempt,
+            group: task.group.clone(),
+            order: task.order,
+            since: started_at,
+            lease_expires: task.claimed_at + duration_micros(scheduler.config.lease),
+        });
+        run.cancel.clone()
+    };
+    let _ = ctx.done.send(Done::Started(Start {
+        task: task.id,
+        lease_token: task.lease_token,
+        at: started_at,
+    }));
+    let run = async {
+        let module = scheduler.module(task.module).await?;
+        let request = RunRequest {
+            input: task.input.clone(),
+            info: RunInfo {
+                id: task.id as u64,
+                batch: task.batch as u64,
+                attempt: task.attempt,
+                order: task.order,
+                group: task.group.clone(),
+            },
+            limits: task.limits,
+            mounts: task.mounts.clone(),
+            cancel,
+        };
+        scheduler.runtime.run_in(slot, &module, request).await
+    };
+    let ended = tokio::select! {
+        report = run => Some(report),
+        () = ctx.hand_back.cancelled() => None,
+    };
+    scheduler
+        .running
+        .lock()
+        .expect("running lock")
+        .remove(&task.id);
+    // The slot is free: claim for it while the writer records this end.
+    ctx.busy.fetch_sub(1, Ordering::Relaxed);
+    scheduler.wake.notify_one();
+    let node = scheduler.config.node.clone();
+    let message = match ended {
+        None => Done::HandedBack(task.id, task.lease_token),
+        Some(Ok(mut report)) => {
+            scheduler.metrics.ran(report.outcome, report.duration);
+            scheduler.pace.ran(report.duration);
+            let started_at = to_micros(report.started_at);
+            let logs = report.take_logs();
+            Done::Completed(Box::new(Completion {
+                task: task.id,
+                lease_token: task.lease_token,
+                node,
+                slot: Some(report.slot),
+                started_at,
+                ended_at: started_at + duration_micros(report.duration),
+                outcome: report.outcome,
+                error: report.error,
+                output: report.output,
+                logs,
+                stdout: report.stdout.bytes,
+                stderr: report.stderr.bytes,
+            }))
+        }
+        Some(Err(err)) => {
+            // The host failed, not the guest: the cause may name the operator's paths, so
+            // it goes to the operator's log, and the record says only where to look.
+            tracing::error!(task = task.id, "the task could not start: {err:#}");
+            scheduler
+                .metrics
+                .ran(crate::runtime::Outcome::Trap, Duration::ZERO);
+            let now = now_micros();
+            Done::Completed(Box::new(Completion {
+                task: task.id,
+                lease_token: task.lease_token,
+                node,
+                slot: None,
+                started_at: now,
+                ended_at: now,
+                outcome: crate::runtime::Outcome::Trap,
+                error: Some(format!(
+                    "host error: the task could not start on node {}; the cause is in that \
+                     node's log",
+                    scheduler.config.node
+                )),
+                output: None,
+                logs: Vec::new(),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+            }))
+        }
+    };
+    // The writer lives until every run has reported.
+    let _ = ctx.done.send(message);
+}
