@@ -16,7 +16,10 @@ use crate::runtime::{MountGrant, Outcome, TaskLimits};
 use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 
-/// Claimable tasks in claim order: `?1` now, `?2` how many to read.
+/// Ready tasks in claim order, with the room left in their batch and group: `?1` now,
+/// `?2` how many to read. Tasks of full groups and batches are read too, and passed over
+/// by the pick: filtering them here would have SQLite read on through every task of a
+/// busy group, and a scan would cost the whole queue when most groups are busy.
 const CANDIDATES_SQL: &str = "
 SELECT t.id, t.batch_id, t.group_key, t.vseq,
        b.max_parallel - b.running AS batch_room,
@@ -27,8 +30,6 @@ JOIN batches b ON b.id = t.batch_id
 LEFT JOIN groups g ON g.key = t.group_key
 WHERE t.state = 1
   AND t.not_before <= ?1
-  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-  AND (t.group_key IS NULL OR g.running < g.lim)
 ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT ?2";
 
@@ -61,11 +62,24 @@ WHERE t.state = 1 AND t.group_key = ?5
 ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT ?6";
 
-/// The first group after `?1` that has ready tasks, along the per-group ready index.
-const NEXT_GROUP_SQL: &str = "
+/// The first group from `?1` on (`>=`) that has ready tasks, along the per-group ready
+/// index.
+const READY_GROUP_FROM_SQL: &str = "
+SELECT group_key FROM tasks
+WHERE state = 1 AND group_key IS NOT NULL AND group_key >= ?1
+ORDER BY group_key LIMIT 1";
+
+/// The first group after `?1` (`>`) that has ready tasks.
+const READY_GROUP_AFTER_SQL: &str = "
 SELECT group_key FROM tasks
 WHERE state = 1 AND group_key IS NOT NULL AND group_key > ?1
 ORDER BY group_key LIMIT 1";
+
+/// The first group from `?1` on that has room, and its room, along `groups_open`.
+const OPEN_GROUP_FROM_SQL: &str = "
+SELECT key, lim - running FROM groups
+WHERE running < lim AND key >= ?1
+ORDER BY key LIMIT 1";
 
 /// A candidate row: the candidate, its batch's and group's room, and its priority.
 type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32);
@@ -92,7 +106,8 @@ type List = (Option<String>, i64, i64, Place);
 
 /// One look behind `after` for claimable tasks that a full scan left out: ungrouped tasks,
 /// and the first tasks of each group with room left in `rooms`, of batches with room left.
-/// Walks the groups that have ready tasks along an index, never the tasks of a busy group.
+/// Walks the groups that have both ready tasks and room along two indexes, never the
+/// tasks of a busy group.
 /// Returns the rows in claim order, and the lists they came from.
 fn beyond(
     tx: &Transaction<'_>,
@@ -123,26 +138,34 @@ fn beyond(
         .collect::<rusqlite::Result<_>>()
         .map_err(internal)?;
     list(None, &rows, need);
-    let mut next_group = tx.prepare_cached(NEXT_GROUP_SQL).map_err(internal)?;
-    let mut group_room = tx
-        .prepare_cached("SELECT lim - running FROM groups WHERE key = ?")
-        .map_err(internal)?;
+    let mut ready_from = tx.prepare_cached(READY_GROUP_FROM_SQL).map_err(internal)?;
+    let mut ready_after = tx.prepare_cached(READY_GROUP_AFTER_SQL).map_err(internal)?;
+    let mut open_from = tx.prepare_cached(OPEN_GROUP_FROM_SQL).map_err(internal)?;
     let mut group_beyond = tx.prepare_cached(GROUP_BEYOND_SQL).map_err(internal)?;
-    let mut key = String::new();
-    while let Some(group) = next_group
-        .query_row([&key], |r| r.get::<_, String>(0))
+    // The groups with ready tasks and room: each walk seeks to the other's next key.
+    let mut next_ready = ready_from
+        .query_row([""], |r| r.get::<_, String>(0))
         .optional()
-        .map_err(internal)?
-    {
-        // A group already met has what its tasks there left; any other, its counter.
-        let room = match rooms.groups.get(&group) {
-            Some(&room) => room,
-            None => group_room
-                .query_row([&group], |r| r.get::<_, i64>(0))
-                .optional()
-                .map_err(internal)?
-                .unwrap_or(0),
+        .map_err(internal)?;
+    while let Some(group) = next_ready {
+        let Some((open, counter)) = open_from
+            .query_row([&group], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })
+            .optional()
+            .map_err(internal)?
+        else {
+            break;
         };
+        if open != group {
+            next_ready = ready_from
+                .query_row([&open], |r| r.get(0))
+                .optional()
+                .map_err(internal)?;
+            continue;
+        }
+        // A group already met has what its tasks there left; any other, its counter.
+        let room = rooms.groups.get(&group).copied().unwrap_or(counter);
         if room > 0 {
             let limit = room.min(need);
             let heads: Vec<CandidateRow> = group_beyond
@@ -156,7 +179,10 @@ fn beyond(
             list(Some(group.clone()), &heads, limit);
             rows.extend(heads);
         }
-        key = group;
+        next_ready = ready_after
+            .query_row([&group], |r| r.get(0))
+            .optional()
+            .map_err(internal)?;
     }
     rows.sort_by_key(|row| {
         let (priority, vseq, id) = place(row);
