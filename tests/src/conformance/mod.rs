@@ -1,12 +1,12 @@
 //! The store conformance suite: every driver must pass every case. A driver's test file
-//! calls [`run_all`] with a function that makes a fresh, empty store.
+//! invokes [`conformance_tests!`](crate::conformance_tests) once with a function that
+//! makes a fresh, empty store, and gets one test per case named after it: a failing run
+//! names every broken case, and `cargo test <case>` runs that case on every driver.
 //!
 //! The cases drive the store directly, with the clock in their hands, so that each
 //! scheduling rule is checked at the claim itself. They are grouped by concern, a module
 //! each; the helpers they share are here.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,51 +23,47 @@ pub mod log;
 pub mod modules;
 pub mod priority;
 
-pub type MakeStore = dyn Fn() -> Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>> + Send + Sync;
-
-type Case = fn(Arc<dyn Store>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
-
-macro_rules! cases {
-    ($($module:ident::$name:ident),* $(,)?) => {
-        const CASES: &[(&str, Case)] = &[$((stringify!($name), |s| Box::pin($module::$name(s)))),*];
+/// Stamps out one `#[tokio::test]` per conformance case, each on a fresh store from
+/// `$fresh`: an async function returning the store and what must outlive it (its file,
+/// its schema). This is the one list of cases: a case added here runs on every driver.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($fresh:path) => {
+        $crate::conformance_tests!(@cases $fresh;
+            modules::modules_are_content_addressed_and_kept_while_used,
+            batches::handles_open_only_their_batch,
+            batches::a_released_batch_leaves_nothing_to_the_next,
+            batches::ids_are_never_reused,
+            gates::gates_hold_back_higher_orders,
+            gates::a_lower_order_than_one_started_is_refused,
+            groups::groups_limit_running_tasks_without_blocking_others,
+            groups::a_long_group_at_the_head_holds_up_nothing_behind_it,
+            groups::batch_limits_bound_a_batch,
+            priority::priority_orders_claims_and_can_change,
+            priority::a_later_small_batch_is_not_starved,
+            claims::concurrent_claimers_skip_group_held_tasks,
+            claims::claimed_tasks_are_reserved_until_started,
+            claims::released_tasks_go_back_untouched,
+            claims::changes_reach_reserved_tasks,
+            completions::stale_completions_change_nothing,
+            completions::failures_are_retried_with_backoff_then_fail,
+            completions::expired_leases_are_rescued,
+            completions::completions_are_stored_within_bounds,
+            cancel::cancelling_pending_and_running_tasks,
+            cancel::halting_batches_cancel_their_pending_tasks,
+            log::the_execution_log_filters,
+            log::release_and_prune_remove_ended_work,
+        );
     };
-}
-
-cases!(
-    modules::modules_are_content_addressed_and_kept_while_used,
-    batches::handles_open_only_their_batch,
-    batches::a_released_batch_leaves_nothing_to_the_next,
-    batches::ids_are_never_reused,
-    gates::gates_hold_back_higher_orders,
-    gates::a_lower_order_than_one_started_is_refused,
-    groups::groups_limit_running_tasks_without_blocking_others,
-    groups::a_long_group_at_the_head_holds_up_nothing_behind_it,
-    groups::batch_limits_bound_a_batch,
-    priority::priority_orders_claims_and_can_change,
-    priority::a_later_small_batch_is_not_starved,
-    claims::concurrent_claimers_skip_group_held_tasks,
-    claims::claimed_tasks_are_reserved_until_started,
-    claims::released_tasks_go_back_untouched,
-    claims::changes_reach_reserved_tasks,
-    completions::stale_completions_change_nothing,
-    completions::failures_are_retried_with_backoff_then_fail,
-    completions::expired_leases_are_rescued,
-    completions::completions_are_stored_within_bounds,
-    cancel::cancelling_pending_and_running_tasks,
-    cancel::halting_batches_cancel_their_pending_tasks,
-    log::the_execution_log_filters,
-    log::release_and_prune_remove_ended_work,
-);
-
-/// Runs every case on a fresh store from `make`.
-pub async fn run_all(make: &MakeStore) {
-    for (name, case) in CASES {
-        let store = make().await;
-        let run = tokio::spawn(case(store));
-        if let Err(err) = run.await {
-            panic!("conformance case `{name}` failed: {err}");
-        }
-    }
+    (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let (store, _keep) = $fresh().await;
+                $crate::conformance::$module::$case(store).await;
+            }
+        )*
+    };
 }
 
 const T0: Micros = 1_700_000_000_000_000;
