@@ -1,4 +1,4 @@
-//! The execution log: its filters and the running list, and pruning ended work.
+//! The execution log: its filters and the running list; pruning and releasing ended work.
 
 use super::*;
 
