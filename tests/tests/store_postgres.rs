@@ -3,32 +3,30 @@
 //! clock offsets.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use qhost::store::postgres::PostgresStore;
 use qhost::store::*;
 use qhost_tests::pg::TestDb;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_passes_the_conformance_suite() {
-    let schemas = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let counter = Arc::new(AtomicUsize::new(0));
-    {
-        let schemas = schemas.clone();
-        qhost_tests::conformance::run_all(&move || {
-            let schemas = schemas.clone();
-            let n = counter.fetch_add(1, Ordering::SeqCst);
-            Box::pin(async move {
-                let db = TestDb::new().await;
-                let store = PostgresStore::connect(&db.url, &format!("case-{n}"))
-                    .await
-                    .unwrap();
-                schemas.lock().unwrap().push(db);
-                Arc::new(store) as Arc<dyn Store>
-            })
-        })
-        .await;
-    }
+qhost_tests::conformance_tests!(fresh_store);
+
+/// How many conformance stores are open at once, however many tests the harness runs in
+/// parallel. A store may open 25 connections (16 durable, 8 bookkeeping, 1 listening):
+/// three stay well within PostgreSQL's default `max_connections` of 100, leaving room
+/// for this file's other tests.
+const STORES_AT_ONCE: usize = 3;
+
+/// A store on a schema of its own, dropped when the test ends.
+async fn fresh_store() -> (Arc<dyn Store>, (TestDb, SemaphorePermit<'static>)) {
+    static OPEN: Semaphore = Semaphore::const_new(STORES_AT_ONCE);
+    let permit = OPEN.acquire().await.unwrap();
+    let db = TestDb::new().await;
+    let store = PostgresStore::connect(&db.url, "conformance")
+        .await
+        .unwrap();
+    // The schema is dropped before the permit is given back.
+    (Arc::new(store), (db, permit))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

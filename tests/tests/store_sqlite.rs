@@ -5,16 +5,13 @@ use std::sync::Arc;
 use qhost::store::Store;
 use qhost::store::sqlite::SqliteStore;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_passes_the_conformance_suite() {
-    let dir = Arc::new(tempfile::tempdir().unwrap());
-    let counter = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    qhost_tests::conformance::run_all(&move || {
-        let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let path = dir.path().join(format!("case-{n}.db"));
-        Box::pin(async move { Arc::new(SqliteStore::open(&path).unwrap()) as Arc<dyn Store> })
-    })
-    .await;
+qhost_tests::conformance_tests!(fresh_store);
+
+/// A store on a new file, in a directory removed when the test ends.
+async fn fresh_store() -> (Arc<dyn Store>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("qhost.db")).unwrap();
+    (Arc::new(store), dir)
 }
 
 #[test]

@@ -89,7 +89,12 @@ macro_rules! transaction {
             let result: StoreResult<_> = async { $body }.await;
             let result = match result {
                 Ok(value) => $tx.commit().await.map(|()| value).map_err(pg),
-                Err(err) => Err(err),
+                Err(err) => {
+                    // Dropping the transaction would only queue its rollback: its locks (a
+                    // batch's gate) would outlive the failure the caller is told of.
+                    let _ = $tx.rollback().await;
+                    Err(err)
+                }
             };
             match result {
                 Err(err) if tries < 10 && is_transient(&err) => {

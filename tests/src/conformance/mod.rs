@@ -1,0 +1,164 @@
+//! The store conformance suite: every driver must pass every case. A driver's test file
+//! invokes [`conformance_tests!`](crate::conformance_tests) once with a function that
+//! makes a fresh, empty store, and gets one test per case named after it: a failing run
+//! names every broken case, and `cargo test <case>` runs that case on every driver.
+//!
+//! The cases drive the store directly, with the clock in their hands, so that each
+//! scheduling rule is checked at the claim itself. They are grouped by concern, a module
+//! each; the helpers they share are here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use qhost::runtime::{Digest, Outcome};
+use qhost::store::*;
+
+pub mod batches;
+pub mod cancel;
+pub mod claims;
+pub mod completions;
+pub mod gates;
+pub mod groups;
+pub mod log;
+pub mod modules;
+pub mod priority;
+
+/// Stamps out one `#[tokio::test]` per conformance case, each on a fresh store from
+/// `$fresh`: an async function returning the store and what must outlive it (its file,
+/// its schema). This is the one list of cases: a case added here runs on every driver.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($fresh:path) => {
+        $crate::conformance_tests!(@cases $fresh;
+            modules::modules_are_content_addressed_and_kept_while_used,
+            batches::handles_open_only_their_batch,
+            batches::a_released_batch_leaves_nothing_to_the_next,
+            batches::ids_are_never_reused,
+            gates::gates_hold_back_higher_orders,
+            gates::a_lower_order_than_one_started_is_refused,
+            groups::groups_limit_running_tasks_without_blocking_others,
+            groups::a_long_group_at_the_head_holds_up_nothing_behind_it,
+            groups::batch_limits_bound_a_batch,
+            priority::priority_orders_claims_and_can_change,
+            priority::a_later_small_batch_is_not_starved,
+            claims::concurrent_claimers_skip_group_held_tasks,
+            claims::claimed_tasks_are_reserved_until_started,
+            claims::released_tasks_go_back_untouched,
+            claims::changes_reach_reserved_tasks,
+            completions::stale_completions_change_nothing,
+            completions::failures_are_retried_with_backoff_then_fail,
+            completions::expired_leases_are_rescued,
+            completions::completions_are_stored_within_bounds,
+            cancel::cancelling_pending_and_running_tasks,
+            cancel::halting_batches_cancel_their_pending_tasks,
+            log::the_execution_log_filters,
+            log::release_and_prune_remove_ended_work,
+        );
+    };
+    (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let (store, _keep) = $fresh().await;
+                $crate::conformance::$module::$case(store).await;
+            }
+        )*
+    };
+}
+
+const T0: Micros = 1_700_000_000_000_000;
+const SECOND: Micros = 1_000_000;
+
+fn module() -> Vec<u8> {
+    std::fs::read(crate::guest("echo")).unwrap()
+}
+
+async fn setup(store: &Arc<dyn Store>) -> Digest {
+    store
+        .module_put(module(), Some("echo".into()), None, T0)
+        .await
+        .unwrap()
+        .digest
+}
+
+async fn batch(store: &Arc<dyn Store>, spec: BatchSpec) -> BatchId {
+    store.batch_open(spec, rand_hash(), T0).await.unwrap().id
+}
+
+fn rand_hash() -> [u8; 32] {
+    let mut hash = [0u8; 32];
+    getrandom::fill(&mut hash).unwrap();
+    hash
+}
+
+fn task(module: Digest, order: i64, group: Option<&str>) -> TaskSpec {
+    TaskSpec {
+        order,
+        group: group.map(String::from),
+        max_attempts: 1,
+        ..TaskSpec::new(module, "x")
+    }
+}
+
+async fn claim(store: &Arc<dyn Store>, node: &str, max: usize, now: Micros) -> Vec<ClaimedTask> {
+    claim_all(store, node, max, now).await.tasks
+}
+
+/// A claim with all it reports besides the tasks.
+async fn claim_all(store: &Arc<dyn Store>, node: &str, max: usize, now: Micros) -> Claimed {
+    store
+        .task_claim(ClaimParams {
+            node: node.into(),
+            max,
+            now,
+            lease: Duration::from_secs(30),
+        })
+        .await
+        .unwrap()
+}
+
+fn ids(tasks: &[ClaimedTask]) -> Vec<TaskId> {
+    let mut ids: Vec<_> = tasks.iter().map(|t| t.id).collect();
+    ids.sort();
+    ids
+}
+
+fn completion(task: &ClaimedTask, outcome: Outcome, now: Micros) -> Completion {
+    Completion {
+        task: task.id,
+        lease_token: task.lease_token,
+        node: "n1".into(),
+        slot: Some(0),
+        started_at: now - 10,
+        ended_at: now,
+        outcome,
+        error: (!outcome.is_success()).then(|| format!("ended {outcome}")),
+        output: outcome.is_success().then(|| b"done".to_vec()),
+        logs: Vec::new(),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    }
+}
+
+/// Marks claimed tasks started on their node's slots at `now`.
+async fn start(store: &Arc<dyn Store>, tasks: &[ClaimedTask], now: Micros) {
+    let starts = tasks
+        .iter()
+        .map(|t| Start {
+            task: t.id,
+            lease_token: t.lease_token,
+            at: now,
+        })
+        .collect();
+    store.task_start(starts).await.unwrap();
+}
+
+async fn complete(
+    store: &Arc<dyn Store>,
+    tasks: &[ClaimedTask],
+    outcome: Outcome,
+    now: Micros,
+) -> CompleteResult {
+    let completions = tasks.iter().map(|t| completion(t, outcome, now)).collect();
+    store.task_complete(completions, now).await.unwrap()
+}
