@@ -3,13 +3,15 @@
 //! A map of the crate:
 //! - [`runtime`]: the wasmtime engine, the fixed pool of instance slots, the sandbox and
 //!   the limits that every task attempt runs under.
-//! - [`store`]: the durable store: the driver trait and the SQLite driver.
+//! - [`store`]: the durable store: the driver trait, and its SQLite and PostgreSQL drivers.
 //! - [`scheduler`]: batches, tasks and their rules; the node that claims and runs tasks.
 //! - [`api`]: the HTTP JSON API that `qhost serve` offers.
 //! - [`cli`]: the `qhost` command line, one file per subcommand.
+//! - [`units`]: sizes and durations as people write them.
 
 pub mod api;
 pub mod cli;
 pub mod runtime;
 pub mod scheduler;
 pub mod store;
+pub mod units;

@@ -16,7 +16,7 @@ use super::AppState;
 use super::auth::{Admin, BatchCaller};
 use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult};
-use crate::runtime::limits::{parse_bytes, parse_duration};
+use crate::units::{parse_bytes, parse_duration};
 use crate::runtime::{Digest, MountGrant};
 use crate::scheduler::Access;
 use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec};

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::client::{BatchRef, Client, ConnectArgs, duration, time};
 use super::module::encode;
-use crate::runtime::limits::parse_duration;
+use crate::units::parse_duration;
 use crate::store::{AttemptRecord, TaskId, now_micros};
 
 /// How often `--follow` asks for new attempts.

@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::EXIT_TASK_FAILED;
-use crate::runtime::limits::{parse_bytes, parse_duration};
+use crate::units::{parse_bytes, parse_duration};
 use crate::runtime::{Mount, MountGrant, RunRequest, Runtime, RuntimeConfig, TaskInfo, TaskLimits};
 
 #[derive(Debug, Args)]

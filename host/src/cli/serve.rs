@@ -15,7 +15,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::api::{self, AppState};
-use crate::runtime::limits::parse_duration;
+use crate::units::parse_duration;
 use crate::runtime::{Mount, Runtime, RuntimeConfig, create_private_dir};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Scheduler, SchedulerConfig};

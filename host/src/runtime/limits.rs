@@ -28,7 +28,7 @@ pub struct TaskLimits {
     /// Linear memory of all of the component's memories together, in bytes.
     pub memory: u64,
     /// Wall-clock time for one attempt.
-    #[serde(with = "humantime_serde_compat")]
+    #[serde(with = "crate::units::duration_text")]
     pub timeout: Duration,
     /// Output bytes `run` may return.
     pub output: u64,
@@ -126,35 +126,6 @@ pub enum LimitError {
     },
 }
 
-/// Parses a byte size such as `64MiB`, `512 KiB` or `1048576`.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    text.trim()
-        .parse::<bytesize::ByteSize>()
-        .map(|size| size.as_u64())
-        .map_err(|e| format!("`{text}` is not a byte size like 64MiB or 512KiB: {e}"))
-}
-
-/// Parses a duration such as `500ms`, `30s` or `2m`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| format!("`{text}` is not a duration like 500ms, 30s or 2m: {e}"))
-}
-
-/// Durations travel as humantime text (`"30s"`) in JSON and TOML.
-mod humantime_serde_compat {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        super::parse_duration(&text).map_err(serde::de::Error::custom)
-    }
-}
-
 /// Enforces a task's memory limit over all of its linear memories, and remembers that a
 /// growth was refused so a later trap is reported as `memory-limit`.
 pub(crate) struct MemoryLimiter {
@@ -206,15 +177,6 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_sizes_and_durations() {
-        assert_eq!(parse_bytes("64MiB").unwrap(), 64 * MIB);
-        assert_eq!(parse_bytes("512 KiB").unwrap(), 512 * KIB);
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert!(parse_bytes("lots").unwrap_err().contains("`lots`"));
-        assert!(parse_duration("soon").unwrap_err().contains("`soon`"));
-    }
 
     #[test]
     fn limits_above_the_maxima_are_named() {

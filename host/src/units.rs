@@ -1,0 +1,48 @@
+//! Sizes and durations as people write them (`64MiB`, `500ms`, `2m`): parsing, and the
+//! text form durations take in JSON and TOML. Every setting, field and flag that takes one
+//! goes through here, so each is written and refused alike.
+
+use std::time::Duration;
+
+/// Parses a byte size such as `64MiB`, `512 KiB` or `1048576`.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<bytesize::ByteSize>()
+        .map(|size| size.as_u64())
+        .map_err(|e| format!("`{text}` is not a byte size like 64MiB or 512KiB: {e}"))
+}
+
+/// Parses a duration such as `500ms`, `30s` or `2m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("`{text}` is not a duration like 500ms, 30s or 2m: {e}"))
+}
+
+/// Serde adapter: a duration travels as humantime text (`"30s"`).
+pub mod duration_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        super::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes_and_durations_and_names_what_was_wrong() {
+        assert_eq!(parse_bytes("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_bytes("512 KiB").unwrap(), 512 << 10);
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_bytes("lots").unwrap_err().contains("`lots`"));
+        assert!(parse_duration("soon").unwrap_err().contains("`soon`"));
+    }
+}
