@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use qhost::runtime::limits::{KIB, MIB};
 use qhost::runtime::{
-    LoadError, Mount, MountGrant, Outcome, RunReport, RunRequest, Runtime, RuntimeConfig, TaskInfo,
+    LoadError, Mount, MountGrant, Outcome, RunInfo, RunReport, RunRequest, Runtime, RuntimeConfig,
     TaskLimits, TaskModule,
 };
 use qhost::scheduler::rules::{Span, peak_overlap};
@@ -249,7 +249,7 @@ async fn huge_error_messages_are_cut_and_say_so() {
 async fn the_task_sees_its_info() {
     let rt = runtime(1);
     let bad = rt.load_file(&guest("misbehave")).unwrap();
-    let info = TaskInfo {
+    let info = RunInfo {
         id: 42,
         batch: 7,
         attempt: 3,

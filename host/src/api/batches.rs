@@ -16,10 +16,10 @@ use super::AppState;
 use super::auth::{Admin, BatchCaller};
 use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult};
-use crate::units::{parse_bytes, parse_duration};
 use crate::runtime::{Digest, MountGrant};
 use crate::scheduler::Access;
 use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec};
+use crate::units::{parse_bytes, parse_duration};
 
 /// Most time a wait may ask for; a client waits longer by asking again.
 const MAX_WAIT: Duration = Duration::from_secs(300);

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::client::{BatchRef, Client, ConnectArgs, duration, time};
 use super::module::encode;
-use crate::units::parse_duration;
 use crate::store::{AttemptRecord, TaskId, now_micros};
+use crate::units::parse_duration;
 
 /// How often `--follow` asks for new attempts.
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);

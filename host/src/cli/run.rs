@@ -13,8 +13,8 @@ use anyhow::Context;
 use clap::Args;
 
 use super::EXIT_TASK_FAILED;
+use crate::runtime::{Mount, MountGrant, RunInfo, RunRequest, Runtime, RuntimeConfig, TaskLimits};
 use crate::units::{parse_bytes, parse_duration};
-use crate::runtime::{Mount, MountGrant, RunRequest, Runtime, RuntimeConfig, TaskInfo, TaskLimits};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -84,9 +84,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let module = runtime.load_file(&args.component)?;
         let request = RunRequest {
             input,
-            info: TaskInfo {
+            info: RunInfo {
                 attempt: 1,
-                ..TaskInfo::default()
+                ..RunInfo::default()
             },
             limits,
             mounts: grants,

@@ -15,10 +15,10 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::api::{self, AppState};
-use crate::units::parse_duration;
 use crate::runtime::{Mount, Runtime, RuntimeConfig, create_private_dir};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Scheduler, SchedulerConfig};
+use crate::units::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {

@@ -6,26 +6,26 @@
 //! - [`sandbox`]: the WASI context, mounts and the `qhost:task/host` implementation.
 //! - [`limits`], [`capture`], [`epoch`]: what bounds a run and how it is enforced.
 //! - [`outcome`]: how a run ended.
+//! - [`digest`]: what names a module; [`slots`]: the instance slots.
 
 mod artifacts;
 mod bindings;
 mod capture;
+mod digest;
 mod engine;
 mod epoch;
 pub mod limits;
 mod links;
 pub mod outcome;
 pub mod sandbox;
+mod slots;
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
-use sha2::{Digest as _, Sha256};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store, UpdateDeadline};
@@ -34,59 +34,16 @@ use artifacts::ArtifactCache;
 pub use artifacts::create_private_dir;
 use bindings::TaskPre;
 use capture::{LogCapture, OutputCapture};
+pub use digest::Digest;
 use engine::MemoryInit;
 use epoch::EpochTicker;
 use limits::MemoryLimiter;
 pub use limits::TaskLimits;
 pub use outcome::{Captured, LogLevel, LogLine, Outcome, RunReport};
-use sandbox::TaskState;
+use sandbox::HostState;
 pub use sandbox::{Mount, MountGrant};
-
-/// The sha256 of a component's bytes: its identity everywhere in qhost.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Digest(pub [u8; 32]);
-
-impl Digest {
-    pub fn of(bytes: &[u8]) -> Self {
-        Digest(Sha256::digest(bytes).into())
-    }
-
-    pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
-    }
-
-    pub fn from_hex(text: &str) -> Result<Self, String> {
-        let mut digest = [0u8; 32];
-        hex::decode_to_slice(text, &mut digest)
-            .map_err(|_| format!("`{text}` is not a sha256 digest (64 hex digits)"))?;
-        Ok(Digest(digest))
-    }
-}
-
-impl fmt::Display for Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
-    }
-}
-
-impl serde::Serialize for Digest {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_hex())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Digest {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = <String as serde::Deserialize>::deserialize(d)?;
-        Digest::from_hex(&text).map_err(serde::de::Error::custom)
-    }
-}
-
-impl fmt::Debug for Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Digest({})", self.to_hex())
-    }
-}
+pub use slots::Slot;
+use slots::SlotPool;
 
 /// How a runtime is set up.
 #[derive(Debug, Clone)]
@@ -139,7 +96,7 @@ pub enum LoadError {
 /// A loaded component, ready to be instantiated for each task.
 pub struct TaskModule {
     digest: Digest,
-    pre: TaskPre<TaskState>,
+    pre: TaskPre<HostState>,
 }
 
 impl TaskModule {
@@ -150,7 +107,7 @@ impl TaskModule {
 
 /// What one attempt is given by the scheduler (or `qhost run`).
 #[derive(Debug, Clone, Default)]
-pub struct TaskInfo {
+pub struct RunInfo {
     pub id: u64,
     pub batch: u64,
     pub attempt: u32,
@@ -162,7 +119,7 @@ pub struct TaskInfo {
 #[derive(Debug, Clone, Default)]
 pub struct RunRequest {
     pub input: Vec<u8>,
-    pub info: TaskInfo,
+    pub info: RunInfo,
     pub limits: TaskLimits,
     pub mounts: Vec<MountGrant>,
     /// Cancelling it stops the run promptly with outcome `cancelled`.
@@ -177,7 +134,7 @@ const COPY_INIT_MAX_BYTES: usize = 1 << 20;
 /// An engine and the linker of the host functions for it.
 struct Flavor {
     engine: Engine,
-    linker: Linker<TaskState>,
+    linker: Linker<HostState>,
 }
 
 impl Flavor {
@@ -188,7 +145,7 @@ impl Flavor {
         links::guard_symlinks(&mut linker)?;
         bindings::Task::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
             &mut linker,
-            |state: &mut TaskState| state,
+            |state: &mut HostState| state,
         )?;
         Ok(Flavor { engine, linker })
     }
@@ -233,7 +190,7 @@ impl Runtime {
 
     /// How many slots are running a task right now.
     pub fn busy_slots(&self) -> usize {
-        self.config.workers - self.slots.permits.available_permits()
+        self.config.workers - self.slots.free()
     }
 
     /// Reads and loads a component file.
@@ -330,7 +287,7 @@ impl Runtime {
         let wasi = sandbox::wasi_context(&self.config.mounts, &request.mounts, &stdout, &stderr)?;
         let mut store = Store::new(
             module.pre.engine(),
-            TaskState {
+            HostState {
                 wasi,
                 table: ResourceTable::new(),
                 limiter: MemoryLimiter::new(limits.memory),
@@ -375,7 +332,7 @@ impl Runtime {
             logs_dropped: state.log.dropped,
             stdout: stdout.take(),
             stderr,
-            slot: slot.index,
+            slot: slot.index(),
             started_at,
             duration,
         })
@@ -470,61 +427,4 @@ fn stderr_tail(bytes: &[u8]) -> Option<String> {
         .find(|&i| tail.is_char_boundary(i))
         .unwrap_or(0);
     (!tail.is_empty()).then(|| tail[start..].to_owned())
-}
-
-/// The instance slots: a semaphore bounds how many tasks run, and a free list names the
-/// slot each one runs in, for the execution log.
-struct SlotPool {
-    permits: Arc<Semaphore>,
-    free: Arc<Mutex<Vec<usize>>>,
-}
-
-/// A slot held for one run: at most `workers` exist at once. Dropping it frees the slot.
-pub struct Slot {
-    index: usize,
-    free: Arc<Mutex<Vec<usize>>>,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl SlotPool {
-    fn new(slots: usize) -> Self {
-        SlotPool {
-            permits: Arc::new(Semaphore::new(slots)),
-            free: Arc::new(Mutex::new((0..slots).rev().collect())),
-        }
-    }
-
-    async fn acquire(&self) -> Slot {
-        let permit = self
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the slot semaphore is never closed");
-        let index = self
-            .free
-            .lock()
-            .expect("slot lock")
-            .pop()
-            .expect("a permit always has a free slot");
-        Slot {
-            index,
-            free: self.free.clone(),
-            _permit: permit,
-        }
-    }
-}
-
-impl Slot {
-    /// The slot's number, `0..workers`, as the execution log names it.
-    pub fn index(&self) -> usize {
-        self.index
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        // Runs before the permit is released, so the next holder finds this index free.
-        self.free.lock().expect("slot lock").push(self.index);
-    }
 }

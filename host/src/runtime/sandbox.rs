@@ -143,14 +143,14 @@ pub(crate) fn wasi_context(
 }
 
 /// Everything one attempt's `Store` holds.
-pub(crate) struct TaskState {
+pub(crate) struct HostState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) log: LogCapture,
 }
 
-impl WasiView for TaskState {
+impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,
@@ -159,9 +159,9 @@ impl WasiView for TaskState {
     }
 }
 
-impl types::Host for TaskState {}
+impl types::Host for HostState {}
 
-impl host::Host for TaskState {
+impl host::Host for HostState {
     fn log(&mut self, level: types::Level, message: String) {
         let level = match level {
             types::Level::Trace => LogLevel::Trace,

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
 use super::writer::Done;
-use crate::runtime::{RunRequest, Slot, TaskInfo as RunInfo};
+use crate::runtime::{RunInfo, RunRequest, Slot};
 use crate::scheduler::LocalRun;
 use crate::store::*;
 
