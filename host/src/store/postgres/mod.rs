@@ -33,10 +33,10 @@ use tokio_postgres::{AsyncMessage, NoTls};
 use super::*;
 
 const MIGRATIONS: [&str; 4] = [
-    include_str!("0001_init.sql"),
-    include_str!("0002_claim_indexes.sql"),
-    include_str!("0003_queue_tables.sql"),
-    include_str!("0004_start_marks.sql"),
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_claim_indexes.sql"),
+    include_str!("migrations/0003_queue_tables.sql"),
+    include_str!("migrations/0004_start_marks.sql"),
 ];
 
 /// A task's state as reads report it (from `tasks t LEFT JOIN leases l`): a claimed task
