@@ -19,35 +19,25 @@
 
 mod claim;
 mod gate;
+mod notifier;
+mod schema;
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Pool};
 use tokio::sync::broadcast;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::*;
-
-const MIGRATIONS: [&str; 4] = [
-    include_str!("migrations/0001_init.sql"),
-    include_str!("migrations/0002_claim_indexes.sql"),
-    include_str!("migrations/0003_queue_tables.sql"),
-    include_str!("migrations/0004_start_marks.sql"),
-];
+pub use schema::{create_schema, drop_schema, redact};
+use schema::{measure_clock_offset, migrate, pool};
 
 /// A task's state as reads report it (from `tasks t LEFT JOIN leases l`): a claimed task
 /// without a start mark is reserved.
 const REPORTED_STATE: &str =
     "CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6 ELSE t.state END";
-
-/// Advisory lock class of schema migrations (one node migrates, the others wait).
-const MIGRATION_LOCK: i64 = 0x7168_6f73_7400_0001;
-/// Clock offsets below this are treated as none: times stay exactly as given.
-const CLOCK_TOLERANCE: Micros = 100_000;
 
 pub struct PostgresStore {
     /// Connections committing what callers are told is stored.
@@ -135,7 +125,7 @@ impl PostgresStore {
         let channel = format!("qhost:{schema}");
         let (signals, _) = broadcast::channel(1024);
         let (listening_tx, listening) = tokio::sync::watch::channel(false);
-        let listener = tokio::spawn(listen(
+        let listener = tokio::spawn(notifier::listen(
             config,
             channel.clone(),
             node.to_owned(),
@@ -152,15 +142,6 @@ impl PostgresStore {
             listening,
             listener,
         })
-    }
-
-    /// Returns once this store hears other nodes' notifications.
-    pub async fn wait_listening(&self) {
-        let _ = self
-            .listening
-            .clone()
-            .wait_for(|listening| *listening)
-            .await;
     }
 
     async fn client(&self, commit: Commit) -> StoreResult<deadpool_postgres::Object> {
@@ -181,241 +162,6 @@ impl PostgresStore {
 
     fn local_time(&self, db: Micros) -> Micros {
         db.saturating_sub(self.clock_offset.load(Ordering::Relaxed))
-    }
-
-    /// Queues a notification to the other nodes, sent when the transaction commits.
-    async fn notify(&self, tx: &impl GenericClient, what: &str) -> StoreResult<()> {
-        let payload = format!("{}\n{what}", self.node);
-        tx.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload])
-            .await
-            .map_err(pg)?;
-        Ok(())
-    }
-
-    /// Tells the other nodes what ended attempts changed: which batches had tasks end
-    /// (news that also wakes their claim loops: slots and gates opened), or only that
-    /// tasks went back to the queue.
-    async fn notify_ended(
-        &self,
-        tx: &impl GenericClient,
-        result: &CompleteResult,
-    ) -> StoreResult<()> {
-        if !result.ended.is_empty() {
-            self.notify_batches(tx, &result.ended).await
-        } else if result.retried > 0 {
-            self.notify(tx, "w").await
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Tells the other nodes which batches had tasks end, a few hundred ids a message.
-    async fn notify_batches(
-        &self,
-        tx: &impl GenericClient,
-        ended: &[(TaskId, BatchId)],
-    ) -> StoreResult<()> {
-        let mut batches: Vec<BatchId> = ended.iter().map(|&(_, b)| b).collect();
-        batches.sort_unstable();
-        batches.dedup();
-        for chunk in batches.chunks(400) {
-            let ids: Vec<String> = chunk.iter().map(|b| b.to_string()).collect();
-            self.notify(tx, &format!("b {}", ids.join(" "))).await?;
-        }
-        Ok(())
-    }
-}
-
-/// Creates the schema `name` in the database at `url` and returns a URL that selects
-/// it: a fresh, empty store (for `qhost bench` and tests).
-pub async fn create_schema(url: &str, name: &str) -> anyhow::Result<String> {
-    anyhow::ensure!(
-        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
-        "schema name {name:?}: use letters, digits and underscores"
-    );
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .with_context(|| format!("connecting to {}", redact(url)))?;
-    let driver = tokio::spawn(connection);
-    client
-        .batch_execute(&format!("CREATE SCHEMA {name}"))
-        .await
-        .with_context(|| format!("creating the schema {name}"))?;
-    drop(client);
-    let _ = driver.await;
-    let separator = if url.contains('?') { '&' } else { '?' };
-    Ok(format!("{url}{separator}options=-csearch_path%3D{name}"))
-}
-
-/// Drops the schema `name` and everything in it.
-pub async fn drop_schema(url: &str, name: &str) -> anyhow::Result<()> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .with_context(|| format!("connecting to {}", redact(url)))?;
-    let driver = tokio::spawn(connection);
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
-        .await
-        .with_context(|| format!("dropping the schema {name}"))?;
-    drop(client);
-    let _ = driver.await;
-    Ok(())
-}
-
-fn pool(config: tokio_postgres::Config, size: usize) -> anyhow::Result<Pool> {
-    let manager = Manager::from_config(
-        config,
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Pool::builder(manager)
-        .max_size(size)
-        .runtime(deadpool_postgres::Runtime::Tokio1)
-        .create_timeout(Some(Duration::from_secs(10)))
-        .wait_timeout(Some(Duration::from_secs(60)))
-        .build()
-        .context("creating the connection pool")
-}
-
-/// The URL without its password, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
-
-/// Applies the migrations this database lacks. Nodes starting at once take turns on an
-/// advisory lock, so each migration runs exactly once.
-async fn migrate(client: &mut deadpool_postgres::Object) -> anyhow::Result<()> {
-    let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await?;
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS qhost_schema (version INT NOT NULL)")
-        .await?;
-    let version: i32 = tx
-        .query_opt("SELECT version FROM qhost_schema", &[])
-        .await?
-        .map(|r| r.get(0))
-        .unwrap_or(0);
-    anyhow::ensure!(
-        version as usize <= MIGRATIONS.len(),
-        "the database is at schema version {version}, newer than this qhost knows ({})",
-        MIGRATIONS.len()
-    );
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.batch_execute(sql)
-            .await
-            .with_context(|| format!("applying migration {}", index + 1))?;
-    }
-    tx.execute("DELETE FROM qhost_schema", &[]).await?;
-    tx.execute(
-        "INSERT INTO qhost_schema (version) VALUES ($1)",
-        &[&(MIGRATIONS.len() as i32)],
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// The database's clock minus this node's, from the midpoint of one round trip; zero when
-/// within [`CLOCK_TOLERANCE`].
-async fn measure_clock_offset(client: &impl GenericClient) -> anyhow::Result<Micros> {
-    let before = now_micros();
-    let db: i64 = client
-        .query_one(
-            "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
-            &[],
-        )
-        .await?
-        .get(0);
-    let after = now_micros();
-    let offset = db - (before + after) / 2;
-    Ok(if offset.abs() < CLOCK_TOLERANCE {
-        0
-    } else {
-        offset
-    })
-}
-
-/// Listens for the other nodes' notifications on a connection of its own, reconnecting
-/// when it drops (and then signalling [`Signal::Resync`]: messages may have been missed).
-async fn listen(
-    config: tokio_postgres::Config,
-    channel: String,
-    node: String,
-    signals: broadcast::Sender<Signal>,
-    listening: tokio::sync::watch::Sender<bool>,
-) {
-    let mut delay = Duration::from_millis(100);
-    loop {
-        match config.connect(NoTls).await {
-            Ok((client, mut connection)) => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                let driver = tokio::spawn(async move {
-                    while let Some(message) =
-                        std::future::poll_fn(|cx| connection.poll_message(cx)).await
-                    {
-                        match message {
-                            Ok(AsyncMessage::Notification(n)) => {
-                                let _ = tx.send(n.payload().to_owned());
-                            }
-                            Ok(_) => {}
-                            Err(err) => {
-                                tracing::warn!("the notification connection failed: {err}");
-                                break;
-                            }
-                        }
-                    }
-                });
-                let quoted = channel.replace('"', "\"\"");
-                match client.batch_execute(&format!("LISTEN \"{quoted}\"")).await {
-                    Ok(()) => {
-                        delay = Duration::from_millis(100);
-                        let _ = signals.send(Signal::Resync);
-                        listening.send_replace(true);
-                        while let Some(payload) = rx.recv().await {
-                            if let Some(signal) = parse_signal(&payload, &node) {
-                                let _ = signals.send(signal);
-                            }
-                        }
-                    }
-                    Err(err) => tracing::warn!("listening for notifications failed: {err}"),
-                }
-                listening.send_replace(false);
-                driver.abort();
-            }
-            Err(err) => tracing::warn!("connecting for notifications failed: {err}"),
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
-    }
-}
-
-/// A notification from another node; this node's own are already handled in-process.
-fn parse_signal(payload: &str, this_node: &str) -> Option<Signal> {
-    let (from, what) = payload.split_once('\n')?;
-    if from == this_node {
-        return None;
-    }
-    match what {
-        "w" => Some(Signal::Wake),
-        "r" => Some(Signal::Reclaim),
-        "c" => Some(Signal::Cancel),
-        _ => {
-            let ids = what.strip_prefix("b ")?;
-            Some(Signal::Batches(
-                ids.split(' ').filter_map(|id| id.parse().ok()).collect(),
-            ))
-        }
     }
 }
 
