@@ -17,11 +17,6 @@
 //!   undo their last moments, which re-runs those tasks: tasks run at least once), as
 //!   the SQLite driver does.
 
-mod claim;
-mod gate;
-mod notifier;
-mod schema;
-
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use anyhow::Context;
@@ -75,14 +70,21 @@ macro_rules! transaction {
         let mut tries = 0u32;
         loop {
             let mut client = $store.client($commit).await?;
-            let $tx = client.transaction().await.map_err(pg)?;
-            let result: StoreResult<_> = async { $body }.await;
+            let $tx = client
+                .transaction()
+                .await
+                .map_err($crate::store::postgres::pg)?;
+            let result: $crate::store::StoreResult<_> = async { $body }.await;
             let result = match result {
-                Ok(value) => $tx.commit().await.map(|()| value).map_err(pg),
+                Ok(value) => $tx
+                    .commit()
+                    .await
+                    .map(|()| value)
+                    .map_err($crate::store::postgres::pg),
                 Err(err) => Err(err),
             };
             match result {
-                Err(err) if tries < 10 && is_transient(&err) => {
+                Err(err) if tries < 10 && $crate::store::postgres::is_transient(&err) => {
                     tries += 1;
                     tracing::debug!("transaction retried: {err}");
                     continue;
@@ -92,6 +94,13 @@ macro_rules! transaction {
         }
     }};
 }
+
+// The driver's files, declared after `transaction!` so that they can use it.
+mod claim;
+mod gate;
+mod modules;
+mod notifier;
+mod schema;
 
 impl PostgresStore {
     /// Connects to the database at `url` (a `postgres://` URL; `?options=-csearch_path%3DNAME`
@@ -553,99 +562,19 @@ impl Store for PostgresStore {
         tag: Option<String>,
         now: Micros,
     ) -> StoreResult<ModuleInfo> {
-        let digest = Digest::of(&bytes);
-        let hex = digest.to_hex();
-        let size = bytes.len() as i64;
-        let now = self.db_time(now);
-        transaction!(self, Commit::Durable, |tx| {
-            let row = tx
-                .query_one(
-                    "INSERT INTO modules (digest, name, tag, size, bytes, added_at)
-                     VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (digest) DO UPDATE
-                         SET name = coalesce(excluded.name, modules.name),
-                             tag = coalesce(excluded.tag, modules.tag)
-                     RETURNING name, tag, added_at",
-                    &[&hex, &name, &tag, &size, &bytes, &now],
-                )
-                .await
-                .map_err(pg)?;
-            Ok(ModuleInfo {
-                digest,
-                name: row.get(0),
-                tag: row.get(1),
-                size: size as u64,
-                added_at: row.get(2),
-            })
-        })
+        modules::put(self, bytes, name, tag, now).await
     }
 
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>> {
-        let client = self.client(Commit::Durable).await?;
-        client
-            .query_opt(
-                "SELECT bytes FROM modules WHERE digest = $1",
-                &[&digest.to_hex()],
-            )
-            .await
-            .map_err(pg)?
-            .map(|r| r.get(0))
-            .ok_or_else(|| not_found("module", digest))
+        modules::bytes(self, digest).await
     }
 
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
-        let client = self.client(Commit::Durable).await?;
-        let rows = client
-            .query(
-                "SELECT digest, name, tag, size, added_at FROM modules ORDER BY added_at, digest",
-                &[],
-            )
-            .await
-            .map_err(pg)?;
-        Ok(rows
-            .iter()
-            .map(|r| ModuleInfo {
-                digest: digest_of(r.get(0)),
-                name: r.get(1),
-                tag: r.get(2),
-                size: r.get::<_, i64>(3) as u64,
-                added_at: r.get(4),
-            })
-            .collect())
+        modules::list(self).await
     }
 
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
-        let hex = digest.to_hex();
-        transaction!(self, Commit::Durable, |tx| {
-            // Locks the module first, so that no submission can start using it meanwhile.
-            let exists = tx
-                .query_opt(
-                    "SELECT 1 FROM modules WHERE digest = $1 FOR UPDATE",
-                    &[&hex],
-                )
-                .await
-                .map_err(pg)?;
-            if exists.is_none() {
-                return Err(not_found("module", &hex));
-            }
-            let in_use: i64 = tx
-                .query_one(
-                    "SELECT COUNT(*) FROM tasks WHERE module = $1 AND state < 3",
-                    &[&hex],
-                )
-                .await
-                .map_err(pg)?
-                .get(0);
-            if in_use > 0 {
-                return Err(StoreError::Conflict(format!(
-                    "module {hex} is used by {in_use} task(s) that have not ended"
-                )));
-            }
-            tx.execute("DELETE FROM modules WHERE digest = $1", &[&hex])
-                .await
-                .map_err(pg)?;
-            Ok(())
-        })
+        modules::delete(self, digest).await
     }
 
     async fn batch_open(
