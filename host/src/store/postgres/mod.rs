@@ -96,6 +96,7 @@ macro_rules! transaction {
 }
 
 // The driver's files, declared after `transaction!` so that they can use it.
+mod batches;
 mod claim;
 mod gate;
 mod modules;
@@ -211,41 +212,6 @@ fn digest_of(text: &str) -> Digest {
 
 fn to_i32(value: u32) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
-}
-
-async fn batch_info(tx: &impl GenericClient, batch: BatchId) -> StoreResult<BatchInfo> {
-    let row = tx
-        .query_opt(
-            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
-             FROM batches WHERE id = $1",
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    let progress = count_states(
-        tx,
-        &format!(
-            "SELECT {REPORTED_STATE}, COUNT(*) FROM tasks t
-             LEFT JOIN leases l ON l.task_id = t.id WHERE t.batch_id = $1 GROUP BY 1"
-        ),
-        &[&batch],
-    )
-    .await?;
-    Ok(BatchInfo {
-        id: row.get(0),
-        name: row.get(1),
-        priority: row.get(2),
-        max_parallel: row.get::<_, Option<i32>>(3).map(|n| n as u32),
-        failure_policy: if row.get(4) {
-            FailurePolicy::Halt
-        } else {
-            FailurePolicy::Continue
-        },
-        sealed: row.get(5),
-        created_at: row.get(6),
-        progress,
-    })
 }
 
 async fn count_states(
@@ -583,145 +549,39 @@ impl Store for PostgresStore {
         handle_hash: [u8; 32],
         now: Micros,
     ) -> StoreResult<BatchInfo> {
-        let now = self.db_time(now);
-        let max_parallel = spec.max_parallel.map(to_i32);
-        let halt = spec.failure_policy == FailurePolicy::Halt;
-        transaction!(self, Commit::Durable, |tx| {
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                    &[&&handle_hash[..], &spec.name, &spec.priority, &max_parallel, &halt, &now],
-                )
-                .await
-                .map_err(pg)?
-                .get(0);
-            batch_info(&tx, id).await
-        })
+        batches::open(self, spec, handle_hash, now).await
     }
 
     async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        transaction!(self, Commit::Durable, |tx| {
-            match tx
-                .execute(
-                    "UPDATE batches SET handle_hash = $1 WHERE id = $2",
-                    &[&&handle_hash[..], &batch],
-                )
-                .await
-                .map_err(pg)?
-            {
-                0 => Err(not_found("batch", batch)),
-                _ => Ok(()),
-            }
-        })
+        batches::set_handle(self, batch, handle_hash).await
     }
 
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
-        let client = self.client(Commit::Durable).await?;
-        batch_info(&client, batch).await
+        batches::get(self, batch).await
     }
 
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
-        let client = self.client(Commit::Durable).await?;
-        let stmt = client
-            .prepare_cached(
-                "SELECT coalesce(SUM(open), 0)::bigint FROM batch_orders WHERE batch_id = $1",
-            )
-            .await
-            .map_err(pg)?;
-        let open: i64 = client.query_one(&stmt, &[&batch]).await.map_err(pg)?.get(0);
-        Ok(open.max(0) as u64)
+        batches::open_count(self, batch).await
     }
 
     async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        let client = self.client(Commit::Durable).await?;
-        let stored: Option<Vec<u8>> = client
-            .query_opt("SELECT handle_hash FROM batches WHERE id = $1", &[&batch])
-            .await
-            .map_err(pg)?
-            .map(|r| r.get(0));
-        match stored {
-            None => Err(not_found("batch", batch)),
-            Some(hash) if hash == handle_hash => Ok(()),
-            Some(_) => Err(StoreError::Forbidden(batch)),
-        }
+        batches::authorize(self, batch, handle_hash).await
     }
 
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
-        transaction!(self, Commit::Durable, |tx| {
-            match tx
-                .execute("UPDATE batches SET sealed = TRUE WHERE id = $1", &[&batch])
-                .await
-                .map_err(pg)?
-            {
-                0 => Err(not_found("batch", batch)),
-                _ => Ok(()),
-            }
-        })
+        batches::seal(self, batch).await
     }
 
     async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64> {
-        transaction!(self, Commit::Durable, |tx| {
-            if tx
-                .execute(
-                    "UPDATE batches SET priority = $1 WHERE id = $2",
-                    &[&priority, &batch],
-                )
-                .await
-                .map_err(pg)?
-                == 0
-            {
-                return Err(not_found("batch", batch));
-            }
-            let changed = set_pending_priority(&tx, "batch_id", batch, priority).await?;
-            self.notify(&tx, "r").await?;
-            Ok(changed)
-        })
+        batches::set_priority(self, batch, priority).await
     }
 
     async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Durable, |tx| {
-            batch_info(&tx, batch).await?;
-            let cancelled =
-                gate::cancel_pending(&tx, batch, now, "cancelled with its batch").await?;
-            let running = tx
-                .execute(
-                    "UPDATE tasks SET cancel_requested = TRUE WHERE batch_id = $1 AND state = 2",
-                    &[&batch],
-                )
-                .await
-                .map_err(pg)?;
-            if cancelled > 0 {
-                self.notify_batches(&tx, &[(0, batch)]).await?;
-            }
-            if running > 0 {
-                self.notify(&tx, "c").await?;
-            }
-            Ok(cancelled)
-        })
+        batches::cancel(self, batch, now).await
     }
 
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
-        transaction!(self, Commit::Durable, |tx| {
-            gate::lock(&tx, batch).await?;
-            let info = batch_info(&tx, batch).await?;
-            if !info.progress.is_done() {
-                return Err(StoreError::Conflict(format!(
-                    "batch {batch} still has {} task(s) that have not ended; cancel it first",
-                    info.progress.total() - info.progress.ended()
-                )));
-            }
-            for sql in [
-                "DELETE FROM attempts WHERE batch_id = $1",
-                "DELETE FROM tasks WHERE batch_id = $1",
-                "DELETE FROM batch_orders WHERE batch_id = $1",
-                "DELETE FROM batches WHERE id = $1",
-            ] {
-                tx.execute(sql, &[&batch]).await.map_err(pg)?;
-            }
-            Ok(())
-        })
+        batches::release(self, batch).await
     }
 
     async fn task_submit(
