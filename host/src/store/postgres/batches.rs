@@ -3,9 +3,8 @@
 
 use deadpool_postgres::GenericClient;
 
-use super::{
-    Commit, PostgresStore, count_states, gate, not_found, pg, set_pending_priority, to_i32,
-};
+use super::tasks::set_pending_priority;
+use super::{Commit, PostgresStore, count_states, gate, not_found, pg, to_i32};
 use crate::store::*;
 
 pub(super) async fn open(
@@ -118,7 +117,8 @@ pub(super) async fn set_priority(
         {
             return Err(not_found("batch", batch));
         }
-        let changed = set_pending_priority(&tx, "batch_id", batch, priority).await?;
+        let sql = include_str!("sql/batch_set_priority.sql");
+        let changed = set_pending_priority(&tx, sql, batch, priority).await?;
         store.notify(&tx, "r").await?;
         Ok(changed)
     })

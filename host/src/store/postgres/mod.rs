@@ -102,6 +102,7 @@ mod gate;
 mod modules;
 mod notifier;
 mod schema;
+mod tasks;
 
 impl PostgresStore {
     /// Connects to the database at `url` (a `postgres://` URL; `?options=-csearch_path%3DNAME`
@@ -230,295 +231,6 @@ async fn count_states(
     Ok(progress)
 }
 
-async fn task_info(tx: &impl GenericClient, task: TaskId) -> StoreResult<TaskInfo> {
-    let r = tx
-        .query_opt(
-            &format!(
-                "SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
-                        {REPORTED_STATE}, t.attempts, t.max_attempts, t.submitted_at,
-                        t.ended_at, t.outcome, t.error, octet_length(t.output)
-                 FROM tasks t LEFT JOIN leases l ON l.task_id = t.id WHERE t.id = $1"
-            ),
-            &[&task],
-        )
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("task", task))?;
-    Ok(TaskInfo {
-        id: r.get(0),
-        batch: r.get(1),
-        module: digest_of(r.get(2)),
-        order: r.get(3),
-        group: r.get(4),
-        priority: r.get(5),
-        state: TaskState::from_code(r.get::<_, i32>(6).into()).unwrap_or(TaskState::Failed),
-        attempts: r.get::<_, i32>(7) as u32,
-        max_attempts: r.get::<_, i32>(8) as u32,
-        submitted_at: r.get(9),
-        ended_at: r.get(10),
-        outcome: r.get::<_, Option<String>>(11).and_then(|o| o.parse().ok()),
-        error: r.get(12),
-        output_size: r.get::<_, Option<i32>>(13).map(|n| n as u64),
-    })
-}
-
-/// Sets the priority of the tasks whose `column` is `value` and that have not started
-/// (pending, or reserved by a node that will hand them back), in the queue too; returns
-/// how many changed.
-async fn set_pending_priority(
-    tx: &impl GenericClient,
-    column: &str,
-    value: i64,
-    priority: i32,
-) -> StoreResult<u64> {
-    let sql = format!(
-        "WITH changed AS (
-             UPDATE tasks SET priority = $1 WHERE {column} = $2
-                 AND (state IN (0, 1)
-                      OR (state = 2 AND id IN (SELECT task_id FROM leases WHERE started_at IS NULL)))
-             RETURNING id),
-         queued AS (UPDATE ready SET priority = $1 WHERE task_id IN (SELECT id FROM changed))
-         SELECT COUNT(*) FROM changed"
-    );
-    let changed: i64 = tx
-        .query_one(&sql, &[&priority, &value])
-        .await
-        .map_err(pg)?
-        .get(0);
-    Ok(changed as u64)
-}
-
-async fn submit(
-    store: &PostgresStore,
-    tx: &impl GenericClient,
-    batch: BatchId,
-    specs: &[TaskSpec],
-    now: Micros,
-) -> StoreResult<Vec<TaskId>> {
-    gate::lock(tx, batch).await?;
-    let row = tx
-        .query_opt(
-            "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE",
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    let (sealed, batch_priority, next_vseq): (bool, i32, i64) =
-        (row.get(0), row.get(1), row.get(2));
-    if sealed {
-        return Err(StoreError::Conflict(format!(
-            "batch {batch} is sealed: it takes no more tasks"
-        )));
-    }
-    let mut modules: Vec<String> = specs.iter().map(|s| s.module.to_hex()).collect();
-    modules.sort_unstable();
-    modules.dedup();
-    let known: std::collections::HashSet<String> = tx
-        .query(
-            "SELECT digest FROM modules WHERE digest = ANY($1)",
-            &[&modules],
-        )
-        .await
-        .map_err(pg)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    if let Some((index, spec)) = specs
-        .iter()
-        .enumerate()
-        .find(|(_, spec)| !known.contains(&spec.module.to_hex()))
-    {
-        return Err(StoreError::Invalid(format!(
-            "task {index}: module {} does not exist; add it first",
-            spec.module
-        )));
-    }
-    let Some(lowest) = specs.iter().map(|s| s.order).min() else {
-        return Ok(Vec::new());
-    };
-    let old_gate = gate::current(tx, batch).await?;
-    // Only tasks at the gate are ever claimed, so no order above the gate has started: a
-    // submission at or above it needs no look at what started. A task ever claimed counts
-    // as started (a hand-back keeps its claim time): it may have run in part.
-    if old_gate.is_none_or(|gate| lowest < gate) {
-        let started: Option<i64> = tx
-            .query_one(
-                "SELECT MAX(ord) FROM tasks
-                 WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL",
-                &[&batch, &lowest],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        if let Some(started) = started
-            && let Some((index, spec)) = specs
-                .iter()
-                .enumerate()
-                .find(|(_, spec)| spec.order < started)
-        {
-            return Err(StoreError::Invalid(format!(
-                "task {index}: order {} is lower than order {started}, which has already \
-                 started in batch {batch}; use order {started} or higher",
-                spec.order
-            )));
-        }
-    }
-    let vtime: i64 = tx
-        .query_one("SELECT vtime FROM scheduler", &[])
-        .await
-        .map_err(pg)?
-        .get(0);
-    let first_vseq = next_vseq.max(vtime);
-    let new_gate = Some(old_gate.map_or(lowest, |old| old.min(lowest)));
-    if let (Some(old), Some(new)) = (old_gate, new_gate)
-        && new < old
-    {
-        tx.execute(
-            "WITH held AS (
-                 UPDATE tasks SET state = 0 WHERE batch_id = $1 AND ord = $2 AND state = 1
-                 RETURNING id)
-             DELETE FROM ready WHERE task_id IN (SELECT id FROM held)",
-            &[&batch, &old],
-        )
-        .await
-        .map_err(pg)?;
-    }
-
-    let mut groups: Vec<&str> = specs.iter().filter_map(|s| s.group.as_deref()).collect();
-    groups.sort_unstable();
-    groups.dedup();
-    if !groups.is_empty() {
-        tx.execute(
-            "INSERT INTO groups (key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
-            &[&groups],
-        )
-        .await
-        .map_err(pg)?;
-    }
-    let mut per_order: std::collections::BTreeMap<i64, i64> = Default::default();
-    for spec in specs {
-        *per_order.entry(spec.order).or_default() += 1;
-    }
-    let (orders, counts): (Vec<i64>, Vec<i64>) = per_order.into_iter().unzip();
-    tx.execute(
-        "INSERT INTO batch_orders (batch_id, ord, open)
-         SELECT $1, o, n FROM unnest($2::bigint[], $3::bigint[]) AS u(o, n)
-         ON CONFLICT (batch_id, ord) DO UPDATE SET open = batch_orders.open + excluded.open",
-        &[&batch, &orders, &counts],
-    )
-    .await
-    .map_err(pg)?;
-
-    let n = specs.len();
-    let mut c = TaskColumns::with_capacity(n);
-    for (index, spec) in specs.iter().enumerate() {
-        c.module.push(spec.module.to_hex());
-        c.input.push(&spec.input);
-        c.order.push(spec.order);
-        c.group.push(spec.group.as_deref());
-        c.priority.push(spec.priority.unwrap_or(batch_priority));
-        c.vseq.push(first_vseq + index as i64);
-        c.state
-            .push(if Some(spec.order) == new_gate { 1 } else { 0 });
-        c.max_attempts.push(to_i32(spec.max_attempts));
-        c.backoff_ms
-            .push(i64::try_from(spec.backoff.as_millis()).unwrap_or(i64::MAX));
-        c.limits
-            .push(serde_json::to_string(&spec.limits).expect("limits serialize"));
-        c.mounts
-            .push(serde_json::to_string(&spec.mounts).expect("mounts serialize"));
-        // 0: due at once (see the schema's ready_delayed).
-        c.not_before
-            .push(spec.not_before.map_or(0, |t| store.db_time(t)));
-    }
-    let rows = tx
-        .query(
-            "WITH added AS (
-                 INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq,
-                     state, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
-                 SELECT $1, module, input, ord, group_key, priority, vseq, state, max_attempts,
-                     backoff_ms, limits, mounts, not_before, $2
-                 FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::text[], $7::int[],
-                     $8::bigint[], $9::int[], $10::int[], $11::bigint[], $12::text[],
-                     $13::text[], $14::bigint[])
-                     AS u(module, input, ord, group_key, priority, vseq, state, max_attempts,
-                          backoff_ms, limits, mounts, not_before)
-                 RETURNING id, batch_id, group_key, priority, vseq, not_before, state),
-             queued AS (
-                 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
-                 SELECT id, batch_id, group_key, priority, vseq, not_before FROM added
-                 WHERE state = 1)
-             SELECT id, vseq FROM added",
-            &[
-                &batch,
-                &now,
-                &c.module,
-                &c.input,
-                &c.order,
-                &c.group,
-                &c.priority,
-                &c.vseq,
-                &c.state,
-                &c.max_attempts,
-                &c.backoff_ms,
-                &c.limits,
-                &c.mounts,
-                &c.not_before,
-            ],
-        )
-        .await
-        .map_err(pg)?;
-    let mut ids = vec![0; n];
-    for row in rows {
-        let vseq: i64 = row.get(1);
-        ids[(vseq - first_vseq) as usize] = row.get(0);
-    }
-    tx.execute(
-        "UPDATE batches SET next_vseq = $1 WHERE id = $2",
-        &[&(first_vseq + n as i64), &batch],
-    )
-    .await
-    .map_err(pg)?;
-    store.notify(tx, "w").await?;
-    Ok(ids)
-}
-
-/// The columns of submitted tasks, as arrays for one `INSERT ... SELECT FROM unnest`.
-struct TaskColumns<'a> {
-    module: Vec<String>,
-    input: Vec<&'a [u8]>,
-    order: Vec<i64>,
-    group: Vec<Option<&'a str>>,
-    priority: Vec<i32>,
-    vseq: Vec<i64>,
-    state: Vec<i32>,
-    max_attempts: Vec<i32>,
-    backoff_ms: Vec<i64>,
-    limits: Vec<String>,
-    mounts: Vec<String>,
-    not_before: Vec<i64>,
-}
-
-impl TaskColumns<'_> {
-    fn with_capacity(n: usize) -> Self {
-        TaskColumns {
-            module: Vec::with_capacity(n),
-            input: Vec::with_capacity(n),
-            order: Vec::with_capacity(n),
-            group: Vec::with_capacity(n),
-            priority: Vec::with_capacity(n),
-            vseq: Vec::with_capacity(n),
-            state: Vec::with_capacity(n),
-            max_attempts: Vec::with_capacity(n),
-            backoff_ms: Vec::with_capacity(n),
-            limits: Vec::with_capacity(n),
-            mounts: Vec::with_capacity(n),
-            not_before: Vec::with_capacity(n),
-        }
-    }
-}
-
 #[async_trait]
 impl Store for PostgresStore {
     async fn module_put(
@@ -590,118 +302,31 @@ impl Store for PostgresStore {
         tasks: Vec<TaskSpec>,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Durable, |tx| {
-            submit(self, &tx, batch, &tasks, now).await
-        })
+        tasks::submit(self, batch, tasks, now).await
     }
 
     async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo> {
-        let client = self.client(Commit::Durable).await?;
-        task_info(&client, task).await
+        tasks::get(self, task).await
     }
 
     async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
-        let client = self.client(Commit::Durable).await?;
-        client
-            .query_opt("SELECT output FROM tasks WHERE id = $1", &[&task])
-            .await
-            .map_err(pg)?
-            .map(|r| r.get(0))
-            .ok_or_else(|| not_found("task", task))
+        tasks::output(self, task).await
     }
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
-        transaction!(self, Commit::Durable, |tx| {
-            if set_pending_priority(&tx, "id", task, priority).await? == 0 {
-                let state = task_info(&tx, task).await?.state;
-                return Err(StoreError::Conflict(format!(
-                    "task {task} is {}: only the priority of a task that has not started can change",
-                    state.as_str()
-                )));
-            }
-            self.notify(&tx, "r").await?;
-            Ok(())
-        })
+        tasks::set_priority(self, task, priority).await
     }
 
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Durable, |tx| {
-            let info = task_info(&tx, task).await?;
-            gate::lock(&tx, info.batch).await?;
-            let state: i32 = tx
-                .query_one("SELECT state FROM tasks WHERE id = $1 FOR UPDATE", &[&task])
-                .await
-                .map_err(pg)?
-                .get(0);
-            match TaskState::from_code(state.into()) {
-                Some(TaskState::Waiting | TaskState::Ready) => {
-                    tx.execute(
-                        "WITH cancelled AS (
-                             UPDATE tasks SET state = 5, ended_at = $1, outcome = 'cancelled',
-                                 error = 'cancelled before it ran' WHERE id = $2
-                             RETURNING id)
-                         DELETE FROM ready WHERE task_id IN (SELECT id FROM cancelled)",
-                        &[&now, &task],
-                    )
-                    .await
-                    .map_err(pg)?;
-                    gate::close(&tx, &[(info.batch, info.order, 1)]).await?;
-                    self.notify_batches(&tx, &[(task, info.batch)]).await?;
-                    Ok(CancelResult::Cancelled)
-                }
-                Some(TaskState::Running) => {
-                    tx.execute(
-                        "UPDATE tasks SET cancel_requested = TRUE WHERE id = $1",
-                        &[&task],
-                    )
-                    .await
-                    .map_err(pg)?;
-                    self.notify(&tx, "c").await?;
-                    Ok(CancelResult::Requested)
-                }
-                _ => Ok(CancelResult::AlreadyEnded),
-            }
-        })
+        tasks::cancel(self, task, now).await
     }
 
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
-        let limit = to_i32(limit);
-        transaction!(self, Commit::Durable, |tx| {
-            tx.execute(
-                "INSERT INTO groups (key, lim) VALUES ($1, $2)
-                 ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
-                &[&key, &limit],
-            )
-            .await
-            .map_err(pg)?;
-            self.notify(&tx, "r").await?;
-            Ok(())
-        })
+        tasks::group_set_limit(self, key, limit).await
     }
 
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
-        let client = self.client(Commit::Durable).await?;
-        let row = client
-            .query_opt("SELECT lim, running FROM groups WHERE key = $1", &[&key])
-            .await
-            .map_err(pg)?
-            .ok_or_else(|| not_found("group", &key))?;
-        let waiting: i64 = client
-            .query_one(
-                "SELECT COUNT(*) FROM tasks WHERE group_key = $1 AND state IN (0, 1)",
-                &[&key],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        Ok(GroupInfo {
-            key,
-            limit: row.get::<_, i32>(0) as u32,
-            running: row.get::<_, i32>(1).max(0) as u64,
-            waiting: waiting as u64,
-        })
+        tasks::group_get(self, key).await
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
