@@ -100,6 +100,7 @@ mod batches;
 mod claim;
 mod gate;
 mod modules;
+mod nodes;
 mod notifier;
 mod schema;
 mod tasks;
@@ -514,59 +515,14 @@ impl Store for PostgresStore {
     }
 
     async fn node_beat(&self, beat: NodeBeat) -> StoreResult<()> {
-        {
-            let client = self.client(Commit::Bookkeeping).await?;
-            let offset = measure_clock_offset(&client)
-                .await
-                .map_err(StoreError::Internal)?;
-            self.clock_offset.store(offset, Ordering::Relaxed);
-        }
-        let now = self.db_time(beat.now);
-        let started_at = self.db_time(beat.started_at);
-        let offset = self.clock_offset.load(Ordering::Relaxed);
-        let workers = beat.workers as i32;
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            tx.execute(
-                "INSERT INTO nodes (name, workers, started_at, heartbeat_at, clock_offset)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (name) DO UPDATE SET workers = excluded.workers,
-                     started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-                     clock_offset = excluded.clock_offset",
-                &[&beat.node, &workers, &started_at, &now, &offset],
-            )
-            .await
-            .map_err(pg)?;
-            Ok(())
-        })
+        nodes::beat(self, beat).await
     }
 
     async fn node_list(&self) -> StoreResult<Vec<NodeInfo>> {
-        let client = self.client(Commit::Durable).await?;
-        let rows = client
-            .query(
-                "SELECT name, workers, started_at, heartbeat_at, clock_offset FROM nodes ORDER BY name",
-                &[],
-            )
-            .await
-            .map_err(pg)?;
-        Ok(rows
-            .iter()
-            .map(|r| NodeInfo {
-                node: r.get(0),
-                workers: r.get::<_, i32>(1) as usize,
-                started_at: r.get(2),
-                heartbeat_at: r.get(3),
-                clock_offset: r.get(4),
-            })
-            .collect())
+        nodes::list(self).await
     }
 
     async fn node_remove(&self, node: String) -> StoreResult<()> {
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            tx.execute("DELETE FROM nodes WHERE name = $1", &[&node])
-                .await
-                .map_err(pg)?;
-            Ok(())
-        })
+        nodes::remove(self, node).await
     }
 }
