@@ -3,8 +3,9 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::log::count_states;
 use super::tasks::set_pending_priority;
-use super::{Commit, PostgresStore, count_states, gate, not_found, pg, to_i32};
+use super::{Commit, PostgresStore, gate, not_found, pg, to_i32};
 use crate::store::*;
 
 pub(super) async fn open(

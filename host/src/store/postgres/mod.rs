@@ -29,11 +29,6 @@ use super::*;
 pub use schema::{create_schema, drop_schema, redact};
 use schema::{measure_clock_offset, migrate, pool};
 
-/// A task's state as reads report it (from `tasks t LEFT JOIN leases l`): a claimed task
-/// without a start mark is reserved.
-const REPORTED_STATE: &str =
-    "CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6 ELSE t.state END";
-
 pub struct PostgresStore {
     /// Connections committing what callers are told is stored.
     durable: Pool,
@@ -99,6 +94,7 @@ macro_rules! transaction {
 mod batches;
 mod claim;
 mod gate;
+mod log;
 mod modules;
 mod nodes;
 mod notifier;
@@ -214,22 +210,6 @@ fn digest_of(text: &str) -> Digest {
 
 fn to_i32(value: u32) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
-}
-
-async fn count_states(
-    tx: &impl GenericClient,
-    sql: &str,
-    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-) -> StoreResult<Progress> {
-    let mut progress = Progress::default();
-    for row in tx.query(sql, params).await.map_err(pg)? {
-        let state: i32 = row.get(0);
-        let count: i64 = row.get(1);
-        if let Some(state) = TaskState::from_code(state.into()) {
-            progress.add(state, count as u64);
-        }
-    }
-    Ok(progress)
 }
 
 #[async_trait]
@@ -436,74 +416,19 @@ impl Store for PostgresStore {
     }
 
     async fn task_counts(&self) -> StoreResult<Progress> {
-        let client = self.client(Commit::Durable).await?;
-        let sql = format!(
-            "SELECT {REPORTED_STATE}, COUNT(*) FROM tasks t
-             LEFT JOIN leases l ON l.task_id = t.id GROUP BY 1"
-        );
-        count_states(&client, &sql, &[]).await
+        log::task_counts(self).await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-        let client = self.client(Commit::Durable).await?;
-        claim::attempt_list(&client, filter).await
+        log::attempt_list(self, filter).await
     }
 
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
-        let client = self.client(Commit::Durable).await?;
-        let rows = client
-            .query(
-                "SELECT t.id, t.batch_id, l.node, t.attempts, t.group_key, t.ord, l.started_at,
-                        l.expires
-                 FROM leases l JOIN tasks t ON t.id = l.task_id
-                 WHERE l.started_at IS NOT NULL
-                 ORDER BY l.started_at, t.id",
-                &[],
-            )
-            .await
-            .map_err(pg)?;
-        Ok(rows
-            .iter()
-            .map(|r| RunningTask {
-                task: r.get(0),
-                batch: r.get(1),
-                node: r.get(2),
-                slot: None,
-                attempt: r.get::<_, i32>(3) as u32,
-                group: r.get(4),
-                order: r.get(5),
-                since: r.get(6),
-                lease_expires: r.get(7),
-            })
-            .collect())
+        log::running_list(self).await
     }
 
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
-        let before = self.db_time(before);
-        let chunk = chunk as i64;
-        transaction!(self, Commit::Durable, |tx| {
-            let ids: Vec<i64> = tx
-                .query(
-                    // Oldest first along the primary key: ended tasks are mostly the
-                    // oldest, and no index on the end time slows every completion.
-                    "SELECT id FROM tasks WHERE state >= 3 AND ended_at < $1
-                     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
-                    &[&before, &chunk],
-                )
-                .await
-                .map_err(pg)?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            tx.execute("DELETE FROM attempts WHERE task_id = ANY($1)", &[&ids])
-                .await
-                .map_err(pg)?;
-            let deleted = tx
-                .execute("DELETE FROM tasks WHERE id = ANY($1)", &[&ids])
-                .await
-                .map_err(pg)?;
-            Ok(deleted as usize)
-        })
+        log::prune(self, before, chunk).await
     }
 
     fn signals(&self) -> Option<broadcast::Receiver<Signal>> {
