@@ -3,6 +3,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::complete::Running;
 use super::{Commit, PostgresStore, pg};
 use crate::runtime::Outcome;
 use crate::store::*;
@@ -129,4 +130,87 @@ pub(super) async fn prune(
             .map_err(pg)?;
         Ok(deleted as usize)
     })
+}
+
+/// Attempt records, written in one statement.
+#[derive(Default)]
+pub(super) struct AttemptRows<'a> {
+    task: Vec<i64>,
+    batch: Vec<i64>,
+    attempt: Vec<i32>,
+    node: Vec<&'a str>,
+    slot: Vec<Option<i32>>,
+    token: Vec<i64>,
+    group: Vec<Option<String>>,
+    order: Vec<i64>,
+    started: Vec<i64>,
+    ended: Vec<i64>,
+    outcome: Vec<&'static str>,
+    error: Vec<Option<&'a str>>,
+    logs: Vec<Option<String>>,
+    stdout: Vec<Option<&'a [u8]>>,
+    stderr: Vec<Option<&'a [u8]>>,
+}
+
+impl<'a> AttemptRows<'a> {
+    /// The tasks whose attempts these are.
+    pub(super) fn tasks(&self) -> &[TaskId] {
+        &self.task
+    }
+
+    pub(super) fn push(&mut self, task: &Running, end: AttemptEnd<'a>) {
+        self.task.push(task.id);
+        self.batch.push(task.batch);
+        self.attempt.push(task.attempts);
+        self.node.push(end.node);
+        self.slot.push(end.slot.map(|s| s as i32));
+        self.token.push(task.lease_token);
+        self.group.push(task.group.clone());
+        self.order.push(task.order);
+        self.started.push(end.started_at);
+        self.ended.push(end.ended_at);
+        self.outcome.push(end.outcome.as_str());
+        self.error.push(end.error);
+        self.logs.push(
+            (!end.logs.is_empty())
+                .then(|| serde_json::to_string(end.logs).expect("logs serialize")),
+        );
+        self.stdout
+            .push((!end.stdout.is_empty()).then_some(end.stdout));
+        self.stderr
+            .push((!end.stderr.is_empty()).then_some(end.stderr));
+    }
+
+    pub(super) async fn write(&self, tx: &impl GenericClient) -> StoreResult<()> {
+        if self.task.is_empty() {
+            return Ok(());
+        }
+        let stmt = tx
+            .prepare_cached(include_str!("sql/attempt_insert.sql"))
+            .await
+            .map_err(pg)?;
+        tx.execute(
+            &stmt,
+            &[
+                &self.task,
+                &self.batch,
+                &self.attempt,
+                &self.node,
+                &self.slot,
+                &self.token,
+                &self.group,
+                &self.order,
+                &self.started,
+                &self.ended,
+                &self.outcome,
+                &self.error,
+                &self.logs,
+                &self.stdout,
+                &self.stderr,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+        Ok(())
+    }
 }

@@ -93,6 +93,7 @@ macro_rules! transaction {
 // The driver's files, declared after `transaction!` so that they can use it.
 mod batches;
 mod claim;
+mod complete;
 mod gate;
 mod log;
 mod modules;
@@ -334,42 +335,11 @@ impl Store for PostgresStore {
         completions: Vec<Completion>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
-        let now = self.db_time(now);
-        let completions: Vec<Completion> = completions
-            .into_iter()
-            .map(|c| Completion {
-                started_at: self.db_time(c.started_at),
-                ended_at: self.db_time(c.ended_at),
-                ..c.bounded()
-            })
-            .collect();
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let result = claim::complete(&tx, &completions, now).await?;
-            self.notify_ended(&tx, &result).await?;
-            Ok(result)
-        })
+        complete::complete(self, completions, now).await
     }
 
     async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()> {
-        let mut starts = starts;
-        // One order of row locking across transactions.
-        starts.sort_unstable_by_key(|s| s.task);
-        let ids: Vec<i64> = starts.iter().map(|s| s.task).collect();
-        let tokens: Vec<i64> = starts.iter().map(|s| s.lease_token).collect();
-        let at: Vec<i64> = starts.iter().map(|s| self.db_time(s.at)).collect();
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let stmt = tx
-                .prepare_cached(
-                    "UPDATE leases AS l SET started_at = u.at
-                     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, token, at),
-                         tasks AS t
-                     WHERE l.task_id = u.id AND t.id = u.id AND t.lease_token = u.token",
-                )
-                .await
-                .map_err(pg)?;
-            tx.execute(&stmt, &[&ids, &tokens, &at]).await.map_err(pg)?;
-            Ok(())
-        })
+        claim::start(self, starts).await
     }
 
     async fn task_release(
@@ -377,42 +347,15 @@ impl Store for PostgresStore {
         tasks: Vec<(TaskId, i64)>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let result = claim::release(&tx, &tasks, now).await?;
-            self.notify(&tx, "w").await?;
-            self.notify_ended(&tx, &result).await?;
-            Ok(result)
-        })
+        complete::release(self, tasks, now).await
     }
 
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
-        let until = self.db_time(until);
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let rows = tx
-                .query(
-                    "UPDATE leases AS l SET expires = $1 FROM tasks AS t
-                     WHERE l.node = $2 AND t.id = l.task_id
-                     RETURNING l.task_id, t.cancel_requested",
-                    &[&until, &node],
-                )
-                .await
-                .map_err(pg)?;
-            Ok(rows
-                .iter()
-                .filter(|r| r.get::<_, bool>(1))
-                .map(|r| r.get(0))
-                .collect())
-        })
+        complete::renew(self, node, until).await
     }
 
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let result = claim::rescue(&tx, node.as_deref(), now).await?;
-            self.notify_ended(&tx, &result).await?;
-            Ok(result)
-        })
+        complete::rescue(self, node, now).await
     }
 
     async fn task_counts(&self) -> StoreResult<Progress> {
