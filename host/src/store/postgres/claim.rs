@@ -24,55 +24,11 @@ use crate::runtime::{MountGrant, TaskLimits};
 use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 
-/// The head of the queue: ready tasks in claim order, of batches with room; nothing
-/// locked yet. Groups are not looked at here: a claim locks the counters of the groups
-/// it meets anyway, and learns their room from that.
-const WINDOW_SQL: &str = "
-SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority
-FROM ready r
-JOIN batches b ON b.id = r.batch_id
-WHERE r.not_before <= $1
-  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-ORDER BY r.priority DESC, r.vseq, r.task_id
-LIMIT $2";
+/// The head of the queue, nothing locked yet.
+const WINDOW_SQL: &str = include_str!("sql/claim_window.sql");
 
-/// Ready tasks behind the last one read (priority `$2`, vseq `$3`, id `$4`) that the
-/// window could not supply: tasks without a group (at most `$5`), and the first tasks of
-/// every group with room (at most `$5` each), but those already filled (`$6`), none of the
-/// batches already full (`$7`). Each row carries the limit its list was read with, so
-/// that a list cut off by it can be read on. Walks two short indexes, never the tasks of
-/// busy groups: so a claim costs what it can take, however many tasks wait behind a busy
-/// group.
-const BEYOND_SQL: &str = "
-SELECT * FROM (
-  (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-          $5::bigint AS lim
-   FROM ready r
-   JOIN batches b ON b.id = r.batch_id
-   WHERE r.group_key IS NULL AND r.not_before <= $1
-     AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
-     AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-     AND NOT (r.batch_id = ANY($7::bigint[]))
-   ORDER BY r.priority DESC, r.vseq, r.task_id
-   LIMIT $5)
-  UNION ALL
-  (SELECT h.*
-   FROM groups g
-   LEFT JOIN unnest($6::text[]) AS filled(key) ON filled.key = g.key
-   CROSS JOIN LATERAL (
-     SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-            least(g.lim - g.running, $5)::bigint AS lim
-     FROM ready r
-     JOIN batches b ON b.id = r.batch_id
-     WHERE r.group_key = g.key AND r.not_before <= $1
-       AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
-       AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-       AND NOT (r.batch_id = ANY($7::bigint[]))
-     ORDER BY r.priority DESC, r.vseq, r.task_id
-     LIMIT least(g.lim - g.running, $5)) AS h
-   WHERE g.running < g.lim AND filled.key IS NULL)
-) AS beyond
-ORDER BY 6 DESC, 5, 1";
+/// Ready tasks behind the last one read that the window could not supply.
+const BEYOND_SQL: &str = include_str!("sql/claim_beyond.sql");
 
 /// Locks the picked tasks that are still ready and no other claim holds. The task row's
 /// lock guards its queue and lease rows too: whoever changes a task's state locks its row
@@ -81,18 +37,11 @@ const LOCK_SQL: &str = "
 SELECT id FROM tasks WHERE id = ANY($1) AND state = 1 ORDER BY id FOR UPDATE SKIP LOCKED";
 
 /// Takes the locked tasks out of the queue and leases them.
-const TAKE_SQL: &str = "
-WITH queued AS (DELETE FROM ready WHERE task_id = ANY($5) RETURNING task_id),
-     leased AS (INSERT INTO leases (task_id, node, expires) SELECT task_id, $2, $4 FROM queued)
-UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = $1, lease_node = $2,
-    lease_token = $3 + id
-WHERE id = ANY($5)
-RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts, lease_token,
-    priority, vseq";
+const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
 
 /// When the next ready task held back by its retry delay becomes due, if any is: after
 /// `now`, in database time.
-pub(super) async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
+async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
     let stmt = tx
         .prepare_cached(
             "SELECT MIN(not_before) FROM ready WHERE not_before > 0 AND not_before > $1",
@@ -102,7 +51,7 @@ pub(super) async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResul
     Ok(tx.query_one(&stmt, &[&now]).await.map_err(pg)?.get(0))
 }
 
-/// Ready tasks a claim reads in queue order at most (see [`claim`]).
+/// Ready tasks a claim reads in queue order at most (see [`claim_in`]).
 const WINDOW_MAX: usize = 512;
 
 /// Rounds of picking and locking: each replaces picks another claim locked first.
@@ -269,7 +218,28 @@ impl Held {
     }
 }
 
-pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claimed> {
+/// Claims up to `params.max` ready tasks for `params.node`; says when the next delayed
+/// task is due when it claims fewer.
+pub(super) async fn claim(store: &PostgresStore, params: ClaimParams) -> StoreResult<Claimed> {
+    let params = ClaimParams {
+        now: store.db_time(params.now),
+        ..params
+    };
+    let mut claimed = transaction!(store, Commit::Bookkeeping, |tx| {
+        let mut claimed = claim_in(&tx, &params).await?;
+        if claimed.tasks.len() < params.max {
+            claimed.next_due = next_due(&tx, params.now).await?;
+        } else {
+            // Claimable work may be left behind: nodes with idle slots claim it now.
+            store.notify(&tx, "w").await?;
+        }
+        Ok(claimed)
+    })?;
+    claimed.next_due = claimed.next_due.map(|at| store.local_time(at));
+    Ok(claimed)
+}
+
+async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claimed> {
     if p.max == 0 {
         return Ok(Claimed::default());
     }
@@ -440,14 +410,8 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
     let expires = p.now + duration_micros(p.lease);
     let (take, count_batches, count_groups, clock) = tokio::try_join!(
         tx.prepare_cached(TAKE_SQL),
-        tx.prepare_cached(
-            "UPDATE batches AS b SET running = b.running + u.n
-             FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE b.id = u.id",
-        ),
-        tx.prepare_cached(
-            "UPDATE groups AS g SET running = g.running + u.n
-             FROM unnest($1::text[], $2::int[]) AS u(key, n) WHERE g.key = u.key",
-        ),
+        tx.prepare_cached(include_str!("sql/claim_count_batches.sql")),
+        tx.prepare_cached(include_str!("sql/claim_count_groups.sql")),
         // The fair-queueing clock only moves forward; when another claim holds it, that
         // claim moves it.
         tx.prepare_cached(

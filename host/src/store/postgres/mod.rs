@@ -312,22 +312,7 @@ impl Store for PostgresStore {
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
-        let params = ClaimParams {
-            now: self.db_time(params.now),
-            ..params
-        };
-        let mut claimed = transaction!(self, Commit::Bookkeeping, |tx| {
-            let mut claimed = claim::claim(&tx, &params).await?;
-            if claimed.tasks.len() < params.max {
-                claimed.next_due = claim::next_due(&tx, params.now).await?;
-            } else {
-                // Claimable work may be left behind: nodes with idle slots claim it now.
-                self.notify(&tx, "w").await?;
-            }
-            Ok(claimed)
-        })?;
-        claimed.next_due = claimed.next_due.map(|at| self.local_time(at));
-        Ok(claimed)
+        claim::claim(self, params).await
     }
 
     async fn task_complete(
