@@ -16,6 +16,15 @@
 //!   claims, completions and lease renewals commit with it `off` (a database crash can
 //!   undo their last moments, which re-runs those tasks: tasks run at least once), as
 //!   the SQLite driver does.
+//!
+//! Where things are: `modules.rs`, `batches.rs`, `tasks.rs` (submission, cancellation,
+//! priority, groups), `claim.rs`, `complete.rs` (completion, retry, rescue, hand-back,
+//! lease renewal), `log.rs` (attempt records, the running view, counts, pruning),
+//! `nodes.rs`, `gate.rs` (ordering gates), `notifier.rs` (LISTEN/NOTIFY) and `schema.rs`
+//! (pools, migrations). Statements longer than a line or two are in `sql/`, each headed by
+//! what it does and what its parameters are; the migrations are in `migrations/`. This
+//! file holds the store, its transactions, and the [`Store`] methods, each a call into
+//! one of those files.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
