@@ -119,8 +119,8 @@ async fn an_upgraded_database_keeps_its_queue_and_leases() {
     let past = now_micros() - 60_000_000;
     client
         .batch_execute(concat!(
-            include_str!("../../host/src/store/postgres/0001_init.sql"),
-            include_str!("../../host/src/store/postgres/0002_claim_indexes.sql"),
+            include_str!("../../host/src/store/postgres/migrations/0001_init.sql"),
+            include_str!("../../host/src/store/postgres/migrations/0002_claim_indexes.sql"),
             "CREATE TABLE qhost_schema (version INT NOT NULL);
              INSERT INTO qhost_schema VALUES (2);"
         ))

@@ -1,5 +1,5 @@
-//! The scheduling core in PostgreSQL: the atomic claim, completions, lease rescue and
-//! the execution log.
+//! The claim: how a node takes ready tasks under a lease, and the start mark by which it
+//! says it started one (what follows is in `complete.rs`).
 //!
 //! A claim is one transaction that never waits. It reads a window of the `ready` queue in
 //! priority, fair-queueing and submission order (and, when busy or full groups leave the
@@ -19,60 +19,16 @@ use std::collections::{HashMap, HashSet};
 
 use deadpool_postgres::GenericClient;
 
-use super::{digest_of, gate, pg};
-use crate::runtime::{MountGrant, Outcome, TaskLimits};
+use super::{Commit, PostgresStore, digest_of, gate, pg};
+use crate::runtime::{MountGrant, TaskLimits};
 use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 
-/// The head of the queue: ready tasks in claim order, of batches with room; nothing
-/// locked yet. Groups are not looked at here: a claim locks the counters of the groups
-/// it meets anyway, and learns their room from that.
-const WINDOW_SQL: &str = "
-SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority
-FROM ready r
-JOIN batches b ON b.id = r.batch_id
-WHERE r.not_before <= $1
-  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-ORDER BY r.priority DESC, r.vseq, r.task_id
-LIMIT $2";
+/// The head of the queue, nothing locked yet.
+const WINDOW_SQL: &str = include_str!("sql/claim_window.sql");
 
-/// Ready tasks behind the last one read (priority `$2`, vseq `$3`, id `$4`) that the
-/// window could not supply: tasks without a group (at most `$5`), and the first tasks of
-/// every group with room (at most `$5` each), but those already filled (`$6`), none of the
-/// batches already full (`$7`). Each row carries the limit its list was read with, so
-/// that a list cut off by it can be read on. Walks two short indexes, never the tasks of
-/// busy groups: so a claim costs what it can take, however many tasks wait behind a busy
-/// group.
-const BEYOND_SQL: &str = "
-SELECT * FROM (
-  (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-          $5::bigint AS lim
-   FROM ready r
-   JOIN batches b ON b.id = r.batch_id
-   WHERE r.group_key IS NULL AND r.not_before <= $1
-     AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
-     AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-     AND NOT (r.batch_id = ANY($7::bigint[]))
-   ORDER BY r.priority DESC, r.vseq, r.task_id
-   LIMIT $5)
-  UNION ALL
-  (SELECT h.*
-   FROM groups g
-   LEFT JOIN unnest($6::text[]) AS filled(key) ON filled.key = g.key
-   CROSS JOIN LATERAL (
-     SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-            least(g.lim - g.running, $5)::bigint AS lim
-     FROM ready r
-     JOIN batches b ON b.id = r.batch_id
-     WHERE r.group_key = g.key AND r.not_before <= $1
-       AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
-       AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-       AND NOT (r.batch_id = ANY($7::bigint[]))
-     ORDER BY r.priority DESC, r.vseq, r.task_id
-     LIMIT least(g.lim - g.running, $5)) AS h
-   WHERE g.running < g.lim AND filled.key IS NULL)
-) AS beyond
-ORDER BY 6 DESC, 5, 1";
+/// Ready tasks behind the last one read that the window could not supply.
+const BEYOND_SQL: &str = include_str!("sql/claim_beyond.sql");
 
 /// Locks the picked tasks that are still ready and no other claim holds. The task row's
 /// lock guards its queue and lease rows too: whoever changes a task's state locks its row
@@ -81,18 +37,11 @@ const LOCK_SQL: &str = "
 SELECT id FROM tasks WHERE id = ANY($1) AND state = 1 ORDER BY id FOR UPDATE SKIP LOCKED";
 
 /// Takes the locked tasks out of the queue and leases them.
-const TAKE_SQL: &str = "
-WITH queued AS (DELETE FROM ready WHERE task_id = ANY($5) RETURNING task_id),
-     leased AS (INSERT INTO leases (task_id, node, expires) SELECT task_id, $2, $4 FROM queued)
-UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = $1, lease_node = $2,
-    lease_token = $3 + id
-WHERE id = ANY($5)
-RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts, lease_token,
-    priority, vseq";
+const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
 
 /// When the next ready task held back by its retry delay becomes due, if any is: after
 /// `now`, in database time.
-pub(super) async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
+async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
     let stmt = tx
         .prepare_cached(
             "SELECT MIN(not_before) FROM ready WHERE not_before > 0 AND not_before > $1",
@@ -102,7 +51,7 @@ pub(super) async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResul
     Ok(tx.query_one(&stmt, &[&now]).await.map_err(pg)?.get(0))
 }
 
-/// Ready tasks a claim reads in queue order at most (see [`claim`]).
+/// Ready tasks a claim reads in queue order at most (see [`claim_in`]).
 const WINDOW_MAX: usize = 512;
 
 /// Rounds of picking and locking: each replaces picks another claim locked first.
@@ -269,7 +218,28 @@ impl Held {
     }
 }
 
-pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claimed> {
+/// Claims up to `params.max` ready tasks for `params.node`; says when the next delayed
+/// task is due when it claims fewer.
+pub(super) async fn claim(store: &PostgresStore, params: ClaimParams) -> StoreResult<Claimed> {
+    let params = ClaimParams {
+        now: store.db_time(params.now),
+        ..params
+    };
+    let mut claimed = transaction!(store, Commit::Bookkeeping, |tx| {
+        let mut claimed = claim_in(&tx, &params).await?;
+        if claimed.tasks.len() < params.max {
+            claimed.next_due = next_due(&tx, params.now).await?;
+        } else {
+            // Claimable work may be left behind: nodes with idle slots claim it now.
+            store.notify(&tx, "w").await?;
+        }
+        Ok(claimed)
+    })?;
+    claimed.next_due = claimed.next_due.map(|at| store.local_time(at));
+    Ok(claimed)
+}
+
+async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claimed> {
     if p.max == 0 {
         return Ok(Claimed::default());
     }
@@ -440,14 +410,8 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
     let expires = p.now + duration_micros(p.lease);
     let (take, count_batches, count_groups, clock) = tokio::try_join!(
         tx.prepare_cached(TAKE_SQL),
-        tx.prepare_cached(
-            "UPDATE batches AS b SET running = b.running + u.n
-             FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE b.id = u.id",
-        ),
-        tx.prepare_cached(
-            "UPDATE groups AS g SET running = g.running + u.n
-             FROM unnest($1::text[], $2::int[]) AS u(key, n) WHERE g.key = u.key",
-        ),
+        tx.prepare_cached(include_str!("sql/claim_count_batches.sql")),
+        tx.prepare_cached(include_str!("sql/claim_count_groups.sql")),
         // The fair-queueing clock only moves forward; when another claim holds it, that
         // claim moves it.
         tx.prepare_cached(
@@ -507,610 +471,20 @@ pub(super) async fn claim(tx: &impl GenericClient, p: &ClaimParams) -> StoreResu
     })
 }
 
-/// What the completion of an attempt needs to know about its task.
-struct Running {
-    id: TaskId,
-    batch: BatchId,
-    order: i64,
-    group: Option<String>,
-    attempts: i32,
-    max_attempts: i32,
-    backoff_ms: i64,
-    cancel_requested: bool,
-    lease_token: i64,
-    lease_node: String,
-    /// When it started on its slot, or else when it was claimed.
-    started_at: Micros,
-    limited: bool,
-    halts: bool,
-}
-
-const RUNNING_SQL: &str = "
-SELECT t.id, t.batch_id, t.ord, t.group_key, t.attempts, t.max_attempts, t.backoff_ms,
-       t.cancel_requested, t.lease_token, t.lease_node,
-       coalesce((SELECT started_at FROM leases WHERE task_id = t.id), t.claimed_at),
-       b.max_parallel IS NOT NULL, b.halt_on_failure
-FROM tasks t JOIN batches b ON b.id = t.batch_id
-WHERE t.state = 2";
-
-fn running_row(r: &tokio_postgres::Row) -> Running {
-    Running {
-        id: r.get(0),
-        batch: r.get(1),
-        order: r.get(2),
-        group: r.get(3),
-        attempts: r.get(4),
-        max_attempts: r.get(5),
-        backoff_ms: r.get(6),
-        cancel_requested: r.get(7),
-        lease_token: r.get(8),
-        lease_node: r.get(9),
-        started_at: r.get(10),
-        limited: r.get(11),
-        halts: r.get(12),
-    }
-}
-
-/// Slots a set of ended attempts frees, summed per batch and group, written in one
-/// statement each.
-#[derive(Default)]
-struct Freed {
-    batches: HashMap<BatchId, i32>,
-    groups: HashMap<String, i32>,
-}
-
-impl Freed {
-    fn add(&mut self, task: &Running) {
-        if task.limited {
-            *self.batches.entry(task.batch).or_default() += 1;
-        }
-        if let Some(group) = &task.group {
-            *self.groups.entry(group.clone()).or_default() += 1;
-        }
-    }
-
-    async fn write(self, tx: &impl GenericClient) -> StoreResult<()> {
-        if !self.batches.is_empty() {
-            let mut rows: Vec<(i64, i32)> = self.batches.into_iter().collect();
-            rows.sort_unstable();
-            let (ids, counts): (Vec<i64>, Vec<i32>) = rows.into_iter().unzip();
-            let stmt = tx
-                .prepare_cached(
-                    "UPDATE batches AS b SET running = b.running - u.n
-                     FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE b.id = u.id",
-                )
-                .await
-                .map_err(pg)?;
-            tx.execute(&stmt, &[&ids, &counts]).await.map_err(pg)?;
-        }
-        if !self.groups.is_empty() {
-            let mut rows: Vec<(String, i32)> = self.groups.into_iter().collect();
-            rows.sort_unstable();
-            let (keys, counts): (Vec<String>, Vec<i32>) = rows.into_iter().unzip();
-            let stmt = tx
-                .prepare_cached(
-                    "UPDATE groups AS g SET running = g.running - u.n
-                     FROM unnest($1::text[], $2::int[]) AS u(key, n) WHERE g.key = u.key",
-                )
-                .await
-                .map_err(pg)?;
-            tx.execute(&stmt, &[&keys, &counts]).await.map_err(pg)?;
-        }
-        Ok(())
-    }
-}
-
-/// Deletes the leases of tasks whose attempt ended.
-async fn drop_leases(tx: &impl GenericClient, tasks: &[TaskId]) -> StoreResult<()> {
-    if tasks.is_empty() {
-        return Ok(());
-    }
-    let stmt = tx
-        .prepare_cached("DELETE FROM leases WHERE task_id = ANY($1)")
-        .await
-        .map_err(pg)?;
-    tx.execute(&stmt, &[&tasks]).await.map_err(pg)?;
-    Ok(())
-}
-
-/// Attempt records, written in one statement.
-#[derive(Default)]
-struct AttemptRows<'a> {
-    task: Vec<i64>,
-    batch: Vec<i64>,
-    attempt: Vec<i32>,
-    node: Vec<&'a str>,
-    slot: Vec<Option<i32>>,
-    token: Vec<i64>,
-    group: Vec<Option<String>>,
-    order: Vec<i64>,
-    started: Vec<i64>,
-    ended: Vec<i64>,
-    outcome: Vec<&'static str>,
-    error: Vec<Option<&'a str>>,
-    logs: Vec<Option<String>>,
-    stdout: Vec<Option<&'a [u8]>>,
-    stderr: Vec<Option<&'a [u8]>>,
-}
-
-impl<'a> AttemptRows<'a> {
-    fn push(&mut self, task: &Running, end: AttemptEnd<'a>) {
-        self.task.push(task.id);
-        self.batch.push(task.batch);
-        self.attempt.push(task.attempts);
-        self.node.push(end.node);
-        self.slot.push(end.slot.map(|s| s as i32));
-        self.token.push(task.lease_token);
-        self.group.push(task.group.clone());
-        self.order.push(task.order);
-        self.started.push(end.started_at);
-        self.ended.push(end.ended_at);
-        self.outcome.push(end.outcome.as_str());
-        self.error.push(end.error);
-        self.logs.push(
-            (!end.logs.is_empty())
-                .then(|| serde_json::to_string(end.logs).expect("logs serialize")),
-        );
-        self.stdout
-            .push((!end.stdout.is_empty()).then_some(end.stdout));
-        self.stderr
-            .push((!end.stderr.is_empty()).then_some(end.stderr));
-    }
-
-    async fn write(&self, tx: &impl GenericClient) -> StoreResult<()> {
-        if self.task.is_empty() {
-            return Ok(());
-        }
-        let stmt = tx
-            .prepare_cached(
-                "INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token,
-                     group_key, ord, started_at, ended_at, outcome, error, logs, stdout, stderr)
-                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[],
-                     $5::int[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[],
-                     $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bytea[],
-                     $15::bytea[])",
-            )
-            .await
-            .map_err(pg)?;
-        tx.execute(
-            &stmt,
-            &[
-                &self.task,
-                &self.batch,
-                &self.attempt,
-                &self.node,
-                &self.slot,
-                &self.token,
-                &self.group,
-                &self.order,
-                &self.started,
-                &self.ended,
-                &self.outcome,
-                &self.error,
-                &self.logs,
-                &self.stdout,
-                &self.stderr,
-            ],
-        )
-        .await
-        .map_err(pg)?;
-        Ok(())
-    }
-}
-
-/// What ending a set of attempts writes besides the tasks themselves: their attempt
-/// records, the slots they free, the orders they close, the batches they halt.
-#[derive(Default)]
-struct Ending<'a> {
-    attempts: AttemptRows<'a>,
-    freed: Freed,
-    closed: Vec<(BatchId, i64, i64)>,
-    halted: Vec<(BatchId, TaskId)>,
-}
-
-impl<'a> Ending<'a> {
-    /// A success, its task already ended.
-    fn succeeded(&mut self, task: &Running, end: AttemptEnd<'a>, result: &mut CompleteResult) {
-        self.attempts.push(task, end);
-        self.freed.add(task);
-        self.closed.push((task.batch, task.order, 1));
-        result.ended.push((task.id, task.batch));
-    }
-
-    /// Any other end: the task is retried, or ends failed or cancelled.
-    async fn other(
-        &mut self,
-        tx: &impl GenericClient,
-        task: &Running,
-        end: AttemptEnd<'a>,
-        now: Micros,
-        result: &mut CompleteResult,
-    ) -> StoreResult<()> {
-        let (outcome, error) = (end.outcome, end.error.map(str::to_owned));
-        self.attempts.push(task, end);
-        self.freed.add(task);
-        if let Some(state) = finish(tx, task, outcome, error, now, result).await? {
-            self.closed.push((task.batch, task.order, 1));
-            if state == TaskState::Failed && task.halts {
-                self.halted.push((task.batch, task.id));
-            }
-        }
-        Ok(())
-    }
-
-    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<()> {
-        tokio::try_join!(
-            self.attempts.write(tx),
-            drop_leases(tx, &self.attempts.task),
-            self.freed.write(tx),
-            gate::close(tx, &self.closed),
-        )?;
-        for (batch, task) in self.halted {
-            let reason = format!("cancelled: task {task} failed and the batch halts on failure");
-            gate::cancel_pending(tx, batch, now, &reason).await?;
-        }
-        Ok(())
-    }
-}
-
-/// Ends attempts: successes in a few statements for all of them; the rest (retries,
-/// failures, cancellations) one task at a time.
-pub(super) async fn complete(
-    tx: &impl GenericClient,
-    completions: &[Completion],
-    now: Micros,
-) -> StoreResult<CompleteResult> {
-    let mut result = CompleteResult::default();
-    let mut ending = Ending::default();
-    let mut succeeded: Vec<&Completion> = completions
-        .iter()
-        .filter(|c| c.outcome.is_success())
-        .collect();
+/// Marks claimed tasks started: reserved becomes running.
+pub(super) async fn start(store: &PostgresStore, starts: Vec<Start>) -> StoreResult<()> {
+    let mut starts = starts;
     // One order of row locking across transactions.
-    succeeded.sort_by_key(|c| c.task);
-    if !succeeded.is_empty() {
-        let ids: Vec<i64> = succeeded.iter().map(|c| c.task).collect();
-        let tokens: Vec<i64> = succeeded.iter().map(|c| c.lease_token).collect();
-        let outputs: Vec<Option<&[u8]>> = succeeded.iter().map(|c| c.output.as_deref()).collect();
+    starts.sort_unstable_by_key(|s| s.task);
+    let ids: Vec<i64> = starts.iter().map(|s| s.task).collect();
+    let tokens: Vec<i64> = starts.iter().map(|s| s.lease_token).collect();
+    let at: Vec<i64> = starts.iter().map(|s| store.db_time(s.at)).collect();
+    transaction!(store, Commit::Bookkeeping, |tx| {
         let stmt = tx
-            .prepare_cached(
-                "UPDATE tasks AS t SET state = 3, ended_at = $1, outcome = 'succeeded',
-                     error = NULL, output = u.output,
-                     lease_node = NULL, lease_token = NULL
-                 FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS u(id, token, output),
-                     batches AS b
-                 WHERE t.id = u.id AND t.state = 2 AND t.lease_token = u.token
-                     AND b.id = t.batch_id
-                 RETURNING t.id, t.batch_id, t.ord, t.group_key, t.attempts,
-                     b.max_parallel IS NOT NULL",
-            )
+            .prepare_cached(include_str!("sql/task_start.sql"))
             .await
             .map_err(pg)?;
-        let rows = tx
-            .query(&stmt, &[&now, &ids, &tokens, &outputs])
-            .await
-            .map_err(pg)?;
-        let by_id: HashMap<TaskId, &Completion> = succeeded.iter().map(|c| (c.task, *c)).collect();
-        for r in &rows {
-            let c = by_id[&r.get::<_, i64>(0)];
-            let task = Running {
-                id: c.task,
-                batch: r.get(1),
-                order: r.get(2),
-                group: r.get(3),
-                attempts: r.get(4),
-                max_attempts: 0,
-                backoff_ms: 0,
-                cancel_requested: false,
-                lease_token: c.lease_token,
-                lease_node: String::new(),
-                started_at: 0,
-                limited: r.get(5),
-                halts: false,
-            };
-            ending.succeeded(&task, AttemptEnd::of(c), &mut result);
-        }
-        result.stale += succeeded.len() - rows.len();
-    }
-
-    // Applied in the order reported (a halt reaches what comes after it); the rows are
-    // locked in one order across transactions.
-    let others: Vec<&Completion> = completions
-        .iter()
-        .filter(|c| !c.outcome.is_success())
-        .collect();
-    if !others.is_empty() {
-        let ids: Vec<i64> = others.iter().map(|c| c.task).collect();
-        let sql = format!("{RUNNING_SQL} AND t.id = ANY($1) ORDER BY t.id FOR UPDATE OF t");
-        let running: HashMap<TaskId, Running> = tx
-            .query(&sql, &[&ids])
-            .await
-            .map_err(pg)?
-            .iter()
-            .map(|r| {
-                let task = running_row(r);
-                (task.id, task)
-            })
-            .collect();
-        for c in others {
-            let Some(task) = running
-                .get(&c.task)
-                .filter(|t| t.lease_token == c.lease_token)
-            else {
-                result.stale += 1;
-                continue;
-            };
-            ending
-                .other(tx, task, AttemptEnd::of(c), now, &mut result)
-                .await?;
-        }
-    }
-    ending.write(tx, now).await?;
-    Ok(result)
-}
-
-/// Ends a task that did not succeed, or puts it back for another attempt; returns the
-/// state it ended in. Its slots are freed by the caller.
-async fn finish(
-    tx: &impl GenericClient,
-    task: &Running,
-    outcome: Outcome,
-    error: Option<String>,
-    now: Micros,
-    result: &mut CompleteResult,
-) -> StoreResult<Option<TaskState>> {
-    let may_retry = outcome != Outcome::Cancelled
-        && !task.cancel_requested
-        && task.attempts < task.max_attempts;
-    let halted = may_retry
-        && task.halts
-        && tx
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
-                &[&task.batch],
-            )
-            .await
-            .map_err(pg)?
-            .get::<_, bool>(0);
-    let retry = may_retry && !halted;
-    if retry {
-        let not_before = now + backoff_micros(task.backoff_ms, task.attempts as u32);
-        let stmt = tx
-            .prepare_cached(
-                "WITH back AS (
-                     UPDATE tasks SET state = 1, not_before = $1, outcome = $2, error = $3,
-                         lease_node = NULL, lease_token = NULL
-                     WHERE id = $4
-                     RETURNING id, batch_id, group_key, priority, vseq, not_before)
-                 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
-                 SELECT * FROM back",
-            )
-            .await
-            .map_err(pg)?;
-        tx.execute(&stmt, &[&not_before, &outcome.as_str(), &error, &task.id])
-            .await
-            .map_err(pg)?;
-        result.retried += 1;
-        return Ok(None);
-    }
-    let (state, outcome, error) = if halted {
-        (
-            TaskState::Cancelled,
-            Outcome::Cancelled,
-            Some(HALTED.into()),
-        )
-    } else if outcome == Outcome::Cancelled || task.cancel_requested {
-        (
-            TaskState::Cancelled,
-            Outcome::Cancelled,
-            error.or(Some("cancelled while running".into())),
-        )
-    } else {
-        (TaskState::Failed, outcome, error)
-    };
-    let stmt = tx
-        .prepare_cached(
-            "UPDATE tasks SET state = $1, ended_at = $2, outcome = $3, error = $4, output = NULL,
-                 lease_node = NULL, lease_token = NULL
-             WHERE id = $5",
-        )
-        .await
-        .map_err(pg)?;
-    tx.execute(
-        &stmt,
-        &[
-            &(state.code() as i32),
-            &now,
-            &outcome.as_str(),
-            &error,
-            &task.id,
-        ],
-    )
-    .await
-    .map_err(pg)?;
-    result.ended.push((task.id, task.batch));
-    Ok(Some(state))
-}
-
-/// Ends as `lost` the attempts whose lease expired (or all of `node`'s), retrying their
-/// tasks while attempts remain. Rows another transaction holds are left for the next
-/// rescue.
-pub(super) async fn rescue(
-    tx: &impl GenericClient,
-    node: Option<&str>,
-    now: Micros,
-) -> StoreResult<CompleteResult> {
-    let mut result = CompleteResult::default();
-    let sql = format!(
-        "{RUNNING_SQL}
-         AND t.id IN (SELECT task_id FROM leases WHERE expires < $1 OR node = $2)
-         ORDER BY t.id FOR UPDATE OF t SKIP LOCKED"
-    );
-    let lost: Vec<Running> = tx
-        .query(&sql, &[&now, &node])
-        .await
-        .map_err(pg)?
-        .iter()
-        .map(running_row)
-        .collect();
-    let errors: Vec<String> = lost
-        .iter()
-        .map(|task| {
-            if Some(task.lease_node.as_str()) == node {
-                format!("node {} restarted while the attempt ran", task.lease_node)
-            } else {
-                format!(
-                    "node {} stopped renewing the attempt's lease",
-                    task.lease_node
-                )
-            }
-        })
-        .collect();
-    let mut ending = Ending::default();
-    for (task, error) in lost.iter().zip(&errors) {
-        let end = AttemptEnd {
-            node: &task.lease_node,
-            slot: None,
-            started_at: task.started_at,
-            ended_at: now,
-            outcome: Outcome::Lost,
-            error: Some(error),
-            logs: &[],
-            stdout: &[],
-            stderr: &[],
-        };
-        ending.other(tx, task, end, now, &mut result).await?;
-    }
-    ending.write(tx, now).await?;
-    Ok(result)
-}
-
-/// Puts claimed tasks back as they were before the claim, attempt not counted; those whose
-/// cancellation was asked end cancelled instead.
-pub(super) async fn release(
-    tx: &impl GenericClient,
-    tasks: &[(TaskId, i64)],
-    now: Micros,
-) -> StoreResult<CompleteResult> {
-    let mut tasks = tasks.to_vec();
-    tasks.sort_unstable();
-    let ids: Vec<i64> = tasks.iter().map(|&(id, _)| id).collect();
-    let sql = format!("{RUNNING_SQL} AND t.id = ANY($1) ORDER BY t.id FOR UPDATE OF t");
-    let running: Vec<Running> = tx
-        .query(&sql, &[&ids])
-        .await
-        .map_err(pg)?
-        .iter()
-        .map(running_row)
-        .collect();
-    let tokens: HashMap<TaskId, i64> = tasks.into_iter().collect();
-    let mut result = CompleteResult::default();
-    let mut freed = Freed::default();
-    let (mut back, mut cancelled, mut closed) = (Vec::new(), Vec::new(), Vec::new());
-    for task in &running {
-        if tokens.get(&task.id) != Some(&task.lease_token) {
-            continue;
-        }
-        freed.add(task);
-        if task.cancel_requested {
-            // Its cancellation reached it before it started: it ends as a pending one would.
-            cancelled.push(task.id);
-            closed.push((task.batch, task.order, 1));
-            result.ended.push((task.id, task.batch));
-        } else {
-            back.push(task.id);
-        }
-    }
-    if !cancelled.is_empty() {
-        tx.execute(
-            "UPDATE tasks SET state = 5, attempts = attempts - 1, ended_at = $1,
-                 outcome = 'cancelled', error = 'cancelled before it ran',
-                 lease_node = NULL, lease_token = NULL
-             WHERE id = ANY($2)",
-            &[&now, &cancelled],
-        )
-        .await
-        .map_err(pg)?;
-    }
-    tx.execute(
-        "WITH back AS (
-             UPDATE tasks SET state = 1, attempts = attempts - 1,
-                 lease_node = NULL, lease_token = NULL
-             WHERE id = ANY($1)
-             RETURNING id, batch_id, group_key, priority, vseq, not_before)
-         INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
-         SELECT * FROM back",
-        &[&back],
-    )
-    .await
-    .map_err(pg)?;
-    back.extend(&cancelled);
-    tokio::try_join!(
-        drop_leases(tx, &back),
-        freed.write(tx),
-        gate::close(tx, &closed)
-    )?;
-    Ok(result)
-}
-
-pub(super) async fn attempt_list(
-    client: &impl GenericClient,
-    filter: AttemptFilter,
-) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-    let outcome = filter.outcome.map(|o| o.as_str());
-    let limit = filter.limit.unwrap_or(1000).min(10_000) as i64;
-    let rows = client
-        .query(
-            "SELECT id, task_id, batch_id, attempt, node, slot, group_key, ord, started_at,
-                    ended_at, outcome, error, logs, stdout, stderr
-             FROM attempts
-             WHERE ($1::bigint IS NULL OR batch_id = $1)
-               AND ($2::bigint IS NULL OR task_id = $2)
-               AND ($3::text IS NULL OR group_key = $3)
-               AND ($4::text IS NULL OR outcome = $4)
-               AND ($5::bigint IS NULL OR started_at >= $5)
-               AND ($6::bigint IS NULL OR started_at < $6)
-               AND ($7::bigint IS NULL OR id > $7)
-             ORDER BY id LIMIT $8",
-            &[
-                &filter.batch,
-                &filter.task,
-                &filter.group,
-                &outcome,
-                &filter.since,
-                &filter.until,
-                &filter.after,
-                &limit,
-            ],
-        )
-        .await
-        .map_err(pg)?;
-    Ok(rows
-        .iter()
-        .map(|r| {
-            let logs: Option<String> = r.get(12);
-            let record = AttemptRecord {
-                task: r.get(1),
-                batch: r.get(2),
-                attempt: r.get::<_, i32>(3) as u32,
-                node: r.get(4),
-                slot: r.get::<_, Option<i32>>(5).map(|s| s as usize),
-                group: r.get(6),
-                order: r.get(7),
-                started_at: r.get(8),
-                ended_at: r.get(9),
-                outcome: r
-                    .get::<_, String>(10)
-                    .parse()
-                    .unwrap_or(Outcome::GuestError),
-                error: r.get(11),
-                logs: logs
-                    .and_then(|l| serde_json::from_str(&l).ok())
-                    .unwrap_or_default(),
-                stdout: r.get::<_, Option<Vec<u8>>>(13).unwrap_or_default(),
-                stderr: r.get::<_, Option<Vec<u8>>>(14).unwrap_or_default(),
-            };
-            (r.get(0), record)
-        })
-        .collect())
+        tx.execute(&stmt, &[&ids, &tokens, &at]).await.map_err(pg)?;
+        Ok(())
+    })
 }

@@ -81,12 +81,7 @@ pub(super) async fn close(
         counts.push(count);
     }
     let stmt = tx
-        .prepare_cached(
-            "UPDATE batch_orders AS o SET open = o.open - u.n
-             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(b, ord, n)
-             WHERE o.batch_id = u.b AND o.ord = u.ord
-             RETURNING o.batch_id, o.open",
-        )
+        .prepare_cached(include_str!("sql/gate_close.sql"))
         .await
         .map_err(pg)?;
     let mut closed: Vec<BatchId> = tx
@@ -116,19 +111,9 @@ async fn promote(tx: &impl GenericClient, batches: &[BatchId]) -> StoreResult<()
     )
     .await
     .map_err(pg)?;
-    tx.execute(
-        "WITH promoted AS (
-             UPDATE tasks AS t SET state = 1
-             FROM (SELECT batch_id, MIN(ord) AS gate FROM batch_orders
-                   WHERE batch_id = ANY($1) GROUP BY batch_id) AS g
-             WHERE t.batch_id = g.batch_id AND t.ord = g.gate AND t.state = 0
-             RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before)
-         INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
-         SELECT * FROM promoted",
-        &[&batches],
-    )
-    .await
-    .map_err(pg)?;
+    tx.execute(include_str!("sql/gate_promote.sql"), &[&batches])
+        .await
+        .map_err(pg)?;
     Ok(())
 }
 
@@ -142,12 +127,7 @@ pub(super) async fn cancel_pending(
     lock(tx, batch).await?;
     let cancelled = tx
         .query_one(
-            "WITH cancelled AS (
-                 UPDATE tasks SET state = 5, ended_at = $1, outcome = 'cancelled', error = $2
-                 WHERE batch_id = $3 AND state IN (0, 1)
-                 RETURNING id),
-             dequeued AS (DELETE FROM ready WHERE task_id IN (SELECT id FROM cancelled))
-             SELECT COUNT(*) FROM cancelled",
+            include_str!("sql/gate_cancel_pending.sql"),
             &[&now, &reason, &batch],
         )
         .await
@@ -157,14 +137,9 @@ pub(super) async fn cancel_pending(
         tx.execute("DELETE FROM batch_orders WHERE batch_id = $1", &[&batch])
             .await
             .map_err(pg)?;
-        tx.execute(
-            "INSERT INTO batch_orders (batch_id, ord, open)
-             SELECT batch_id, ord, COUNT(*) FROM tasks WHERE batch_id = $1 AND state = 2
-             GROUP BY batch_id, ord",
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?;
+        tx.execute(include_str!("sql/gate_recount.sql"), &[&batch])
+            .await
+            .map_err(pg)?;
     }
     Ok(cancelled)
 }

@@ -16,38 +16,27 @@
 //!   claims, completions and lease renewals commit with it `off` (a database crash can
 //!   undo their last moments, which re-runs those tasks: tasks run at least once), as
 //!   the SQLite driver does.
-
-mod claim;
-mod gate;
+//!
+//! Where things are: `modules.rs`, `batches.rs`, `tasks.rs` (submission, cancellation,
+//! priority, groups), `claim.rs`, `complete.rs` (completion, retry, rescue, hand-back,
+//! lease renewal), `log.rs` (attempt records, the running view, counts, pruning),
+//! `nodes.rs`, `gate.rs` (ordering gates), `notifier.rs` (LISTEN/NOTIFY) and `schema.rs`
+//! (pools, migrations). Statements longer than a line or two are in `sql/`, each headed by
+//! what it does and what its parameters are; the migrations are in `migrations/`. This
+//! file holds the store, its transactions, and the [`Store`] methods, each a call into
+//! one of those files.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Pool};
 use tokio::sync::broadcast;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::*;
-
-const MIGRATIONS: [&str; 4] = [
-    include_str!("0001_init.sql"),
-    include_str!("0002_claim_indexes.sql"),
-    include_str!("0003_queue_tables.sql"),
-    include_str!("0004_start_marks.sql"),
-];
-
-/// A task's state as reads report it (from `tasks t LEFT JOIN leases l`): a claimed task
-/// without a start mark is reserved.
-const REPORTED_STATE: &str =
-    "CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6 ELSE t.state END";
-
-/// Advisory lock class of schema migrations (one node migrates, the others wait).
-const MIGRATION_LOCK: i64 = 0x7168_6f73_7400_0001;
-/// Clock offsets below this are treated as none: times stay exactly as given.
-const CLOCK_TOLERANCE: Micros = 100_000;
+pub use schema::{create_schema, drop_schema, redact};
+use schema::{measure_clock_offset, migrate, pool};
 
 pub struct PostgresStore {
     /// Connections committing what callers are told is stored.
@@ -85,10 +74,17 @@ macro_rules! transaction {
         let mut tries = 0u32;
         loop {
             let mut client = $store.client($commit).await?;
-            let $tx = client.transaction().await.map_err(pg)?;
-            let result: StoreResult<_> = async { $body }.await;
+            let $tx = client
+                .transaction()
+                .await
+                .map_err($crate::store::postgres::pg)?;
+            let result: $crate::store::StoreResult<_> = async { $body }.await;
             let result = match result {
-                Ok(value) => $tx.commit().await.map(|()| value).map_err(pg),
+                Ok(value) => $tx
+                    .commit()
+                    .await
+                    .map(|()| value)
+                    .map_err($crate::store::postgres::pg),
                 Err(err) => {
                     // Dropping the transaction would only queue its rollback: its locks (a
                     // batch's gate) would outlive the failure the caller is told of.
@@ -97,7 +93,7 @@ macro_rules! transaction {
                 }
             };
             match result {
-                Err(err) if tries < 10 && is_transient(&err) => {
+                Err(err) if tries < 10 && $crate::store::postgres::is_transient(&err) => {
                     tries += 1;
                     tracing::debug!("transaction retried: {err}");
                     continue;
@@ -107,6 +103,18 @@ macro_rules! transaction {
         }
     }};
 }
+
+// The driver's files, declared after `transaction!` so that they can use it.
+mod batches;
+mod claim;
+mod complete;
+mod gate;
+mod log;
+mod modules;
+mod nodes;
+mod notifier;
+mod schema;
+mod tasks;
 
 impl PostgresStore {
     /// Connects to the database at `url` (a `postgres://` URL; `?options=-csearch_path%3DNAME`
@@ -140,7 +148,7 @@ impl PostgresStore {
         let channel = format!("qhost:{schema}");
         let (signals, _) = broadcast::channel(1024);
         let (listening_tx, listening) = tokio::sync::watch::channel(false);
-        let listener = tokio::spawn(listen(
+        let listener = tokio::spawn(notifier::listen(
             config,
             channel.clone(),
             node.to_owned(),
@@ -157,15 +165,6 @@ impl PostgresStore {
             listening,
             listener,
         })
-    }
-
-    /// Returns once this store hears other nodes' notifications.
-    pub async fn wait_listening(&self) {
-        let _ = self
-            .listening
-            .clone()
-            .wait_for(|listening| *listening)
-            .await;
     }
 
     async fn client(&self, commit: Commit) -> StoreResult<deadpool_postgres::Object> {
@@ -186,241 +185,6 @@ impl PostgresStore {
 
     fn local_time(&self, db: Micros) -> Micros {
         db.saturating_sub(self.clock_offset.load(Ordering::Relaxed))
-    }
-
-    /// Queues a notification to the other nodes, sent when the transaction commits.
-    async fn notify(&self, tx: &impl GenericClient, what: &str) -> StoreResult<()> {
-        let payload = format!("{}\n{what}", self.node);
-        tx.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload])
-            .await
-            .map_err(pg)?;
-        Ok(())
-    }
-
-    /// Tells the other nodes what ended attempts changed: which batches had tasks end
-    /// (news that also wakes their claim loops: slots and gates opened), or only that
-    /// tasks went back to the queue.
-    async fn notify_ended(
-        &self,
-        tx: &impl GenericClient,
-        result: &CompleteResult,
-    ) -> StoreResult<()> {
-        if !result.ended.is_empty() {
-            self.notify_batches(tx, &result.ended).await
-        } else if result.retried > 0 {
-            self.notify(tx, "w").await
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Tells the other nodes which batches had tasks end, a few hundred ids a message.
-    async fn notify_batches(
-        &self,
-        tx: &impl GenericClient,
-        ended: &[(TaskId, BatchId)],
-    ) -> StoreResult<()> {
-        let mut batches: Vec<BatchId> = ended.iter().map(|&(_, b)| b).collect();
-        batches.sort_unstable();
-        batches.dedup();
-        for chunk in batches.chunks(400) {
-            let ids: Vec<String> = chunk.iter().map(|b| b.to_string()).collect();
-            self.notify(tx, &format!("b {}", ids.join(" "))).await?;
-        }
-        Ok(())
-    }
-}
-
-/// Creates the schema `name` in the database at `url` and returns a URL that selects
-/// it: a fresh, empty store (for `qhost bench` and tests).
-pub async fn create_schema(url: &str, name: &str) -> anyhow::Result<String> {
-    anyhow::ensure!(
-        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
-        "schema name {name:?}: use letters, digits and underscores"
-    );
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .with_context(|| format!("connecting to {}", redact(url)))?;
-    let driver = tokio::spawn(connection);
-    client
-        .batch_execute(&format!("CREATE SCHEMA {name}"))
-        .await
-        .with_context(|| format!("creating the schema {name}"))?;
-    drop(client);
-    let _ = driver.await;
-    let separator = if url.contains('?') { '&' } else { '?' };
-    Ok(format!("{url}{separator}options=-csearch_path%3D{name}"))
-}
-
-/// Drops the schema `name` and everything in it.
-pub async fn drop_schema(url: &str, name: &str) -> anyhow::Result<()> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .with_context(|| format!("connecting to {}", redact(url)))?;
-    let driver = tokio::spawn(connection);
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
-        .await
-        .with_context(|| format!("dropping the schema {name}"))?;
-    drop(client);
-    let _ = driver.await;
-    Ok(())
-}
-
-fn pool(config: tokio_postgres::Config, size: usize) -> anyhow::Result<Pool> {
-    let manager = Manager::from_config(
-        config,
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Pool::builder(manager)
-        .max_size(size)
-        .runtime(deadpool_postgres::Runtime::Tokio1)
-        .create_timeout(Some(Duration::from_secs(10)))
-        .wait_timeout(Some(Duration::from_secs(60)))
-        .build()
-        .context("creating the connection pool")
-}
-
-/// The URL without its password, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
-
-/// Applies the migrations this database lacks. Nodes starting at once take turns on an
-/// advisory lock, so each migration runs exactly once.
-async fn migrate(client: &mut deadpool_postgres::Object) -> anyhow::Result<()> {
-    let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await?;
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS qhost_schema (version INT NOT NULL)")
-        .await?;
-    let version: i32 = tx
-        .query_opt("SELECT version FROM qhost_schema", &[])
-        .await?
-        .map(|r| r.get(0))
-        .unwrap_or(0);
-    anyhow::ensure!(
-        version as usize <= MIGRATIONS.len(),
-        "the database is at schema version {version}, newer than this qhost knows ({})",
-        MIGRATIONS.len()
-    );
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.batch_execute(sql)
-            .await
-            .with_context(|| format!("applying migration {}", index + 1))?;
-    }
-    tx.execute("DELETE FROM qhost_schema", &[]).await?;
-    tx.execute(
-        "INSERT INTO qhost_schema (version) VALUES ($1)",
-        &[&(MIGRATIONS.len() as i32)],
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// The database's clock minus this node's, from the midpoint of one round trip; zero when
-/// within [`CLOCK_TOLERANCE`].
-async fn measure_clock_offset(client: &impl GenericClient) -> anyhow::Result<Micros> {
-    let before = now_micros();
-    let db: i64 = client
-        .query_one(
-            "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
-            &[],
-        )
-        .await?
-        .get(0);
-    let after = now_micros();
-    let offset = db - (before + after) / 2;
-    Ok(if offset.abs() < CLOCK_TOLERANCE {
-        0
-    } else {
-        offset
-    })
-}
-
-/// Listens for the other nodes' notifications on a connection of its own, reconnecting
-/// when it drops (and then signalling [`Signal::Resync`]: messages may have been missed).
-async fn listen(
-    config: tokio_postgres::Config,
-    channel: String,
-    node: String,
-    signals: broadcast::Sender<Signal>,
-    listening: tokio::sync::watch::Sender<bool>,
-) {
-    let mut delay = Duration::from_millis(100);
-    loop {
-        match config.connect(NoTls).await {
-            Ok((client, mut connection)) => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                let driver = tokio::spawn(async move {
-                    while let Some(message) =
-                        std::future::poll_fn(|cx| connection.poll_message(cx)).await
-                    {
-                        match message {
-                            Ok(AsyncMessage::Notification(n)) => {
-                                let _ = tx.send(n.payload().to_owned());
-                            }
-                            Ok(_) => {}
-                            Err(err) => {
-                                tracing::warn!("the notification connection failed: {err}");
-                                break;
-                            }
-                        }
-                    }
-                });
-                let quoted = channel.replace('"', "\"\"");
-                match client.batch_execute(&format!("LISTEN \"{quoted}\"")).await {
-                    Ok(()) => {
-                        delay = Duration::from_millis(100);
-                        let _ = signals.send(Signal::Resync);
-                        listening.send_replace(true);
-                        while let Some(payload) = rx.recv().await {
-                            if let Some(signal) = parse_signal(&payload, &node) {
-                                let _ = signals.send(signal);
-                            }
-                        }
-                    }
-                    Err(err) => tracing::warn!("listening for notifications failed: {err}"),
-                }
-                listening.send_replace(false);
-                driver.abort();
-            }
-            Err(err) => tracing::warn!("connecting for notifications failed: {err}"),
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
-    }
-}
-
-/// A notification from another node; this node's own are already handled in-process.
-fn parse_signal(payload: &str, this_node: &str) -> Option<Signal> {
-    let (from, what) = payload.split_once('\n')?;
-    if from == this_node {
-        return None;
-    }
-    match what {
-        "w" => Some(Signal::Wake),
-        "r" => Some(Signal::Reclaim),
-        "c" => Some(Signal::Cancel),
-        _ => {
-            let ids = what.strip_prefix("b ")?;
-            Some(Signal::Batches(
-                ids.split(' ').filter_map(|id| id.parse().ok()).collect(),
-            ))
-        }
     }
 }
 
@@ -463,346 +227,6 @@ fn to_i32(value: u32) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
 }
 
-async fn batch_info(tx: &impl GenericClient, batch: BatchId) -> StoreResult<BatchInfo> {
-    let row = tx
-        .query_opt(
-            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
-             FROM batches WHERE id = $1",
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    let progress = count_states(
-        tx,
-        &format!(
-            "SELECT {REPORTED_STATE}, COUNT(*) FROM tasks t
-             LEFT JOIN leases l ON l.task_id = t.id WHERE t.batch_id = $1 GROUP BY 1"
-        ),
-        &[&batch],
-    )
-    .await?;
-    Ok(BatchInfo {
-        id: row.get(0),
-        name: row.get(1),
-        priority: row.get(2),
-        max_parallel: row.get::<_, Option<i32>>(3).map(|n| n as u32),
-        failure_policy: if row.get(4) {
-            FailurePolicy::Halt
-        } else {
-            FailurePolicy::Continue
-        },
-        sealed: row.get(5),
-        created_at: row.get(6),
-        progress,
-    })
-}
-
-async fn count_states(
-    tx: &impl GenericClient,
-    sql: &str,
-    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-) -> StoreResult<Progress> {
-    let mut progress = Progress::default();
-    for row in tx.query(sql, params).await.map_err(pg)? {
-        let state: i32 = row.get(0);
-        let count: i64 = row.get(1);
-        if let Some(state) = TaskState::from_code(state.into()) {
-            progress.add(state, count as u64);
-        }
-    }
-    Ok(progress)
-}
-
-async fn task_info(tx: &impl GenericClient, task: TaskId) -> StoreResult<TaskInfo> {
-    let r = tx
-        .query_opt(
-            &format!(
-                "SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
-                        {REPORTED_STATE}, t.attempts, t.max_attempts, t.submitted_at,
-                        t.ended_at, t.outcome, t.error, octet_length(t.output)
-                 FROM tasks t LEFT JOIN leases l ON l.task_id = t.id WHERE t.id = $1"
-            ),
-            &[&task],
-        )
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("task", task))?;
-    Ok(TaskInfo {
-        id: r.get(0),
-        batch: r.get(1),
-        module: digest_of(r.get(2)),
-        order: r.get(3),
-        group: r.get(4),
-        priority: r.get(5),
-        state: TaskState::from_code(r.get::<_, i32>(6).into()).unwrap_or(TaskState::Failed),
-        attempts: r.get::<_, i32>(7) as u32,
-        max_attempts: r.get::<_, i32>(8) as u32,
-        submitted_at: r.get(9),
-        ended_at: r.get(10),
-        outcome: r.get::<_, Option<String>>(11).and_then(|o| o.parse().ok()),
-        error: r.get(12),
-        output_size: r.get::<_, Option<i32>>(13).map(|n| n as u64),
-    })
-}
-
-/// Sets the priority of the tasks whose `column` is `value` and that have not started
-/// (pending, or reserved by a node that will hand them back), in the queue too; returns
-/// how many changed.
-async fn set_pending_priority(
-    tx: &impl GenericClient,
-    column: &str,
-    value: i64,
-    priority: i32,
-) -> StoreResult<u64> {
-    let sql = format!(
-        "WITH changed AS (
-             UPDATE tasks SET priority = $1 WHERE {column} = $2
-                 AND (state IN (0, 1)
-                      OR (state = 2 AND id IN (SELECT task_id FROM leases WHERE started_at IS NULL)))
-             RETURNING id),
-         queued AS (UPDATE ready SET priority = $1 WHERE task_id IN (SELECT id FROM changed))
-         SELECT COUNT(*) FROM changed"
-    );
-    let changed: i64 = tx
-        .query_one(&sql, &[&priority, &value])
-        .await
-        .map_err(pg)?
-        .get(0);
-    Ok(changed as u64)
-}
-
-async fn submit(
-    store: &PostgresStore,
-    tx: &impl GenericClient,
-    batch: BatchId,
-    specs: &[TaskSpec],
-    now: Micros,
-) -> StoreResult<Vec<TaskId>> {
-    gate::lock(tx, batch).await?;
-    let row = tx
-        .query_opt(
-            "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE",
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    let (sealed, batch_priority, next_vseq): (bool, i32, i64) =
-        (row.get(0), row.get(1), row.get(2));
-    if sealed {
-        return Err(StoreError::Conflict(format!(
-            "batch {batch} is sealed: it takes no more tasks"
-        )));
-    }
-    let mut modules: Vec<String> = specs.iter().map(|s| s.module.to_hex()).collect();
-    modules.sort_unstable();
-    modules.dedup();
-    let known: std::collections::HashSet<String> = tx
-        .query(
-            "SELECT digest FROM modules WHERE digest = ANY($1)",
-            &[&modules],
-        )
-        .await
-        .map_err(pg)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    if let Some((index, spec)) = specs
-        .iter()
-        .enumerate()
-        .find(|(_, spec)| !known.contains(&spec.module.to_hex()))
-    {
-        return Err(StoreError::Invalid(format!(
-            "task {index}: module {} does not exist; add it first",
-            spec.module
-        )));
-    }
-    let Some(lowest) = specs.iter().map(|s| s.order).min() else {
-        return Ok(Vec::new());
-    };
-    let old_gate = gate::current(tx, batch).await?;
-    // Only tasks at the gate are ever claimed, so no order above the gate has started: a
-    // submission at or above it needs no look at what started. A task ever claimed counts
-    // as started (a hand-back keeps its claim time): it may have run in part.
-    if old_gate.is_none_or(|gate| lowest < gate) {
-        let started: Option<i64> = tx
-            .query_one(
-                "SELECT MAX(ord) FROM tasks
-                 WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL",
-                &[&batch, &lowest],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        if let Some(started) = started
-            && let Some((index, spec)) = specs
-                .iter()
-                .enumerate()
-                .find(|(_, spec)| spec.order < started)
-        {
-            return Err(StoreError::Invalid(format!(
-                "task {index}: order {} is lower than order {started}, which has already \
-                 started in batch {batch}; use order {started} or higher",
-                spec.order
-            )));
-        }
-    }
-    let vtime: i64 = tx
-        .query_one("SELECT vtime FROM scheduler", &[])
-        .await
-        .map_err(pg)?
-        .get(0);
-    let first_vseq = next_vseq.max(vtime);
-    let new_gate = Some(old_gate.map_or(lowest, |old| old.min(lowest)));
-    if let (Some(old), Some(new)) = (old_gate, new_gate)
-        && new < old
-    {
-        tx.execute(
-            "WITH held AS (
-                 UPDATE tasks SET state = 0 WHERE batch_id = $1 AND ord = $2 AND state = 1
-                 RETURNING id)
-             DELETE FROM ready WHERE task_id IN (SELECT id FROM held)",
-            &[&batch, &old],
-        )
-        .await
-        .map_err(pg)?;
-    }
-
-    let mut groups: Vec<&str> = specs.iter().filter_map(|s| s.group.as_deref()).collect();
-    groups.sort_unstable();
-    groups.dedup();
-    if !groups.is_empty() {
-        tx.execute(
-            "INSERT INTO groups (key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
-            &[&groups],
-        )
-        .await
-        .map_err(pg)?;
-    }
-    let mut per_order: std::collections::BTreeMap<i64, i64> = Default::default();
-    for spec in specs {
-        *per_order.entry(spec.order).or_default() += 1;
-    }
-    let (orders, counts): (Vec<i64>, Vec<i64>) = per_order.into_iter().unzip();
-    tx.execute(
-        "INSERT INTO batch_orders (batch_id, ord, open)
-         SELECT $1, o, n FROM unnest($2::bigint[], $3::bigint[]) AS u(o, n)
-         ON CONFLICT (batch_id, ord) DO UPDATE SET open = batch_orders.open + excluded.open",
-        &[&batch, &orders, &counts],
-    )
-    .await
-    .map_err(pg)?;
-
-    let n = specs.len();
-    let mut c = TaskColumns::with_capacity(n);
-    for (index, spec) in specs.iter().enumerate() {
-        c.module.push(spec.module.to_hex());
-        c.input.push(&spec.input);
-        c.order.push(spec.order);
-        c.group.push(spec.group.as_deref());
-        c.priority.push(spec.priority.unwrap_or(batch_priority));
-        c.vseq.push(first_vseq + index as i64);
-        c.state
-            .push(if Some(spec.order) == new_gate { 1 } else { 0 });
-        c.max_attempts.push(to_i32(spec.max_attempts));
-        c.backoff_ms
-            .push(i64::try_from(spec.backoff.as_millis()).unwrap_or(i64::MAX));
-        c.limits
-            .push(serde_json::to_string(&spec.limits).expect("limits serialize"));
-        c.mounts
-            .push(serde_json::to_string(&spec.mounts).expect("mounts serialize"));
-        // 0: due at once (see the schema's ready_delayed).
-        c.not_before
-            .push(spec.not_before.map_or(0, |t| store.db_time(t)));
-    }
-    let rows = tx
-        .query(
-            "WITH added AS (
-                 INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq,
-                     state, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
-                 SELECT $1, module, input, ord, group_key, priority, vseq, state, max_attempts,
-                     backoff_ms, limits, mounts, not_before, $2
-                 FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::text[], $7::int[],
-                     $8::bigint[], $9::int[], $10::int[], $11::bigint[], $12::text[],
-                     $13::text[], $14::bigint[])
-                     AS u(module, input, ord, group_key, priority, vseq, state, max_attempts,
-                          backoff_ms, limits, mounts, not_before)
-                 RETURNING id, batch_id, group_key, priority, vseq, not_before, state),
-             queued AS (
-                 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
-                 SELECT id, batch_id, group_key, priority, vseq, not_before FROM added
-                 WHERE state = 1)
-             SELECT id, vseq FROM added",
-            &[
-                &batch,
-                &now,
-                &c.module,
-                &c.input,
-                &c.order,
-                &c.group,
-                &c.priority,
-                &c.vseq,
-                &c.state,
-                &c.max_attempts,
-                &c.backoff_ms,
-                &c.limits,
-                &c.mounts,
-                &c.not_before,
-            ],
-        )
-        .await
-        .map_err(pg)?;
-    let mut ids = vec![0; n];
-    for row in rows {
-        let vseq: i64 = row.get(1);
-        ids[(vseq - first_vseq) as usize] = row.get(0);
-    }
-    tx.execute(
-        "UPDATE batches SET next_vseq = $1 WHERE id = $2",
-        &[&(first_vseq + n as i64), &batch],
-    )
-    .await
-    .map_err(pg)?;
-    store.notify(tx, "w").await?;
-    Ok(ids)
-}
-
-/// The columns of submitted tasks, as arrays for one `INSERT ... SELECT FROM unnest`.
-struct TaskColumns<'a> {
-    module: Vec<String>,
-    input: Vec<&'a [u8]>,
-    order: Vec<i64>,
-    group: Vec<Option<&'a str>>,
-    priority: Vec<i32>,
-    vseq: Vec<i64>,
-    state: Vec<i32>,
-    max_attempts: Vec<i32>,
-    backoff_ms: Vec<i64>,
-    limits: Vec<String>,
-    mounts: Vec<String>,
-    not_before: Vec<i64>,
-}
-
-impl TaskColumns<'_> {
-    fn with_capacity(n: usize) -> Self {
-        TaskColumns {
-            module: Vec::with_capacity(n),
-            input: Vec::with_capacity(n),
-            order: Vec::with_capacity(n),
-            group: Vec::with_capacity(n),
-            priority: Vec::with_capacity(n),
-            vseq: Vec::with_capacity(n),
-            state: Vec::with_capacity(n),
-            max_attempts: Vec::with_capacity(n),
-            backoff_ms: Vec::with_capacity(n),
-            limits: Vec::with_capacity(n),
-            mounts: Vec::with_capacity(n),
-            not_before: Vec::with_capacity(n),
-        }
-    }
-}
-
 #[async_trait]
 impl Store for PostgresStore {
     async fn module_put(
@@ -812,99 +236,19 @@ impl Store for PostgresStore {
         tag: Option<String>,
         now: Micros,
     ) -> StoreResult<ModuleInfo> {
-        let digest = Digest::of(&bytes);
-        let hex = digest.to_hex();
-        let size = bytes.len() as i64;
-        let now = self.db_time(now);
-        transaction!(self, Commit::Durable, |tx| {
-            let row = tx
-                .query_one(
-                    "INSERT INTO modules (digest, name, tag, size, bytes, added_at)
-                     VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (digest) DO UPDATE
-                         SET name = coalesce(excluded.name, modules.name),
-                             tag = coalesce(excluded.tag, modules.tag)
-                     RETURNING name, tag, added_at",
-                    &[&hex, &name, &tag, &size, &bytes, &now],
-                )
-                .await
-                .map_err(pg)?;
-            Ok(ModuleInfo {
-                digest,
-                name: row.get(0),
-                tag: row.get(1),
-                size: size as u64,
-                added_at: row.get(2),
-            })
-        })
+        modules::put(self, bytes, name, tag, now).await
     }
 
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>> {
-        let client = self.client(Commit::Durable).await?;
-        client
-            .query_opt(
-                "SELECT bytes FROM modules WHERE digest = $1",
-                &[&digest.to_hex()],
-            )
-            .await
-            .map_err(pg)?
-            .map(|r| r.get(0))
-            .ok_or_else(|| not_found("module", digest))
+        modules::bytes(self, digest).await
     }
 
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
-        let client = self.client(Commit::Durable).await?;
-        let rows = client
-            .query(
-                "SELECT digest, name, tag, size, added_at FROM modules ORDER BY added_at, digest",
-                &[],
-            )
-            .await
-            .map_err(pg)?;
-        Ok(rows
-            .iter()
-            .map(|r| ModuleInfo {
-                digest: digest_of(r.get(0)),
-                name: r.get(1),
-                tag: r.get(2),
-                size: r.get::<_, i64>(3) as u64,
-                added_at: r.get(4),
-            })
-            .collect())
+        modules::list(self).await
     }
 
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
-        let hex = digest.to_hex();
-        transaction!(self, Commit::Durable, |tx| {
-            // Locks the module first, so that no submission can start using it meanwhile.
-            let exists = tx
-                .query_opt(
-                    "SELECT 1 FROM modules WHERE digest = $1 FOR UPDATE",
-                    &[&hex],
-                )
-                .await
-                .map_err(pg)?;
-            if exists.is_none() {
-                return Err(not_found("module", &hex));
-            }
-            let in_use: i64 = tx
-                .query_one(
-                    "SELECT COUNT(*) FROM tasks WHERE module = $1 AND state < 3",
-                    &[&hex],
-                )
-                .await
-                .map_err(pg)?
-                .get(0);
-            if in_use > 0 {
-                return Err(StoreError::Conflict(format!(
-                    "module {hex} is used by {in_use} task(s) that have not ended"
-                )));
-            }
-            tx.execute("DELETE FROM modules WHERE digest = $1", &[&hex])
-                .await
-                .map_err(pg)?;
-            Ok(())
-        })
+        modules::delete(self, digest).await
     }
 
     async fn batch_open(
@@ -913,145 +257,39 @@ impl Store for PostgresStore {
         handle_hash: [u8; 32],
         now: Micros,
     ) -> StoreResult<BatchInfo> {
-        let now = self.db_time(now);
-        let max_parallel = spec.max_parallel.map(to_i32);
-        let halt = spec.failure_policy == FailurePolicy::Halt;
-        transaction!(self, Commit::Durable, |tx| {
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                    &[&&handle_hash[..], &spec.name, &spec.priority, &max_parallel, &halt, &now],
-                )
-                .await
-                .map_err(pg)?
-                .get(0);
-            batch_info(&tx, id).await
-        })
+        batches::open(self, spec, handle_hash, now).await
     }
 
     async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        transaction!(self, Commit::Durable, |tx| {
-            match tx
-                .execute(
-                    "UPDATE batches SET handle_hash = $1 WHERE id = $2",
-                    &[&&handle_hash[..], &batch],
-                )
-                .await
-                .map_err(pg)?
-            {
-                0 => Err(not_found("batch", batch)),
-                _ => Ok(()),
-            }
-        })
+        batches::set_handle(self, batch, handle_hash).await
     }
 
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
-        let client = self.client(Commit::Durable).await?;
-        batch_info(&client, batch).await
+        batches::get(self, batch).await
     }
 
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
-        let client = self.client(Commit::Durable).await?;
-        let stmt = client
-            .prepare_cached(
-                "SELECT coalesce(SUM(open), 0)::bigint FROM batch_orders WHERE batch_id = $1",
-            )
-            .await
-            .map_err(pg)?;
-        let open: i64 = client.query_one(&stmt, &[&batch]).await.map_err(pg)?.get(0);
-        Ok(open.max(0) as u64)
+        batches::open_count(self, batch).await
     }
 
     async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        let client = self.client(Commit::Durable).await?;
-        let stored: Option<Vec<u8>> = client
-            .query_opt("SELECT handle_hash FROM batches WHERE id = $1", &[&batch])
-            .await
-            .map_err(pg)?
-            .map(|r| r.get(0));
-        match stored {
-            None => Err(not_found("batch", batch)),
-            Some(hash) if hash == handle_hash => Ok(()),
-            Some(_) => Err(StoreError::Forbidden(batch)),
-        }
+        batches::authorize(self, batch, handle_hash).await
     }
 
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
-        transaction!(self, Commit::Durable, |tx| {
-            match tx
-                .execute("UPDATE batches SET sealed = TRUE WHERE id = $1", &[&batch])
-                .await
-                .map_err(pg)?
-            {
-                0 => Err(not_found("batch", batch)),
-                _ => Ok(()),
-            }
-        })
+        batches::seal(self, batch).await
     }
 
     async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64> {
-        transaction!(self, Commit::Durable, |tx| {
-            if tx
-                .execute(
-                    "UPDATE batches SET priority = $1 WHERE id = $2",
-                    &[&priority, &batch],
-                )
-                .await
-                .map_err(pg)?
-                == 0
-            {
-                return Err(not_found("batch", batch));
-            }
-            let changed = set_pending_priority(&tx, "batch_id", batch, priority).await?;
-            self.notify(&tx, "r").await?;
-            Ok(changed)
-        })
+        batches::set_priority(self, batch, priority).await
     }
 
     async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Durable, |tx| {
-            batch_info(&tx, batch).await?;
-            let cancelled =
-                gate::cancel_pending(&tx, batch, now, "cancelled with its batch").await?;
-            let running = tx
-                .execute(
-                    "UPDATE tasks SET cancel_requested = TRUE WHERE batch_id = $1 AND state = 2",
-                    &[&batch],
-                )
-                .await
-                .map_err(pg)?;
-            if cancelled > 0 {
-                self.notify_batches(&tx, &[(0, batch)]).await?;
-            }
-            if running > 0 {
-                self.notify(&tx, "c").await?;
-            }
-            Ok(cancelled)
-        })
+        batches::cancel(self, batch, now).await
     }
 
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
-        transaction!(self, Commit::Durable, |tx| {
-            gate::lock(&tx, batch).await?;
-            let info = batch_info(&tx, batch).await?;
-            if !info.progress.is_done() {
-                return Err(StoreError::Conflict(format!(
-                    "batch {batch} still has {} task(s) that have not ended; cancel it first",
-                    info.progress.total() - info.progress.ended()
-                )));
-            }
-            for sql in [
-                "DELETE FROM attempts WHERE batch_id = $1",
-                "DELETE FROM tasks WHERE batch_id = $1",
-                "DELETE FROM batch_orders WHERE batch_id = $1",
-                "DELETE FROM batches WHERE id = $1",
-            ] {
-                tx.execute(sql, &[&batch]).await.map_err(pg)?;
-            }
-            Ok(())
-        })
+        batches::release(self, batch).await
     }
 
     async fn task_submit(
@@ -1060,137 +298,35 @@ impl Store for PostgresStore {
         tasks: Vec<TaskSpec>,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Durable, |tx| {
-            submit(self, &tx, batch, &tasks, now).await
-        })
+        tasks::submit(self, batch, tasks, now).await
     }
 
     async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo> {
-        let client = self.client(Commit::Durable).await?;
-        task_info(&client, task).await
+        tasks::get(self, task).await
     }
 
     async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
-        let client = self.client(Commit::Durable).await?;
-        client
-            .query_opt("SELECT output FROM tasks WHERE id = $1", &[&task])
-            .await
-            .map_err(pg)?
-            .map(|r| r.get(0))
-            .ok_or_else(|| not_found("task", task))
+        tasks::output(self, task).await
     }
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
-        transaction!(self, Commit::Durable, |tx| {
-            if set_pending_priority(&tx, "id", task, priority).await? == 0 {
-                let state = task_info(&tx, task).await?.state;
-                return Err(StoreError::Conflict(format!(
-                    "task {task} is {}: only the priority of a task that has not started can change",
-                    state.as_str()
-                )));
-            }
-            self.notify(&tx, "r").await?;
-            Ok(())
-        })
+        tasks::set_priority(self, task, priority).await
     }
 
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Durable, |tx| {
-            let info = task_info(&tx, task).await?;
-            gate::lock(&tx, info.batch).await?;
-            let state: i32 = tx
-                .query_one("SELECT state FROM tasks WHERE id = $1 FOR UPDATE", &[&task])
-                .await
-                .map_err(pg)?
-                .get(0);
-            match TaskState::from_code(state.into()) {
-                Some(TaskState::Waiting | TaskState::Ready) => {
-                    tx.execute(
-                        "WITH cancelled AS (
-                             UPDATE tasks SET state = 5, ended_at = $1, outcome = 'cancelled',
-                                 error = 'cancelled before it ran' WHERE id = $2
-                             RETURNING id)
-                         DELETE FROM ready WHERE task_id IN (SELECT id FROM cancelled)",
-                        &[&now, &task],
-                    )
-                    .await
-                    .map_err(pg)?;
-                    gate::close(&tx, &[(info.batch, info.order, 1)]).await?;
-                    self.notify_batches(&tx, &[(task, info.batch)]).await?;
-                    Ok(CancelResult::Cancelled)
-                }
-                Some(TaskState::Running) => {
-                    tx.execute(
-                        "UPDATE tasks SET cancel_requested = TRUE WHERE id = $1",
-                        &[&task],
-                    )
-                    .await
-                    .map_err(pg)?;
-                    self.notify(&tx, "c").await?;
-                    Ok(CancelResult::Requested)
-                }
-                _ => Ok(CancelResult::AlreadyEnded),
-            }
-        })
+        tasks::cancel(self, task, now).await
     }
 
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
-        let limit = to_i32(limit);
-        transaction!(self, Commit::Durable, |tx| {
-            tx.execute(
-                "INSERT INTO groups (key, lim) VALUES ($1, $2)
-                 ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
-                &[&key, &limit],
-            )
-            .await
-            .map_err(pg)?;
-            self.notify(&tx, "r").await?;
-            Ok(())
-        })
+        tasks::group_set_limit(self, key, limit).await
     }
 
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
-        let client = self.client(Commit::Durable).await?;
-        let row = client
-            .query_opt("SELECT lim, running FROM groups WHERE key = $1", &[&key])
-            .await
-            .map_err(pg)?
-            .ok_or_else(|| not_found("group", &key))?;
-        let waiting: i64 = client
-            .query_one(
-                "SELECT COUNT(*) FROM tasks WHERE group_key = $1 AND state IN (0, 1)",
-                &[&key],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        Ok(GroupInfo {
-            key,
-            limit: row.get::<_, i32>(0) as u32,
-            running: row.get::<_, i32>(1).max(0) as u64,
-            waiting: waiting as u64,
-        })
+        tasks::group_get(self, key).await
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
-        let params = ClaimParams {
-            now: self.db_time(params.now),
-            ..params
-        };
-        let mut claimed = transaction!(self, Commit::Bookkeeping, |tx| {
-            let mut claimed = claim::claim(&tx, &params).await?;
-            if claimed.tasks.len() < params.max {
-                claimed.next_due = claim::next_due(&tx, params.now).await?;
-            } else {
-                // Claimable work may be left behind: nodes with idle slots claim it now.
-                self.notify(&tx, "w").await?;
-            }
-            Ok(claimed)
-        })?;
-        claimed.next_due = claimed.next_due.map(|at| self.local_time(at));
-        Ok(claimed)
+        claim::claim(self, params).await
     }
 
     async fn task_complete(
@@ -1198,42 +334,11 @@ impl Store for PostgresStore {
         completions: Vec<Completion>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
-        let now = self.db_time(now);
-        let completions: Vec<Completion> = completions
-            .into_iter()
-            .map(|c| Completion {
-                started_at: self.db_time(c.started_at),
-                ended_at: self.db_time(c.ended_at),
-                ..c.bounded()
-            })
-            .collect();
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let result = claim::complete(&tx, &completions, now).await?;
-            self.notify_ended(&tx, &result).await?;
-            Ok(result)
-        })
+        complete::complete(self, completions, now).await
     }
 
     async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()> {
-        let mut starts = starts;
-        // One order of row locking across transactions.
-        starts.sort_unstable_by_key(|s| s.task);
-        let ids: Vec<i64> = starts.iter().map(|s| s.task).collect();
-        let tokens: Vec<i64> = starts.iter().map(|s| s.lease_token).collect();
-        let at: Vec<i64> = starts.iter().map(|s| self.db_time(s.at)).collect();
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let stmt = tx
-                .prepare_cached(
-                    "UPDATE leases AS l SET started_at = u.at
-                     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(id, token, at),
-                         tasks AS t
-                     WHERE l.task_id = u.id AND t.id = u.id AND t.lease_token = u.token",
-                )
-                .await
-                .map_err(pg)?;
-            tx.execute(&stmt, &[&ids, &tokens, &at]).await.map_err(pg)?;
-            Ok(())
-        })
+        claim::start(self, starts).await
     }
 
     async fn task_release(
@@ -1241,113 +346,31 @@ impl Store for PostgresStore {
         tasks: Vec<(TaskId, i64)>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let result = claim::release(&tx, &tasks, now).await?;
-            self.notify(&tx, "w").await?;
-            self.notify_ended(&tx, &result).await?;
-            Ok(result)
-        })
+        complete::release(self, tasks, now).await
     }
 
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
-        let until = self.db_time(until);
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let rows = tx
-                .query(
-                    "UPDATE leases AS l SET expires = $1 FROM tasks AS t
-                     WHERE l.node = $2 AND t.id = l.task_id
-                     RETURNING l.task_id, t.cancel_requested",
-                    &[&until, &node],
-                )
-                .await
-                .map_err(pg)?;
-            Ok(rows
-                .iter()
-                .filter(|r| r.get::<_, bool>(1))
-                .map(|r| r.get(0))
-                .collect())
-        })
+        complete::renew(self, node, until).await
     }
 
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
-        let now = self.db_time(now);
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            let result = claim::rescue(&tx, node.as_deref(), now).await?;
-            self.notify_ended(&tx, &result).await?;
-            Ok(result)
-        })
+        complete::rescue(self, node, now).await
     }
 
     async fn task_counts(&self) -> StoreResult<Progress> {
-        let client = self.client(Commit::Durable).await?;
-        let sql = format!(
-            "SELECT {REPORTED_STATE}, COUNT(*) FROM tasks t
-             LEFT JOIN leases l ON l.task_id = t.id GROUP BY 1"
-        );
-        count_states(&client, &sql, &[]).await
+        log::task_counts(self).await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-        let client = self.client(Commit::Durable).await?;
-        claim::attempt_list(&client, filter).await
+        log::attempt_list(self, filter).await
     }
 
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
-        let client = self.client(Commit::Durable).await?;
-        let rows = client
-            .query(
-                "SELECT t.id, t.batch_id, l.node, t.attempts, t.group_key, t.ord, l.started_at,
-                        l.expires
-                 FROM leases l JOIN tasks t ON t.id = l.task_id
-                 WHERE l.started_at IS NOT NULL
-                 ORDER BY l.started_at, t.id",
-                &[],
-            )
-            .await
-            .map_err(pg)?;
-        Ok(rows
-            .iter()
-            .map(|r| RunningTask {
-                task: r.get(0),
-                batch: r.get(1),
-                node: r.get(2),
-                slot: None,
-                attempt: r.get::<_, i32>(3) as u32,
-                group: r.get(4),
-                order: r.get(5),
-                since: r.get(6),
-                lease_expires: r.get(7),
-            })
-            .collect())
+        log::running_list(self).await
     }
 
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
-        let before = self.db_time(before);
-        let chunk = chunk as i64;
-        transaction!(self, Commit::Durable, |tx| {
-            let ids: Vec<i64> = tx
-                .query(
-                    // Oldest first along the primary key: ended tasks are mostly the
-                    // oldest, and no index on the end time slows every completion.
-                    "SELECT id FROM tasks WHERE state >= 3 AND ended_at < $1
-                     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
-                    &[&before, &chunk],
-                )
-                .await
-                .map_err(pg)?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            tx.execute("DELETE FROM attempts WHERE task_id = ANY($1)", &[&ids])
-                .await
-                .map_err(pg)?;
-            let deleted = tx
-                .execute("DELETE FROM tasks WHERE id = ANY($1)", &[&ids])
-                .await
-                .map_err(pg)?;
-            Ok(deleted as usize)
-        })
+        log::prune(self, before, chunk).await
     }
 
     fn signals(&self) -> Option<broadcast::Receiver<Signal>> {
@@ -1359,59 +382,14 @@ impl Store for PostgresStore {
     }
 
     async fn node_beat(&self, beat: NodeBeat) -> StoreResult<()> {
-        {
-            let client = self.client(Commit::Bookkeeping).await?;
-            let offset = measure_clock_offset(&client)
-                .await
-                .map_err(StoreError::Internal)?;
-            self.clock_offset.store(offset, Ordering::Relaxed);
-        }
-        let now = self.db_time(beat.now);
-        let started_at = self.db_time(beat.started_at);
-        let offset = self.clock_offset.load(Ordering::Relaxed);
-        let workers = beat.workers as i32;
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            tx.execute(
-                "INSERT INTO nodes (name, workers, started_at, heartbeat_at, clock_offset)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (name) DO UPDATE SET workers = excluded.workers,
-                     started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-                     clock_offset = excluded.clock_offset",
-                &[&beat.node, &workers, &started_at, &now, &offset],
-            )
-            .await
-            .map_err(pg)?;
-            Ok(())
-        })
+        nodes::beat(self, beat).await
     }
 
     async fn node_list(&self) -> StoreResult<Vec<NodeInfo>> {
-        let client = self.client(Commit::Durable).await?;
-        let rows = client
-            .query(
-                "SELECT name, workers, started_at, heartbeat_at, clock_offset FROM nodes ORDER BY name",
-                &[],
-            )
-            .await
-            .map_err(pg)?;
-        Ok(rows
-            .iter()
-            .map(|r| NodeInfo {
-                node: r.get(0),
-                workers: r.get::<_, i32>(1) as usize,
-                started_at: r.get(2),
-                heartbeat_at: r.get(3),
-                clock_offset: r.get(4),
-            })
-            .collect())
+        nodes::list(self).await
     }
 
     async fn node_remove(&self, node: String) -> StoreResult<()> {
-        transaction!(self, Commit::Bookkeeping, |tx| {
-            tx.execute("DELETE FROM nodes WHERE name = $1", &[&node])
-                .await
-                .map_err(pg)?;
-            Ok(())
-        })
+        nodes::remove(self, node).await
     }
 }

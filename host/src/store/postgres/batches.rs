@@ -1,0 +1,199 @@
+//! Batches: opening, handles, sealing, priority, cancellation and release, and what a
+//! batch reports (its settings and its tasks counted per state).
+
+use deadpool_postgres::GenericClient;
+
+use super::log::count_states;
+use super::tasks::set_pending_priority;
+use super::{Commit, PostgresStore, gate, not_found, pg, to_i32};
+use crate::store::*;
+
+pub(super) async fn open(
+    store: &PostgresStore,
+    spec: BatchSpec,
+    handle_hash: [u8; 32],
+    now: Micros,
+) -> StoreResult<BatchInfo> {
+    let now = store.db_time(now);
+    let max_parallel = spec.max_parallel.map(to_i32);
+    let halt = spec.failure_policy == FailurePolicy::Halt;
+    transaction!(store, Commit::Durable, |tx| {
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                &[&&handle_hash[..], &spec.name, &spec.priority, &max_parallel, &halt, &now],
+            )
+            .await
+            .map_err(pg)?
+            .get(0);
+        info(&tx, id).await
+    })
+}
+
+pub(super) async fn set_handle(
+    store: &PostgresStore,
+    batch: BatchId,
+    handle_hash: [u8; 32],
+) -> StoreResult<()> {
+    transaction!(store, Commit::Durable, |tx| {
+        match tx
+            .execute(
+                "UPDATE batches SET handle_hash = $1 WHERE id = $2",
+                &[&&handle_hash[..], &batch],
+            )
+            .await
+            .map_err(pg)?
+        {
+            0 => Err(not_found("batch", batch)),
+            _ => Ok(()),
+        }
+    })
+}
+
+pub(super) async fn get(store: &PostgresStore, batch: BatchId) -> StoreResult<BatchInfo> {
+    let client = store.client(Commit::Durable).await?;
+    info(&client, batch).await
+}
+
+/// How many of the batch's tasks have not ended, from its per-order counts.
+pub(super) async fn open_count(store: &PostgresStore, batch: BatchId) -> StoreResult<u64> {
+    let client = store.client(Commit::Durable).await?;
+    let stmt = client
+        .prepare_cached(
+            "SELECT coalesce(SUM(open), 0)::bigint FROM batch_orders WHERE batch_id = $1",
+        )
+        .await
+        .map_err(pg)?;
+    let open: i64 = client.query_one(&stmt, &[&batch]).await.map_err(pg)?.get(0);
+    Ok(open.max(0) as u64)
+}
+
+pub(super) async fn authorize(
+    store: &PostgresStore,
+    batch: BatchId,
+    handle_hash: [u8; 32],
+) -> StoreResult<()> {
+    let client = store.client(Commit::Durable).await?;
+    let stored: Option<Vec<u8>> = client
+        .query_opt("SELECT handle_hash FROM batches WHERE id = $1", &[&batch])
+        .await
+        .map_err(pg)?
+        .map(|r| r.get(0));
+    match stored {
+        None => Err(not_found("batch", batch)),
+        Some(hash) if hash == handle_hash => Ok(()),
+        Some(_) => Err(StoreError::Forbidden(batch)),
+    }
+}
+
+pub(super) async fn seal(store: &PostgresStore, batch: BatchId) -> StoreResult<()> {
+    transaction!(store, Commit::Durable, |tx| {
+        match tx
+            .execute("UPDATE batches SET sealed = TRUE WHERE id = $1", &[&batch])
+            .await
+            .map_err(pg)?
+        {
+            0 => Err(not_found("batch", batch)),
+            _ => Ok(()),
+        }
+    })
+}
+
+/// Sets the batch's priority, and that of its tasks that have not started.
+pub(super) async fn set_priority(
+    store: &PostgresStore,
+    batch: BatchId,
+    priority: i32,
+) -> StoreResult<u64> {
+    transaction!(store, Commit::Durable, |tx| {
+        if tx
+            .execute(
+                "UPDATE batches SET priority = $1 WHERE id = $2",
+                &[&priority, &batch],
+            )
+            .await
+            .map_err(pg)?
+            == 0
+        {
+            return Err(not_found("batch", batch));
+        }
+        let sql = include_str!("sql/batch_set_priority.sql");
+        let changed = set_pending_priority(&tx, sql, batch, priority).await?;
+        store.notify(&tx, "r").await?;
+        Ok(changed)
+    })
+}
+
+/// Cancels the batch's pending tasks, and asks its claimed ones (state 2) to stop.
+pub(super) async fn cancel(store: &PostgresStore, batch: BatchId, now: Micros) -> StoreResult<u64> {
+    let now = store.db_time(now);
+    transaction!(store, Commit::Durable, |tx| {
+        info(&tx, batch).await?;
+        let cancelled = gate::cancel_pending(&tx, batch, now, "cancelled with its batch").await?;
+        let running = tx
+            .execute(
+                "UPDATE tasks SET cancel_requested = TRUE WHERE batch_id = $1 AND state = 2",
+                &[&batch],
+            )
+            .await
+            .map_err(pg)?;
+        if cancelled > 0 {
+            store.notify_batches(&tx, &[(0, batch)]).await?;
+        }
+        if running > 0 {
+            store.notify(&tx, "c").await?;
+        }
+        Ok(cancelled)
+    })
+}
+
+/// Deletes an ended batch with its tasks and their attempt records.
+pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResult<()> {
+    transaction!(store, Commit::Durable, |tx| {
+        gate::lock(&tx, batch).await?;
+        let info = info(&tx, batch).await?;
+        if !info.progress.is_done() {
+            return Err(StoreError::Conflict(format!(
+                "batch {batch} still has {} task(s) that have not ended; cancel it first",
+                info.progress.total() - info.progress.ended()
+            )));
+        }
+        for sql in [
+            "DELETE FROM attempts WHERE batch_id = $1",
+            "DELETE FROM tasks WHERE batch_id = $1",
+            "DELETE FROM batch_orders WHERE batch_id = $1",
+            "DELETE FROM batches WHERE id = $1",
+        ] {
+            tx.execute(sql, &[&batch]).await.map_err(pg)?;
+        }
+        Ok(())
+    })
+}
+
+pub(super) async fn info(tx: &impl GenericClient, batch: BatchId) -> StoreResult<BatchInfo> {
+    let row = tx
+        .query_opt(
+            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
+             FROM batches WHERE id = $1",
+            &[&batch],
+        )
+        .await
+        .map_err(pg)?
+        .ok_or_else(|| not_found("batch", batch))?;
+    let progress = count_states(tx, include_str!("sql/batch_counts.sql"), &[&batch]).await?;
+    Ok(BatchInfo {
+        id: row.get(0),
+        name: row.get(1),
+        priority: row.get(2),
+        max_parallel: row.get::<_, Option<i32>>(3).map(|n| n as u32),
+        failure_policy: if row.get(4) {
+            FailurePolicy::Halt
+        } else {
+            FailurePolicy::Continue
+        },
+        sealed: row.get(5),
+        created_at: row.get(6),
+        progress,
+    })
+}

@@ -1,0 +1,492 @@
+//! What happens to a claimed task after the claim: lease renewal, the end of its attempt
+//! (success, retry, failure, cancellation), the rescue of attempts whose node is gone, and
+//! the hand-back of tasks a node claimed and did not start.
+//!
+//! Every end locks the task row first, frees the slots its batch and group counted, drops
+//! its lease, writes its attempt record, and closes its place in its order (which may open
+//! the batch's next order).
+
+use std::collections::HashMap;
+
+use deadpool_postgres::GenericClient;
+
+use super::log::AttemptRows;
+use super::{Commit, PostgresStore, gate, pg};
+use crate::runtime::Outcome;
+use crate::store::*;
+
+pub(super) async fn complete(
+    store: &PostgresStore,
+    completions: Vec<Completion>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let now = store.db_time(now);
+    let completions: Vec<Completion> = completions
+        .into_iter()
+        .map(|c| Completion {
+            started_at: store.db_time(c.started_at),
+            ended_at: store.db_time(c.ended_at),
+            ..c.bounded()
+        })
+        .collect();
+    transaction!(store, Commit::Bookkeeping, |tx| {
+        let result = end_attempts(&tx, &completions, now).await?;
+        store.notify_ended(&tx, &result).await?;
+        Ok(result)
+    })
+}
+
+/// Hands back tasks a node claimed and did not start.
+pub(super) async fn release(
+    store: &PostgresStore,
+    tasks: Vec<(TaskId, i64)>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let now = store.db_time(now);
+    transaction!(store, Commit::Bookkeeping, |tx| {
+        let result = put_back(&tx, &tasks, now).await?;
+        store.notify(&tx, "w").await?;
+        store.notify_ended(&tx, &result).await?;
+        Ok(result)
+    })
+}
+
+/// Extends a node's leases; returns its tasks whose cancellation was asked.
+pub(super) async fn renew(
+    store: &PostgresStore,
+    node: String,
+    until: Micros,
+) -> StoreResult<Vec<TaskId>> {
+    let until = store.db_time(until);
+    transaction!(store, Commit::Bookkeeping, |tx| {
+        let rows = tx
+            .query(include_str!("sql/lease_renew.sql"), &[&until, &node])
+            .await
+            .map_err(pg)?;
+        Ok(rows
+            .iter()
+            .filter(|r| r.get::<_, bool>(1))
+            .map(|r| r.get(0))
+            .collect())
+    })
+}
+
+pub(super) async fn rescue(
+    store: &PostgresStore,
+    node: Option<String>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let now = store.db_time(now);
+    transaction!(store, Commit::Bookkeeping, |tx| {
+        let result = end_lost(&tx, node.as_deref(), now).await?;
+        store.notify_ended(&tx, &result).await?;
+        Ok(result)
+    })
+}
+
+/// What the completion of an attempt needs to know about its task.
+pub(super) struct Running {
+    pub(super) id: TaskId,
+    pub(super) batch: BatchId,
+    pub(super) order: i64,
+    pub(super) group: Option<String>,
+    pub(super) attempts: i32,
+    pub(super) max_attempts: i32,
+    pub(super) backoff_ms: i64,
+    pub(super) cancel_requested: bool,
+    pub(super) lease_token: i64,
+    pub(super) lease_node: String,
+    /// When it started on its slot, or else when it was claimed.
+    pub(super) started_at: Micros,
+    pub(super) limited: bool,
+    pub(super) halts: bool,
+}
+
+fn running_row(r: &tokio_postgres::Row) -> Running {
+    Running {
+        id: r.get(0),
+        batch: r.get(1),
+        order: r.get(2),
+        group: r.get(3),
+        attempts: r.get(4),
+        max_attempts: r.get(5),
+        backoff_ms: r.get(6),
+        cancel_requested: r.get(7),
+        lease_token: r.get(8),
+        lease_node: r.get(9),
+        started_at: r.get(10),
+        limited: r.get(11),
+        halts: r.get(12),
+    }
+}
+
+/// Slots a set of ended attempts frees, summed per batch and group, written in one
+/// statement each.
+#[derive(Default)]
+struct Freed {
+    batches: HashMap<BatchId, i32>,
+    groups: HashMap<String, i32>,
+}
+
+impl Freed {
+    fn add(&mut self, task: &Running) {
+        if task.limited {
+            *self.batches.entry(task.batch).or_default() += 1;
+        }
+        if let Some(group) = &task.group {
+            *self.groups.entry(group.clone()).or_default() += 1;
+        }
+    }
+
+    async fn write(self, tx: &impl GenericClient) -> StoreResult<()> {
+        if !self.batches.is_empty() {
+            let mut rows: Vec<(i64, i32)> = self.batches.into_iter().collect();
+            rows.sort_unstable();
+            let (ids, counts): (Vec<i64>, Vec<i32>) = rows.into_iter().unzip();
+            let stmt = tx
+                .prepare_cached(include_str!("sql/complete_free_batches.sql"))
+                .await
+                .map_err(pg)?;
+            tx.execute(&stmt, &[&ids, &counts]).await.map_err(pg)?;
+        }
+        if !self.groups.is_empty() {
+            let mut rows: Vec<(String, i32)> = self.groups.into_iter().collect();
+            rows.sort_unstable();
+            let (keys, counts): (Vec<String>, Vec<i32>) = rows.into_iter().unzip();
+            let stmt = tx
+                .prepare_cached(include_str!("sql/complete_free_groups.sql"))
+                .await
+                .map_err(pg)?;
+            tx.execute(&stmt, &[&keys, &counts]).await.map_err(pg)?;
+        }
+        Ok(())
+    }
+}
+
+/// Deletes the leases of tasks whose attempt ended.
+async fn drop_leases(tx: &impl GenericClient, tasks: &[TaskId]) -> StoreResult<()> {
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached("DELETE FROM leases WHERE task_id = ANY($1)")
+        .await
+        .map_err(pg)?;
+    tx.execute(&stmt, &[&tasks]).await.map_err(pg)?;
+    Ok(())
+}
+
+/// What ending a set of attempts writes besides the tasks themselves: their attempt
+/// records, the slots they free, the orders they close, the batches they halt.
+#[derive(Default)]
+struct Ending<'a> {
+    attempts: AttemptRows<'a>,
+    freed: Freed,
+    closed: Vec<(BatchId, i64, i64)>,
+    halted: Vec<(BatchId, TaskId)>,
+}
+
+impl<'a> Ending<'a> {
+    /// A success, its task already ended.
+    fn succeeded(&mut self, task: &Running, end: AttemptEnd<'a>, result: &mut CompleteResult) {
+        self.attempts.push(task, end);
+        self.freed.add(task);
+        self.closed.push((task.batch, task.order, 1));
+        result.ended.push((task.id, task.batch));
+    }
+
+    /// Any other end: the task is retried, or ends failed or cancelled.
+    async fn other(
+        &mut self,
+        tx: &impl GenericClient,
+        task: &Running,
+        end: AttemptEnd<'a>,
+        now: Micros,
+        result: &mut CompleteResult,
+    ) -> StoreResult<()> {
+        let (outcome, error) = (end.outcome, end.error.map(str::to_owned));
+        self.attempts.push(task, end);
+        self.freed.add(task);
+        if let Some(state) = finish(tx, task, outcome, error, now, result).await? {
+            self.closed.push((task.batch, task.order, 1));
+            if state == TaskState::Failed && task.halts {
+                self.halted.push((task.batch, task.id));
+            }
+        }
+        Ok(())
+    }
+
+    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<()> {
+        tokio::try_join!(
+            self.attempts.write(tx),
+            drop_leases(tx, self.attempts.tasks()),
+            self.freed.write(tx),
+            gate::close(tx, &self.closed),
+        )?;
+        for (batch, task) in self.halted {
+            let reason = format!("cancelled: task {task} failed and the batch halts on failure");
+            gate::cancel_pending(tx, batch, now, &reason).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Ends attempts: successes in a few statements for all of them; the rest (retries,
+/// failures, cancellations) one task at a time.
+async fn end_attempts(
+    tx: &impl GenericClient,
+    completions: &[Completion],
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    let mut ending = Ending::default();
+    let mut succeeded: Vec<&Completion> = completions
+        .iter()
+        .filter(|c| c.outcome.is_success())
+        .collect();
+    // One order of row locking across transactions.
+    succeeded.sort_by_key(|c| c.task);
+    if !succeeded.is_empty() {
+        let ids: Vec<i64> = succeeded.iter().map(|c| c.task).collect();
+        let tokens: Vec<i64> = succeeded.iter().map(|c| c.lease_token).collect();
+        let outputs: Vec<Option<&[u8]>> = succeeded.iter().map(|c| c.output.as_deref()).collect();
+        let stmt = tx
+            .prepare_cached(include_str!("sql/complete_succeeded.sql"))
+            .await
+            .map_err(pg)?;
+        let rows = tx
+            .query(&stmt, &[&now, &ids, &tokens, &outputs])
+            .await
+            .map_err(pg)?;
+        let by_id: HashMap<TaskId, &Completion> = succeeded.iter().map(|c| (c.task, *c)).collect();
+        for r in &rows {
+            let c = by_id[&r.get::<_, i64>(0)];
+            let task = Running {
+                id: c.task,
+                batch: r.get(1),
+                order: r.get(2),
+                group: r.get(3),
+                attempts: r.get(4),
+                max_attempts: 0,
+                backoff_ms: 0,
+                cancel_requested: false,
+                lease_token: c.lease_token,
+                lease_node: String::new(),
+                started_at: 0,
+                limited: r.get(5),
+                halts: false,
+            };
+            ending.succeeded(&task, AttemptEnd::of(c), &mut result);
+        }
+        result.stale += succeeded.len() - rows.len();
+    }
+
+    // Applied in the order reported (a halt reaches what comes after it); the rows are
+    // locked in one order across transactions.
+    let others: Vec<&Completion> = completions
+        .iter()
+        .filter(|c| !c.outcome.is_success())
+        .collect();
+    if !others.is_empty() {
+        let ids: Vec<i64> = others.iter().map(|c| c.task).collect();
+        let running: HashMap<TaskId, Running> = tx
+            .query(include_str!("sql/running_lock.sql"), &[&ids])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| {
+                let task = running_row(r);
+                (task.id, task)
+            })
+            .collect();
+        for c in others {
+            let Some(task) = running
+                .get(&c.task)
+                .filter(|t| t.lease_token == c.lease_token)
+            else {
+                result.stale += 1;
+                continue;
+            };
+            ending
+                .other(tx, task, AttemptEnd::of(c), now, &mut result)
+                .await?;
+        }
+    }
+    ending.write(tx, now).await?;
+    Ok(result)
+}
+
+/// Ends a task that did not succeed, or puts it back for another attempt; returns the
+/// state it ended in. Its slots are freed by the caller.
+async fn finish(
+    tx: &impl GenericClient,
+    task: &Running,
+    outcome: Outcome,
+    error: Option<String>,
+    now: Micros,
+    result: &mut CompleteResult,
+) -> StoreResult<Option<TaskState>> {
+    let may_retry = outcome != Outcome::Cancelled
+        && !task.cancel_requested
+        && task.attempts < task.max_attempts;
+    // A failed task (state 4) in a batch that halts on failure has halted it.
+    let halted = may_retry
+        && task.halts
+        && tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
+                &[&task.batch],
+            )
+            .await
+            .map_err(pg)?
+            .get::<_, bool>(0);
+    let retry = may_retry && !halted;
+    if retry {
+        let not_before = now + backoff_micros(task.backoff_ms, task.attempts as u32);
+        let stmt = tx
+            .prepare_cached(include_str!("sql/complete_retry.sql"))
+            .await
+            .map_err(pg)?;
+        tx.execute(&stmt, &[&not_before, &outcome.as_str(), &error, &task.id])
+            .await
+            .map_err(pg)?;
+        result.retried += 1;
+        return Ok(None);
+    }
+    let (state, outcome, error) = if halted {
+        (
+            TaskState::Cancelled,
+            Outcome::Cancelled,
+            Some(HALTED.into()),
+        )
+    } else if outcome == Outcome::Cancelled || task.cancel_requested {
+        (
+            TaskState::Cancelled,
+            Outcome::Cancelled,
+            error.or(Some("cancelled while running".into())),
+        )
+    } else {
+        (TaskState::Failed, outcome, error)
+    };
+    let stmt = tx
+        .prepare_cached(include_str!("sql/complete_ended.sql"))
+        .await
+        .map_err(pg)?;
+    tx.execute(
+        &stmt,
+        &[
+            &(state.code() as i32),
+            &now,
+            &outcome.as_str(),
+            &error,
+            &task.id,
+        ],
+    )
+    .await
+    .map_err(pg)?;
+    result.ended.push((task.id, task.batch));
+    Ok(Some(state))
+}
+
+/// Ends as `lost` the attempts whose lease expired (or all of `node`'s), retrying their
+/// tasks while attempts remain. Rows another transaction holds are left for the next
+/// rescue.
+async fn end_lost(
+    tx: &impl GenericClient,
+    node: Option<&str>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    let lost: Vec<Running> = tx
+        .query(include_str!("sql/running_lost.sql"), &[&now, &node])
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(running_row)
+        .collect();
+    let errors: Vec<String> = lost
+        .iter()
+        .map(|task| {
+            if Some(task.lease_node.as_str()) == node {
+                format!("node {} restarted while the attempt ran", task.lease_node)
+            } else {
+                format!(
+                    "node {} stopped renewing the attempt's lease",
+                    task.lease_node
+                )
+            }
+        })
+        .collect();
+    let mut ending = Ending::default();
+    for (task, error) in lost.iter().zip(&errors) {
+        let end = AttemptEnd {
+            node: &task.lease_node,
+            slot: None,
+            started_at: task.started_at,
+            ended_at: now,
+            outcome: Outcome::Lost,
+            error: Some(error),
+            logs: &[],
+            stdout: &[],
+            stderr: &[],
+        };
+        ending.other(tx, task, end, now, &mut result).await?;
+    }
+    ending.write(tx, now).await?;
+    Ok(result)
+}
+
+/// Puts claimed tasks back as they were before the claim, attempt not counted; those whose
+/// cancellation was asked end cancelled instead.
+async fn put_back(
+    tx: &impl GenericClient,
+    tasks: &[(TaskId, i64)],
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut tasks = tasks.to_vec();
+    tasks.sort_unstable();
+    let ids: Vec<i64> = tasks.iter().map(|&(id, _)| id).collect();
+    let running: Vec<Running> = tx
+        .query(include_str!("sql/running_lock.sql"), &[&ids])
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(running_row)
+        .collect();
+    let tokens: HashMap<TaskId, i64> = tasks.into_iter().collect();
+    let mut result = CompleteResult::default();
+    let mut freed = Freed::default();
+    let (mut back, mut cancelled, mut closed) = (Vec::new(), Vec::new(), Vec::new());
+    for task in &running {
+        if tokens.get(&task.id) != Some(&task.lease_token) {
+            continue;
+        }
+        freed.add(task);
+        if task.cancel_requested {
+            // Its cancellation reached it before it started: it ends as a pending one would.
+            cancelled.push(task.id);
+            closed.push((task.batch, task.order, 1));
+            result.ended.push((task.id, task.batch));
+        } else {
+            back.push(task.id);
+        }
+    }
+    if !cancelled.is_empty() {
+        tx.execute(
+            include_str!("sql/release_cancelled.sql"),
+            &[&now, &cancelled],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    tx.execute(include_str!("sql/release_back.sql"), &[&back])
+        .await
+        .map_err(pg)?;
+    back.extend(&cancelled);
+    tokio::try_join!(
+        drop_leases(tx, &back),
+        freed.write(tx),
+        gate::close(tx, &closed)
+    )?;
+    Ok(result)
+}

@@ -1,0 +1,216 @@
+//! The execution log and what nodes and people read: attempt records, the running view,
+//! tasks counted per state, and pruning what ended long ago.
+
+use deadpool_postgres::GenericClient;
+
+use super::complete::Running;
+use super::{Commit, PostgresStore, pg};
+use crate::runtime::Outcome;
+use crate::store::*;
+
+/// Counts of tasks per state, from `sql` returning (state code, count) rows.
+pub(super) async fn count_states(
+    tx: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> StoreResult<Progress> {
+    let mut progress = Progress::default();
+    for row in tx.query(sql, params).await.map_err(pg)? {
+        let state: i32 = row.get(0);
+        let count: i64 = row.get(1);
+        if let Some(state) = TaskState::from_code(state.into()) {
+            progress.add(state, count as u64);
+        }
+    }
+    Ok(progress)
+}
+
+pub(super) async fn task_counts(store: &PostgresStore) -> StoreResult<Progress> {
+    let client = store.client(Commit::Durable).await?;
+    count_states(&client, include_str!("sql/task_counts.sql"), &[]).await
+}
+
+pub(super) async fn attempt_list(
+    store: &PostgresStore,
+    filter: AttemptFilter,
+) -> StoreResult<Vec<(i64, AttemptRecord)>> {
+    let client = store.client(Commit::Durable).await?;
+    let outcome = filter.outcome.map(|o| o.as_str());
+    let limit = filter.limit.unwrap_or(1000).min(10_000) as i64;
+    let rows = client
+        .query(
+            include_str!("sql/attempt_list.sql"),
+            &[
+                &filter.batch,
+                &filter.task,
+                &filter.group,
+                &outcome,
+                &filter.since,
+                &filter.until,
+                &filter.after,
+                &limit,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let logs: Option<String> = r.get(12);
+            let record = AttemptRecord {
+                task: r.get(1),
+                batch: r.get(2),
+                attempt: r.get::<_, i32>(3) as u32,
+                node: r.get(4),
+                slot: r.get::<_, Option<i32>>(5).map(|s| s as usize),
+                group: r.get(6),
+                order: r.get(7),
+                started_at: r.get(8),
+                ended_at: r.get(9),
+                outcome: r
+                    .get::<_, String>(10)
+                    .parse()
+                    .unwrap_or(Outcome::GuestError),
+                error: r.get(11),
+                logs: logs
+                    .and_then(|l| serde_json::from_str(&l).ok())
+                    .unwrap_or_default(),
+                stdout: r.get::<_, Option<Vec<u8>>>(13).unwrap_or_default(),
+                stderr: r.get::<_, Option<Vec<u8>>>(14).unwrap_or_default(),
+            };
+            (r.get(0), record)
+        })
+        .collect())
+}
+
+pub(super) async fn running_list(store: &PostgresStore) -> StoreResult<Vec<RunningTask>> {
+    let client = store.client(Commit::Durable).await?;
+    let rows = client
+        .query(include_str!("sql/running_list.sql"), &[])
+        .await
+        .map_err(pg)?;
+    Ok(rows
+        .iter()
+        .map(|r| RunningTask {
+            task: r.get(0),
+            batch: r.get(1),
+            node: r.get(2),
+            slot: None,
+            attempt: r.get::<_, i32>(3) as u32,
+            group: r.get(4),
+            order: r.get(5),
+            since: r.get(6),
+            lease_expires: r.get(7),
+        })
+        .collect())
+}
+
+/// Deletes up to `chunk` tasks that ended before `before`, with their attempt records.
+pub(super) async fn prune(
+    store: &PostgresStore,
+    before: Micros,
+    chunk: usize,
+) -> StoreResult<usize> {
+    let before = store.db_time(before);
+    let chunk = chunk as i64;
+    transaction!(store, Commit::Durable, |tx| {
+        let ids: Vec<i64> = tx
+            .query(include_str!("sql/prune_pick.sql"), &[&before, &chunk])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        tx.execute("DELETE FROM attempts WHERE task_id = ANY($1)", &[&ids])
+            .await
+            .map_err(pg)?;
+        let deleted = tx
+            .execute("DELETE FROM tasks WHERE id = ANY($1)", &[&ids])
+            .await
+            .map_err(pg)?;
+        Ok(deleted as usize)
+    })
+}
+
+/// Attempt records, written in one statement.
+#[derive(Default)]
+pub(super) struct AttemptRows<'a> {
+    task: Vec<i64>,
+    batch: Vec<i64>,
+    attempt: Vec<i32>,
+    node: Vec<&'a str>,
+    slot: Vec<Option<i32>>,
+    token: Vec<i64>,
+    group: Vec<Option<String>>,
+    order: Vec<i64>,
+    started: Vec<i64>,
+    ended: Vec<i64>,
+    outcome: Vec<&'static str>,
+    error: Vec<Option<&'a str>>,
+    logs: Vec<Option<String>>,
+    stdout: Vec<Option<&'a [u8]>>,
+    stderr: Vec<Option<&'a [u8]>>,
+}
+
+impl<'a> AttemptRows<'a> {
+    /// The tasks whose attempts these are.
+    pub(super) fn tasks(&self) -> &[TaskId] {
+        &self.task
+    }
+
+    pub(super) fn push(&mut self, task: &Running, end: AttemptEnd<'a>) {
+        self.task.push(task.id);
+        self.batch.push(task.batch);
+        self.attempt.push(task.attempts);
+        self.node.push(end.node);
+        self.slot.push(end.slot.map(|s| s as i32));
+        self.token.push(task.lease_token);
+        self.group.push(task.group.clone());
+        self.order.push(task.order);
+        self.started.push(end.started_at);
+        self.ended.push(end.ended_at);
+        self.outcome.push(end.outcome.as_str());
+        self.error.push(end.error);
+        self.logs.push(
+            (!end.logs.is_empty())
+                .then(|| serde_json::to_string(end.logs).expect("logs serialize")),
+        );
+        self.stdout
+            .push((!end.stdout.is_empty()).then_some(end.stdout));
+        self.stderr
+            .push((!end.stderr.is_empty()).then_some(end.stderr));
+    }
+
+    pub(super) async fn write(&self, tx: &impl GenericClient) -> StoreResult<()> {
+        if self.task.is_empty() {
+            return Ok(());
+        }
+        let stmt = tx
+            .prepare_cached(include_str!("sql/attempt_insert.sql"))
+            .await
+            .map_err(pg)?;
+        tx.execute(
+            &stmt,
+            &[
+                &self.task,
+                &self.batch,
+                &self.attempt,
+                &self.node,
+                &self.slot,
+                &self.token,
+                &self.group,
+                &self.order,
+                &self.started,
+                &self.ended,
+                &self.outcome,
+                &self.error,
+                &self.logs,
+                &self.stdout,
+                &self.stderr,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+        Ok(())
+    }
+}

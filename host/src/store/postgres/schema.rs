@@ -1,0 +1,145 @@
+//! The database itself: connection pools, schema migrations, the clock offset, and the
+//! schemas `qhost bench` and tests create and drop.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use crate::store::{Micros, now_micros};
+
+/// The migrations in order. A database records only how many it has applied (the
+/// `qhost_schema` table), so these files never change once released: a change is a new one.
+const MIGRATIONS: [&str; 4] = [
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_claim_indexes.sql"),
+    include_str!("migrations/0003_queue_tables.sql"),
+    include_str!("migrations/0004_start_marks.sql"),
+];
+
+/// Advisory lock class of schema migrations (one node migrates, the others wait).
+const MIGRATION_LOCK: i64 = 0x7168_6f73_7400_0001;
+/// Clock offsets below this are treated as none: times stay exactly as given.
+const CLOCK_TOLERANCE: Micros = 100_000;
+
+/// Creates the schema `name` in the database at `url` and returns a URL that selects
+/// it: a fresh, empty store (for `qhost bench` and tests).
+pub async fn create_schema(url: &str, name: &str) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+        "schema name {name:?}: use letters, digits and underscores"
+    );
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .with_context(|| format!("connecting to {}", redact(url)))?;
+    let driver = tokio::spawn(connection);
+    // A name cannot be a parameter; it was checked above.
+    client
+        .batch_execute(&format!("CREATE SCHEMA {name}"))
+        .await
+        .with_context(|| format!("creating the schema {name}"))?;
+    drop(client);
+    let _ = driver.await;
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{separator}options=-csearch_path%3D{name}"))
+}
+
+/// Drops the schema `name` and everything in it.
+pub async fn drop_schema(url: &str, name: &str) -> anyhow::Result<()> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .with_context(|| format!("connecting to {}", redact(url)))?;
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
+        .await
+        .with_context(|| format!("dropping the schema {name}"))?;
+    drop(client);
+    let _ = driver.await;
+    Ok(())
+}
+
+pub(super) fn pool(config: tokio_postgres::Config, size: usize) -> anyhow::Result<Pool> {
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size)
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .create_timeout(Some(Duration::from_secs(10)))
+        .wait_timeout(Some(Duration::from_secs(60)))
+        .build()
+        .context("creating the connection pool")
+}
+
+/// The URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Applies the migrations this database lacks. Nodes starting at once take turns on an
+/// advisory lock, so each migration runs exactly once.
+pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> anyhow::Result<()> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS qhost_schema (version INT NOT NULL)")
+        .await?;
+    let version: i32 = tx
+        .query_opt("SELECT version FROM qhost_schema", &[])
+        .await?
+        .map(|r| r.get(0))
+        .unwrap_or(0);
+    anyhow::ensure!(
+        version as usize <= MIGRATIONS.len(),
+        "the database is at schema version {version}, newer than this qhost knows ({})",
+        MIGRATIONS.len()
+    );
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.batch_execute(sql)
+            .await
+            .with_context(|| format!("applying migration {}", index + 1))?;
+    }
+    tx.execute("DELETE FROM qhost_schema", &[]).await?;
+    tx.execute(
+        "INSERT INTO qhost_schema (version) VALUES ($1)",
+        &[&(MIGRATIONS.len() as i32)],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The database's clock minus this node's, from the midpoint of one round trip; zero when
+/// within [`CLOCK_TOLERANCE`].
+pub(super) async fn measure_clock_offset(client: &impl GenericClient) -> anyhow::Result<Micros> {
+    let before = now_micros();
+    let db: i64 = client
+        .query_one(
+            "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+            &[],
+        )
+        .await?
+        .get(0);
+    let after = now_micros();
+    let offset = db - (before + after) / 2;
+    Ok(if offset.abs() < CLOCK_TOLERANCE {
+        0
+    } else {
+        offset
+    })
+}

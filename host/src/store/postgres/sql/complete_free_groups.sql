@@ -1,0 +1,6 @@
+-- Frees the slots ended attempts held in their groups.
+--
+-- $1 group keys (text[])
+-- $2 slots freed in each (int[], matching $1)
+UPDATE groups AS g SET running = g.running - u.n
+FROM unnest($1::text[], $2::int[]) AS u(key, n) WHERE g.key = u.key

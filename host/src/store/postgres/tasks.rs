@@ -1,0 +1,390 @@
+//! Tasks and groups: submission, what a task reports, its output, priority and
+//! cancellation, and group limits.
+
+use std::collections::{BTreeMap, HashSet};
+
+use deadpool_postgres::GenericClient;
+
+use super::{Commit, PostgresStore, digest_of, gate, not_found, pg, to_i32};
+use crate::store::*;
+
+/// Adds tasks to a batch, behind its gate or at it; lowers the gate when a task comes in
+/// below it.
+pub(super) async fn submit(
+    store: &PostgresStore,
+    batch: BatchId,
+    specs: Vec<TaskSpec>,
+    now: Micros,
+) -> StoreResult<Vec<TaskId>> {
+    let now = store.db_time(now);
+    transaction!(store, Commit::Durable, |tx| {
+        submit_in(store, &tx, batch, &specs, now).await
+    })
+}
+
+async fn submit_in(
+    store: &PostgresStore,
+    tx: &impl GenericClient,
+    batch: BatchId,
+    specs: &[TaskSpec],
+    now: Micros,
+) -> StoreResult<Vec<TaskId>> {
+    gate::lock(tx, batch).await?;
+    let row = tx
+        .query_opt(
+            "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE",
+            &[&batch],
+        )
+        .await
+        .map_err(pg)?
+        .ok_or_else(|| not_found("batch", batch))?;
+    let (sealed, batch_priority, next_vseq): (bool, i32, i64) =
+        (row.get(0), row.get(1), row.get(2));
+    if sealed {
+        return Err(StoreError::Conflict(format!(
+            "batch {batch} is sealed: it takes no more tasks"
+        )));
+    }
+    let mut modules: Vec<String> = specs.iter().map(|s| s.module.to_hex()).collect();
+    modules.sort_unstable();
+    modules.dedup();
+    let known: HashSet<String> = tx
+        .query(
+            "SELECT digest FROM modules WHERE digest = ANY($1)",
+            &[&modules],
+        )
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if let Some((index, spec)) = specs
+        .iter()
+        .enumerate()
+        .find(|(_, spec)| !known.contains(&spec.module.to_hex()))
+    {
+        return Err(StoreError::Invalid(format!(
+            "task {index}: module {} does not exist; add it first",
+            spec.module
+        )));
+    }
+    let Some(lowest) = specs.iter().map(|s| s.order).min() else {
+        return Ok(Vec::new());
+    };
+    let old_gate = gate::current(tx, batch).await?;
+    // Only tasks at the gate are ever claimed, so no order above the gate has started: a
+    // submission at or above it needs no look at what started. A task ever claimed counts
+    // as started (a hand-back keeps its claim time): it may have run in part.
+    if old_gate.is_none_or(|gate| lowest < gate) {
+        let started: Option<i64> = tx
+            .query_one(
+                "SELECT MAX(ord) FROM tasks
+                 WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL",
+                &[&batch, &lowest],
+            )
+            .await
+            .map_err(pg)?
+            .get(0);
+        if let Some(started) = started
+            && let Some((index, spec)) = specs
+                .iter()
+                .enumerate()
+                .find(|(_, spec)| spec.order < started)
+        {
+            return Err(StoreError::Invalid(format!(
+                "task {index}: order {} is lower than order {started}, which has already \
+                 started in batch {batch}; use order {started} or higher",
+                spec.order
+            )));
+        }
+    }
+    let vtime: i64 = tx
+        .query_one("SELECT vtime FROM scheduler", &[])
+        .await
+        .map_err(pg)?
+        .get(0);
+    let first_vseq = next_vseq.max(vtime);
+    let new_gate = Some(old_gate.map_or(lowest, |old| old.min(lowest)));
+    if let (Some(old), Some(new)) = (old_gate, new_gate)
+        && new < old
+    {
+        tx.execute(include_str!("sql/submit_hold.sql"), &[&batch, &old])
+            .await
+            .map_err(pg)?;
+    }
+
+    let mut groups: Vec<&str> = specs.iter().filter_map(|s| s.group.as_deref()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    if !groups.is_empty() {
+        tx.execute(
+            "INSERT INTO groups (key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
+            &[&groups],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    let mut per_order: BTreeMap<i64, i64> = Default::default();
+    for spec in specs {
+        *per_order.entry(spec.order).or_default() += 1;
+    }
+    let (orders, counts): (Vec<i64>, Vec<i64>) = per_order.into_iter().unzip();
+    tx.execute(
+        include_str!("sql/submit_orders.sql"),
+        &[&batch, &orders, &counts],
+    )
+    .await
+    .map_err(pg)?;
+
+    let n = specs.len();
+    let mut c = TaskColumns::with_capacity(n);
+    for (index, spec) in specs.iter().enumerate() {
+        c.module.push(spec.module.to_hex());
+        c.input.push(&spec.input);
+        c.order.push(spec.order);
+        c.group.push(spec.group.as_deref());
+        c.priority.push(spec.priority.unwrap_or(batch_priority));
+        c.vseq.push(first_vseq + index as i64);
+        c.state
+            .push(if Some(spec.order) == new_gate { 1 } else { 0 });
+        c.max_attempts.push(to_i32(spec.max_attempts));
+        c.backoff_ms
+            .push(i64::try_from(spec.backoff.as_millis()).unwrap_or(i64::MAX));
+        c.limits
+            .push(serde_json::to_string(&spec.limits).expect("limits serialize"));
+        c.mounts
+            .push(serde_json::to_string(&spec.mounts).expect("mounts serialize"));
+        // 0: due at once (see the schema's ready_delayed).
+        c.not_before
+            .push(spec.not_before.map_or(0, |t| store.db_time(t)));
+    }
+    let rows = tx
+        .query(
+            include_str!("sql/submit_tasks.sql"),
+            &[
+                &batch,
+                &now,
+                &c.module,
+                &c.input,
+                &c.order,
+                &c.group,
+                &c.priority,
+                &c.vseq,
+                &c.state,
+                &c.max_attempts,
+                &c.backoff_ms,
+                &c.limits,
+                &c.mounts,
+                &c.not_before,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+    let mut ids = vec![0; n];
+    for row in rows {
+        let vseq: i64 = row.get(1);
+        ids[(vseq - first_vseq) as usize] = row.get(0);
+    }
+    tx.execute(
+        "UPDATE batches SET next_vseq = $1 WHERE id = $2",
+        &[&(first_vseq + n as i64), &batch],
+    )
+    .await
+    .map_err(pg)?;
+    store.notify(tx, "w").await?;
+    Ok(ids)
+}
+
+/// The columns of submitted tasks, as arrays for one `INSERT ... SELECT FROM unnest`.
+struct TaskColumns<'a> {
+    module: Vec<String>,
+    input: Vec<&'a [u8]>,
+    order: Vec<i64>,
+    group: Vec<Option<&'a str>>,
+    priority: Vec<i32>,
+    vseq: Vec<i64>,
+    state: Vec<i32>,
+    max_attempts: Vec<i32>,
+    backoff_ms: Vec<i64>,
+    limits: Vec<String>,
+    mounts: Vec<String>,
+    not_before: Vec<i64>,
+}
+
+impl TaskColumns<'_> {
+    fn with_capacity(n: usize) -> Self {
+        TaskColumns {
+            module: Vec::with_capacity(n),
+            input: Vec::with_capacity(n),
+            order: Vec::with_capacity(n),
+            group: Vec::with_capacity(n),
+            priority: Vec::with_capacity(n),
+            vseq: Vec::with_capacity(n),
+            state: Vec::with_capacity(n),
+            max_attempts: Vec::with_capacity(n),
+            backoff_ms: Vec::with_capacity(n),
+            limits: Vec::with_capacity(n),
+            mounts: Vec::with_capacity(n),
+            not_before: Vec::with_capacity(n),
+        }
+    }
+}
+
+pub(super) async fn get(store: &PostgresStore, task: TaskId) -> StoreResult<TaskInfo> {
+    let client = store.client(Commit::Durable).await?;
+    info(&client, task).await
+}
+
+pub(super) async fn info(tx: &impl GenericClient, task: TaskId) -> StoreResult<TaskInfo> {
+    let r = tx
+        .query_opt(include_str!("sql/task_get.sql"), &[&task])
+        .await
+        .map_err(pg)?
+        .ok_or_else(|| not_found("task", task))?;
+    Ok(TaskInfo {
+        id: r.get(0),
+        batch: r.get(1),
+        module: digest_of(r.get(2)),
+        order: r.get(3),
+        group: r.get(4),
+        priority: r.get(5),
+        state: TaskState::from_code(r.get::<_, i32>(6).into()).unwrap_or(TaskState::Failed),
+        attempts: r.get::<_, i32>(7) as u32,
+        max_attempts: r.get::<_, i32>(8) as u32,
+        submitted_at: r.get(9),
+        ended_at: r.get(10),
+        outcome: r.get::<_, Option<String>>(11).and_then(|o| o.parse().ok()),
+        error: r.get(12),
+        output_size: r.get::<_, Option<i32>>(13).map(|n| n as u64),
+    })
+}
+
+pub(super) async fn output(store: &PostgresStore, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
+    let client = store.client(Commit::Durable).await?;
+    client
+        .query_opt("SELECT output FROM tasks WHERE id = $1", &[&task])
+        .await
+        .map_err(pg)?
+        .map(|r| r.get(0))
+        .ok_or_else(|| not_found("task", task))
+}
+
+pub(super) async fn set_priority(
+    store: &PostgresStore,
+    task: TaskId,
+    priority: i32,
+) -> StoreResult<()> {
+    transaction!(store, Commit::Durable, |tx| {
+        let sql = include_str!("sql/task_set_priority.sql");
+        if set_pending_priority(&tx, sql, task, priority).await? == 0 {
+            let state = info(&tx, task).await?.state;
+            return Err(StoreError::Conflict(format!(
+                "task {task} is {}: only the priority of a task that has not started can change",
+                state.as_str()
+            )));
+        }
+        store.notify(&tx, "r").await?;
+        Ok(())
+    })
+}
+
+/// Runs `sql`, which sets the priority `$1` of the tasks not started among those `$2`
+/// names (`sql/task_set_priority.sql`, `sql/batch_set_priority.sql`); returns how many
+/// changed.
+pub(super) async fn set_pending_priority(
+    tx: &impl GenericClient,
+    sql: &str,
+    id: i64,
+    priority: i32,
+) -> StoreResult<u64> {
+    let changed: i64 = tx
+        .query_one(sql, &[&priority, &id])
+        .await
+        .map_err(pg)?
+        .get(0);
+    Ok(changed as u64)
+}
+
+/// Cancels a pending task at once; asks a claimed one to stop (its node learns it when it
+/// renews its leases).
+pub(super) async fn cancel(
+    store: &PostgresStore,
+    task: TaskId,
+    now: Micros,
+) -> StoreResult<CancelResult> {
+    let now = store.db_time(now);
+    transaction!(store, Commit::Durable, |tx| {
+        let info = info(&tx, task).await?;
+        gate::lock(&tx, info.batch).await?;
+        let state: i32 = tx
+            .query_one("SELECT state FROM tasks WHERE id = $1 FOR UPDATE", &[&task])
+            .await
+            .map_err(pg)?
+            .get(0);
+        match TaskState::from_code(state.into()) {
+            Some(TaskState::Waiting | TaskState::Ready) => {
+                tx.execute(include_str!("sql/task_cancel.sql"), &[&now, &task])
+                    .await
+                    .map_err(pg)?;
+                gate::close(&tx, &[(info.batch, info.order, 1)]).await?;
+                store.notify_batches(&tx, &[(task, info.batch)]).await?;
+                Ok(CancelResult::Cancelled)
+            }
+            Some(TaskState::Running) => {
+                tx.execute(
+                    "UPDATE tasks SET cancel_requested = TRUE WHERE id = $1",
+                    &[&task],
+                )
+                .await
+                .map_err(pg)?;
+                store.notify(&tx, "c").await?;
+                Ok(CancelResult::Requested)
+            }
+            _ => Ok(CancelResult::AlreadyEnded),
+        }
+    })
+}
+
+/// Sets how many of a group's tasks may run at once, creating the group if needed.
+pub(super) async fn group_set_limit(
+    store: &PostgresStore,
+    key: String,
+    limit: u32,
+) -> StoreResult<()> {
+    let limit = to_i32(limit);
+    transaction!(store, Commit::Durable, |tx| {
+        tx.execute(
+            "INSERT INTO groups (key, lim) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
+            &[&key, &limit],
+        )
+        .await
+        .map_err(pg)?;
+        store.notify(&tx, "r").await?;
+        Ok(())
+    })
+}
+
+/// A group's limit, its claimed tasks, and its pending ones (state 0 waiting, 1 ready).
+pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult<GroupInfo> {
+    let client = store.client(Commit::Durable).await?;
+    let row = client
+        .query_opt("SELECT lim, running FROM groups WHERE key = $1", &[&key])
+        .await
+        .map_err(pg)?
+        .ok_or_else(|| not_found("group", &key))?;
+    let waiting: i64 = client
+        .query_one(
+            "SELECT COUNT(*) FROM tasks WHERE group_key = $1 AND state IN (0, 1)",
+            &[&key],
+        )
+        .await
+        .map_err(pg)?
+        .get(0);
+    Ok(GroupInfo {
+        key,
+        limit: row.get::<_, i32>(0) as u32,
+        running: row.get::<_, i32>(1).max(0) as u64,
+        waiting: waiting as u64,
+    })
+}
