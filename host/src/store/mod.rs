@@ -9,6 +9,8 @@
 //! `batch_open`) and take plain parameters or one params struct. Times are microseconds
 //! since the Unix epoch, passed in by the caller so that tests control the clock.
 
+mod errors;
+mod fate;
 mod pick;
 pub mod postgres;
 pub mod sqlite;
@@ -48,22 +50,6 @@ fn clock_skew() -> Micros {
             .map_or(0, |ms| ms.saturating_mul(1000))
     })
 }
-
-/// Exponential backoff with jitter: the n-th retry waits between half and all of
-/// `backoff * 2^(n-1)`, capped at an hour.
-pub(crate) fn backoff_micros(backoff_ms: i64, attempts: u32) -> Micros {
-    let exponent = attempts.saturating_sub(1).min(20);
-    let full = (backoff_ms.max(0) * 1000)
-        .saturating_mul(1 << exponent)
-        .min(3_600_000_000);
-    let jitter = (random_token() as u64 % 1000) as i64;
-    full / 2 + full / 2 * jitter / 1000
-}
-
-/// Why a task that failed with attempts left ends instead of running again: its batch
-/// halts on failure and another of its tasks has failed for good. Were it retried, the
-/// halt would cancel it or not depending on which completion was written first.
-pub(crate) const HALTED: &str = "cancelled: the batch halted on an earlier failure";
 
 /// A random non-negative number: lease tokens are built from it.
 pub(crate) fn random_token() -> i64 {

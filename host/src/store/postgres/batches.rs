@@ -154,10 +154,10 @@ pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResul
         gate::lock(&tx, batch).await?;
         let info = info(&tx, batch).await?;
         if !info.progress.is_done() {
-            return Err(StoreError::Conflict(format!(
-                "batch {batch} still has {} task(s) that have not ended; cancel it first",
-                info.progress.total() - info.progress.ended()
-            )));
+            return Err(errors::batch_not_ended(
+                batch,
+                info.progress.total() - info.progress.ended(),
+            ));
         }
         for sql in [
             "DELETE FROM attempts WHERE batch_id = $1",

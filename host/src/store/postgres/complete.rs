@@ -224,7 +224,7 @@ impl<'a> Ending<'a> {
             gate::close(tx, &self.closed),
         )?;
         for (batch, task) in self.halted {
-            let reason = format!("cancelled: task {task} failed and the batch halts on failure");
+            let reason = fate::halt_reason(task);
             gate::cancel_pending(tx, batch, now, &reason).await?;
         }
         Ok(())
@@ -326,11 +326,16 @@ async fn finish(
     now: Micros,
     result: &mut CompleteResult,
 ) -> StoreResult<Option<TaskState>> {
-    let may_retry = outcome != Outcome::Cancelled
-        && !task.cancel_requested
-        && task.attempts < task.max_attempts;
+    let failed = fate::Failed {
+        outcome,
+        error,
+        attempts: task.attempts as u32,
+        max_attempts: task.max_attempts as u32,
+        backoff_ms: task.backoff_ms,
+        cancel_requested: task.cancel_requested,
+    };
     // A failed task (state 4) in a batch that halts on failure has halted it.
-    let halted = may_retry
+    let halted = failed.may_retry()
         && task.halts
         && tx
             .query_one(
@@ -340,33 +345,23 @@ async fn finish(
             .await
             .map_err(pg)?
             .get::<_, bool>(0);
-    let retry = may_retry && !halted;
-    if retry {
-        let not_before = now + backoff_micros(task.backoff_ms, task.attempts as u32);
-        let stmt = tx
-            .prepare_cached(include_str!("sql/complete_retry.sql"))
-            .await
-            .map_err(pg)?;
-        tx.execute(&stmt, &[&not_before, &outcome.as_str(), &error, &task.id])
-            .await
-            .map_err(pg)?;
-        result.retried += 1;
-        return Ok(None);
-    }
-    let (state, outcome, error) = if halted {
-        (
-            TaskState::Cancelled,
-            Outcome::Cancelled,
-            Some(HALTED.into()),
-        )
-    } else if outcome == Outcome::Cancelled || task.cancel_requested {
-        (
-            TaskState::Cancelled,
-            Outcome::Cancelled,
-            error.or(Some("cancelled while running".into())),
-        )
-    } else {
-        (TaskState::Failed, outcome, error)
+    let (state, outcome, error) = match failed.fate(halted, now) {
+        fate::Fate::Retry { not_before, error } => {
+            let stmt = tx
+                .prepare_cached(include_str!("sql/complete_retry.sql"))
+                .await
+                .map_err(pg)?;
+            tx.execute(&stmt, &[&not_before, &outcome.as_str(), &error, &task.id])
+                .await
+                .map_err(pg)?;
+            result.retried += 1;
+            return Ok(None);
+        }
+        fate::Fate::End {
+            state,
+            outcome,
+            error,
+        } => (state, outcome, error),
     };
     let stmt = tx
         .prepare_cached(include_str!("sql/complete_ended.sql"))
@@ -407,14 +402,8 @@ async fn end_lost(
     let errors: Vec<String> = lost
         .iter()
         .map(|task| {
-            if Some(task.lease_node.as_str()) == node {
-                format!("node {} restarted while the attempt ran", task.lease_node)
-            } else {
-                format!(
-                    "node {} stopped renewing the attempt's lease",
-                    task.lease_node
-                )
-            }
+            let restarted = Some(task.lease_node.as_str()) == node;
+            fate::lost_reason(&task.lease_node, restarted)
         })
         .collect();
     let mut ending = Ending::default();

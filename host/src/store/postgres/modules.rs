@@ -90,9 +90,7 @@ pub(super) async fn delete(store: &PostgresStore, digest: Digest) -> StoreResult
             .map_err(pg)?
             .get(0);
         if in_use > 0 {
-            return Err(StoreError::Conflict(format!(
-                "module {hex} is used by {in_use} task(s) that have not ended"
-            )));
+            return Err(errors::module_in_use(&hex, in_use));
         }
         tx.execute("DELETE FROM modules WHERE digest = $1", &[&hex])
             .await

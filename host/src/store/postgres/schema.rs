@@ -7,7 +7,7 @@ use anyhow::Context;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use crate::store::{Micros, now_micros};
+use crate::store::{Micros, errors, now_micros};
 
 /// The migrations in order. A database records only how many it has applied (the
 /// `qhost_schema` table), so these files never change once released: a change is a new one.
@@ -104,11 +104,9 @@ pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> anyhow::R
         .await?
         .map(|r| r.get(0))
         .unwrap_or(0);
-    anyhow::ensure!(
-        version as usize <= MIGRATIONS.len(),
-        "the database is at schema version {version}, newer than this qhost knows ({})",
-        MIGRATIONS.len()
-    );
+    if version as usize > MIGRATIONS.len() {
+        return Err(errors::newer_schema(version as usize, MIGRATIONS.len()));
+    }
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         tx.batch_execute(sql)
             .await

@@ -41,9 +41,7 @@ async fn submit_in(
     let (sealed, batch_priority, next_vseq): (bool, i32, i64) =
         (row.get(0), row.get(1), row.get(2));
     if sealed {
-        return Err(StoreError::Conflict(format!(
-            "batch {batch} is sealed: it takes no more tasks"
-        )));
+        return Err(errors::batch_sealed(batch));
     }
     let mut modules: Vec<String> = specs.iter().map(|s| s.module.to_hex()).collect();
     modules.sort_unstable();
@@ -63,10 +61,7 @@ async fn submit_in(
         .enumerate()
         .find(|(_, spec)| !known.contains(&spec.module.to_hex()))
     {
-        return Err(StoreError::Invalid(format!(
-            "task {index}: module {} does not exist; add it first",
-            spec.module
-        )));
+        return Err(errors::unknown_module(index, &spec.module));
     }
     let Some(lowest) = specs.iter().map(|s| s.order).min() else {
         return Ok(Vec::new());
@@ -91,11 +86,9 @@ async fn submit_in(
                 .enumerate()
                 .find(|(_, spec)| spec.order < started)
         {
-            return Err(StoreError::Invalid(format!(
-                "task {index}: order {} is lower than order {started}, which has already \
-                 started in batch {batch}; use order {started} or higher",
-                spec.order
-            )));
+            return Err(errors::order_below_started(
+                index, spec.order, started, batch,
+            ));
         }
     }
     let vtime: i64 = tx
@@ -278,10 +271,7 @@ pub(super) async fn set_priority(
         let sql = include_str!("sql/task_set_priority.sql");
         if set_pending_priority(&tx, sql, task, priority).await? == 0 {
             let state = info(&tx, task).await?.state;
-            return Err(StoreError::Conflict(format!(
-                "task {task} is {}: only the priority of a task that has not started can change",
-                state.as_str()
-            )));
+            return Err(errors::priority_of_started(task, state));
         }
         store.notify(&tx, "r").await?;
         Ok(())

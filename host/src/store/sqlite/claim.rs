@@ -13,6 +13,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{gate, internal};
 use crate::runtime::{MountGrant, Outcome, TaskLimits};
+use crate::store::fate::{HALTED, backoff_micros};
 use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 

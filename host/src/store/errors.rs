@@ -1,0 +1,54 @@
+//! The refusals both drivers give, worded once: what the caller did, what stands in the
+//! way, and what to do instead.
+
+use super::{BatchId, StoreError, TaskId, TaskState};
+use crate::runtime::Digest;
+
+pub(crate) fn batch_sealed(batch: BatchId) -> StoreError {
+    StoreError::Conflict(format!("batch {batch} is sealed: it takes no more tasks"))
+}
+
+pub(crate) fn batch_not_ended(batch: BatchId, unended: u64) -> StoreError {
+    StoreError::Conflict(format!(
+        "batch {batch} still has {unended} task(s) that have not ended; cancel it first"
+    ))
+}
+
+pub(crate) fn module_in_use(module: &str, in_use: i64) -> StoreError {
+    StoreError::Conflict(format!(
+        "module {module} is used by {in_use} task(s) that have not ended"
+    ))
+}
+
+/// `index`: the task's place in its submission.
+pub(crate) fn unknown_module(index: usize, module: &Digest) -> StoreError {
+    StoreError::Invalid(format!(
+        "task {index}: module {module} does not exist; add it first"
+    ))
+}
+
+pub(crate) fn order_below_started(
+    index: usize,
+    order: i64,
+    started: i64,
+    batch: BatchId,
+) -> StoreError {
+    StoreError::Invalid(format!(
+        "task {index}: order {order} is lower than order {started}, which has already \
+         started in batch {batch}; use order {started} or higher"
+    ))
+}
+
+pub(crate) fn priority_of_started(task: TaskId, state: TaskState) -> StoreError {
+    StoreError::Conflict(format!(
+        "task {task} is {}: only the priority of a task that has not started can change",
+        state.as_str()
+    ))
+}
+
+/// A database that a newer qhost migrated: this one would misread it.
+pub(crate) fn newer_schema(version: usize, known: usize) -> anyhow::Error {
+    anyhow::anyhow!(
+        "the database is at schema version {version}, newer than this qhost knows ({known})"
+    )
+}

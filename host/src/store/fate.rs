@@ -1,0 +1,157 @@
+//! What becomes of an attempt that did not succeed: another attempt after a backoff, or
+//! an end, and in which state and with which words. Both drivers ask here; only the
+//! writing is theirs.
+
+use super::{Micros, TaskState, random_token};
+use crate::runtime::Outcome;
+
+/// Why a task that failed with attempts left ends instead of running again: its batch
+/// halts on failure and another of its tasks has failed for good. Were it retried, the
+/// halt would cancel it or not depending on which completion was written first.
+pub(crate) const HALTED: &str = "cancelled: the batch halted on an earlier failure";
+
+/// What the pending tasks of a batch are cancelled with when `task` failed and the batch
+/// halts on failure.
+pub(crate) fn halt_reason(task: i64) -> String {
+    format!("cancelled: task {task} failed and the batch halts on failure")
+}
+
+/// The error of an attempt whose lease ran out on `node`; `restarted` when that node
+/// itself found it at start.
+pub(crate) fn lost_reason(node: &str, restarted: bool) -> String {
+    if restarted {
+        format!("node {node} restarted while the attempt ran")
+    } else {
+        format!("node {node} stopped renewing the attempt's lease")
+    }
+}
+
+/// An attempt that ended without success, as the driver read it.
+pub(crate) struct Failed {
+    pub outcome: Outcome,
+    pub error: Option<String>,
+    /// Attempts made, this one included.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub backoff_ms: i64,
+    pub cancel_requested: bool,
+}
+
+/// What a driver writes for a [`Failed`] attempt.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// Back to the queue, not before this time, with this attempt's error kept.
+    Retry {
+        not_before: Micros,
+        error: Option<String>,
+    },
+    /// Ended for good.
+    End {
+        state: TaskState,
+        outcome: Outcome,
+        error: Option<String>,
+    },
+}
+
+impl Failed {
+    /// Whether another attempt is allowed, if the batch has not halted: the driver asks
+    /// whether it has only then, as that takes a read.
+    pub(crate) fn may_retry(&self) -> bool {
+        self.outcome != Outcome::Cancelled
+            && !self.cancel_requested
+            && self.attempts < self.max_attempts
+    }
+
+    /// Its fate, given whether its batch has `halted` (asked only if [`Self::may_retry`]).
+    pub(crate) fn fate(self, halted: bool, now: Micros) -> Fate {
+        if self.may_retry() && !halted {
+            return Fate::Retry {
+                not_before: now + backoff_micros(self.backoff_ms, self.attempts),
+                error: self.error,
+            };
+        }
+        if self.may_retry() {
+            return Fate::End {
+                state: TaskState::Cancelled,
+                outcome: Outcome::Cancelled,
+                error: Some(HALTED.into()),
+            };
+        }
+        if self.outcome == Outcome::Cancelled || self.cancel_requested {
+            return Fate::End {
+                state: TaskState::Cancelled,
+                outcome: Outcome::Cancelled,
+                error: self.error.or(Some("cancelled while running".into())),
+            };
+        }
+        Fate::End {
+            state: TaskState::Failed,
+            outcome: self.outcome,
+            error: self.error,
+        }
+    }
+}
+
+/// Exponential backoff with jitter: the n-th retry waits between half and all of
+/// `backoff * 2^(n-1)`, capped at an hour.
+pub(crate) fn backoff_micros(backoff_ms: i64, attempts: u32) -> Micros {
+    let exponent = attempts.saturating_sub(1).min(20);
+    let full = (backoff_ms.max(0) * 1000)
+        .saturating_mul(1 << exponent)
+        .min(3_600_000_000);
+    let jitter = (random_token() as u64 % 1000) as i64;
+    full / 2 + full / 2 * jitter / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(outcome: Outcome, attempts: u32) -> Failed {
+        Failed {
+            outcome,
+            error: Some("boom".into()),
+            attempts,
+            max_attempts: 3,
+            backoff_ms: 1000,
+            cancel_requested: false,
+        }
+    }
+
+    #[test]
+    fn retries_while_attempts_are_left_then_fails() {
+        let Fate::Retry { not_before, .. } = failed(Outcome::Trap, 1).fate(false, 0) else {
+            panic!("the first of three attempts is retried");
+        };
+        assert!((500_000..=1_000_000).contains(&not_before), "{not_before}");
+        assert_eq!(
+            failed(Outcome::Trap, 3).fate(false, 0),
+            Fate::End {
+                state: TaskState::Failed,
+                outcome: Outcome::Trap,
+                error: Some("boom".into())
+            }
+        );
+    }
+
+    #[test]
+    fn a_halted_batch_or_a_cancel_ends_it_cancelled() {
+        let halted = failed(Outcome::Trap, 1).fate(true, 0);
+        assert!(
+            matches!(halted, Fate::End { state: TaskState::Cancelled, error: Some(e), .. } if e == HALTED)
+        );
+        let asked = Failed {
+            cancel_requested: true,
+            error: None,
+            ..failed(Outcome::Trap, 1)
+        };
+        assert_eq!(
+            asked.fate(false, 0),
+            Fate::End {
+                state: TaskState::Cancelled,
+                outcome: Outcome::Cancelled,
+                error: Some("cancelled while running".into())
+            }
+        );
+    }
+}
