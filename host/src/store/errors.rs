@@ -1,8 +1,37 @@
-//! The refusals both drivers give, worded once: what the caller did, what stands in the
-//! way, and what to do instead.
+//! What a store call can fail with, and the refusals both drivers give, worded once:
+//! what the caller did, what stands in the way, and what to do instead.
 
-use super::{BatchId, StoreError, TaskId, TaskState};
+use super::{BatchId, TaskId, TaskState, postgres, sqlite};
 use crate::runtime::Digest;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{what} {id} does not exist")]
+    NotFound { what: &'static str, id: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the batch handle does not match batch {0}")]
+    Forbidden(BatchId),
+    #[error("store failure: {0:#}")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl StoreError {
+    /// Whether the database refused what was to be written: a value too large for it, or
+    /// not valid for its column. Writing the same again fails again, whereas a database
+    /// that is down, busy or restarting takes it once it is back.
+    pub fn is_refusal(&self) -> bool {
+        let StoreError::Internal(err) = self else {
+            return false;
+        };
+        err.chain()
+            .any(|cause| sqlite::is_refusal(cause) || postgres::is_refusal(cause))
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
 
 pub(crate) fn batch_sealed(batch: BatchId) -> StoreError {
     StoreError::Conflict(format!("batch {batch} is sealed: it takes no more tasks"))

@@ -463,7 +463,10 @@ fn attempt_list(
                     order: r.get(7)?,
                     started_at: r.get(8)?,
                     ended_at: r.get(9)?,
-                    outcome: r.get::<_, String>(10)?.parse().unwrap_or(Outcome::Lost),
+                    outcome: r
+                        .get::<_, String>(10)?
+                        .parse()
+                        .unwrap_or(crate::runtime::Outcome::Lost),
                     error: r.get(11)?,
                     logs: logs
                         .and_then(|l| serde_json::from_str(&l).ok())

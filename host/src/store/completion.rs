@@ -1,0 +1,207 @@
+//! How one attempt ended, as a node reports it and as the execution log records it, and
+//! the bounds on what a completion may write.
+
+use super::{BatchId, Micros, TaskId};
+use crate::runtime::{LogLine, Outcome};
+
+/// How one attempt ended, reported by the node that ran it.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub task: TaskId,
+    pub lease_token: i64,
+    pub node: String,
+    pub slot: Option<usize>,
+    pub started_at: Micros,
+    pub ended_at: Micros,
+    pub outcome: Outcome,
+    pub error: Option<String>,
+    pub output: Option<Vec<u8>>,
+    pub logs: Vec<LogLine>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// The most a completion writes in each column, in bytes. Far below what either database
+/// takes in one value (SQLite: 1e9 bytes by default; PostgreSQL: 1 GiB), and below that
+/// all together, so one attempt's record can always be written. The runtime's own limits
+/// keep runs well within these (at most 64 MiB of output, 16 MiB of each capture and of
+/// log, 64 KiB of error): the drivers enforce them whatever a completion carries.
+pub mod bounds {
+    use crate::runtime::limits::MIB;
+
+    /// An error message: cut, and marked, past it.
+    pub const ERROR: usize = crate::runtime::limits::MAX_ERROR_BYTES;
+    /// Output: a larger one ends the attempt `output-too-large`.
+    pub const OUTPUT: usize = 128 * MIB as usize;
+    /// Captured stdout, and stderr: cut past it.
+    pub const CAPTURE: usize = 32 * MIB as usize;
+    /// Log lines, as stored (JSON): later lines are dropped, and a last line says so.
+    pub const LOG: usize = 64 * MIB as usize;
+}
+
+impl Completion {
+    /// The completion with every column within [`bounds`], as the drivers write it.
+    pub fn bounded(mut self) -> Completion {
+        if let Some(error) = self.error.take() {
+            self.error = Some(storable_text(error, bounds::ERROR));
+        }
+        if let Some(size) = self.output.as_ref().map(Vec::len)
+            && size > bounds::OUTPUT
+        {
+            self.outcome = Outcome::OutputTooLarge;
+            self.output = None;
+            self.error = Some(format!(
+                "returned {} of output, over the store's limit of {}",
+                bytesize::ByteSize(size as u64),
+                bytesize::ByteSize(bounds::OUTPUT as u64)
+            ));
+        }
+        self.stdout.truncate(bounds::CAPTURE);
+        self.stderr.truncate(bounds::CAPTURE);
+        bound_logs(&mut self.logs, bounds::LOG);
+        self
+    }
+}
+
+/// Text a database's text column takes: within `max` bytes, and without NUL characters,
+/// which PostgreSQL refuses in text (they become U+FFFD on every driver alike).
+fn storable_text(text: String, max: usize) -> String {
+    let text = if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text
+    };
+    crate::runtime::outcome::cut_text(text, max)
+}
+
+/// Keeps the log lines whose JSON fits in `max` bytes; when some are dropped, a last line
+/// says how many.
+fn bound_logs(lines: &mut Vec<LogLine>, max: usize) {
+    // JSON escapes a byte into at most 6; the rest of a line takes under 64.
+    let most = lines
+        .iter()
+        .map(|l| 64 + 6 * l.message.len())
+        .fold(0usize, usize::saturating_add);
+    if most <= max {
+        return;
+    }
+    // Room for the last line that says what was dropped.
+    let mut room = max - 256;
+    let mut keep = 0;
+    for line in lines.iter() {
+        let size = serde_json::to_string(line).map_or(usize::MAX, |json| json.len() + 1);
+        if size > room {
+            break;
+        }
+        room -= size;
+        keep += 1;
+    }
+    let dropped = lines.len() - keep;
+    let at_micros = lines.last().map_or(0, |l| l.at_micros);
+    lines.truncate(keep);
+    lines.push(LogLine {
+        at_micros,
+        level: crate::runtime::LogLevel::Warn,
+        message: format!(
+            "[qhost] {dropped} more log line(s) dropped: the log is over the store's limit of {}",
+            bytesize::ByteSize(max as u64)
+        ),
+    });
+}
+
+/// How one attempt ended, as the execution log records it: from a node's completion, or
+/// from a rescue (`lost`).
+pub(crate) struct AttemptEnd<'a> {
+    pub(crate) node: &'a str,
+    pub(crate) slot: Option<usize>,
+    pub(crate) started_at: Micros,
+    pub(crate) ended_at: Micros,
+    pub(crate) outcome: Outcome,
+    pub(crate) error: Option<&'a str>,
+    pub(crate) logs: &'a [LogLine],
+    pub(crate) stdout: &'a [u8],
+    pub(crate) stderr: &'a [u8],
+}
+
+impl<'a> AttemptEnd<'a> {
+    pub(crate) fn of(c: &'a Completion) -> Self {
+        AttemptEnd {
+            node: &c.node,
+            slot: c.slot,
+            started_at: c.started_at,
+            ended_at: c.ended_at,
+            outcome: c.outcome,
+            error: c.error.as_deref(),
+            logs: &c.logs,
+            stdout: &c.stdout,
+            stderr: &c.stderr,
+        }
+    }
+}
+
+/// What a batch of completions did.
+#[derive(Debug, Clone, Default)]
+pub struct CompleteResult {
+    /// Completions whose lease was no longer held (the attempt was rescued): ignored.
+    pub stale: usize,
+    /// Tasks that ended for good, with their batches.
+    pub ended: Vec<(TaskId, BatchId)>,
+    /// Tasks put back for another attempt.
+    pub retried: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::LogLevel;
+
+    fn line(message: &str) -> LogLine {
+        LogLine {
+            at_micros: 7,
+            level: LogLevel::Info,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_log_over_the_bound_keeps_its_first_lines_and_says_how_many_were_dropped() {
+        let mut lines: Vec<LogLine> = (0..1000).map(|_| line(&"x".repeat(100))).collect();
+        bound_logs(&mut lines, 10 * 1024);
+        let json = serde_json::to_string(&lines).unwrap();
+        assert!(json.len() <= 10 * 1024, "{} bytes", json.len());
+        let (mark, kept) = lines.split_last().unwrap();
+        assert!(kept.iter().all(|l| l.message.len() == 100));
+        assert_eq!(
+            mark.message,
+            format!(
+                "[qhost] {} more log line(s) dropped: the log is over the store's limit of 10.0 KiB",
+                1000 - kept.len()
+            )
+        );
+        let mut small = vec![line("fine")];
+        bound_logs(&mut small, 10_000);
+        assert_eq!(small, vec![line("fine")]);
+    }
+
+    #[test]
+    fn an_output_over_the_bound_ends_the_attempt_output_too_large() {
+        let c = Completion {
+            task: 1,
+            lease_token: 1,
+            node: "n".into(),
+            slot: None,
+            started_at: 0,
+            ended_at: 1,
+            outcome: Outcome::Succeeded,
+            error: None,
+            output: Some(vec![0; bounds::OUTPUT + 1]),
+            logs: Vec::new(),
+            stdout: vec![1; bounds::CAPTURE + 1],
+            stderr: Vec::new(),
+        }
+        .bounded();
+        assert_eq!((c.outcome, c.output), (Outcome::OutputTooLarge, None));
+        assert!(c.error.unwrap().contains("over the store's limit"));
+        assert_eq!(c.stdout.len(), bounds::CAPTURE);
+    }
+}

@@ -1,0 +1,366 @@
+//! The store's vocabulary: task states, what is submitted, what is read back, what a
+//! claim hands a node, and what nodes tell each other.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{BatchId, Micros, TaskId};
+use crate::runtime::{Digest, LogLine, MountGrant, Outcome, TaskLimits};
+
+/// Where a task is in its life. Each variant says who moves a task into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskState {
+    /// Submitted, behind its batch's gate: a lower order is still open. Moved to `Ready`
+    /// by the transaction that ends the last open task of the lower orders.
+    Waiting,
+    /// At its batch's gate, claimable once its group and batch have room and its
+    /// not-before time has come. Set by submit, by gate promotion, by a retry, and by a
+    /// node handing back a task it had not started.
+    Ready,
+    /// Claimed by a node under a lease and not yet started on one of its slots: the few
+    /// tasks a node holds ahead of its free slots. Set by the claim; the node's start mark
+    /// makes it `Running`, a hand-back makes it `Ready` again.
+    Reserved,
+    /// Started on a node's slot, under the node's lease. Set by the node's start mark.
+    Running,
+    /// Ended: an attempt succeeded. Set by a completion.
+    Succeeded,
+    /// Ended: the last attempt failed, or the task was lost with no attempts left.
+    Failed,
+    /// Ended: cancelled by its batch's holder or an admin, or by a halting batch.
+    Cancelled,
+}
+
+/// The state code stores report for a claimed task that has no start mark. The stores
+/// keep every claimed task as code 2 (with or without a start mark); reads map an unmarked
+/// one to this code, which is never stored.
+pub(crate) const RESERVED_CODE: i64 = 6;
+
+impl TaskState {
+    /// The code the stores keep: 0 waiting, 1 ready, 2 claimed (reserved or running),
+    /// 3 succeeded, 4 failed, 5 cancelled.
+    pub fn code(self) -> i64 {
+        match self {
+            TaskState::Waiting => 0,
+            TaskState::Ready => 1,
+            TaskState::Reserved | TaskState::Running => 2,
+            TaskState::Succeeded => 3,
+            TaskState::Failed => 4,
+            TaskState::Cancelled => 5,
+        }
+    }
+
+    /// The state of a code as the stores report it: a stored code, or [`RESERVED_CODE`].
+    pub fn from_code(code: i64) -> Option<Self> {
+        Some(match code {
+            0 => TaskState::Waiting,
+            1 => TaskState::Ready,
+            2 => TaskState::Running,
+            3 => TaskState::Succeeded,
+            4 => TaskState::Failed,
+            5 => TaskState::Cancelled,
+            RESERVED_CODE => TaskState::Reserved,
+            _ => return None,
+        })
+    }
+
+    pub fn is_ended(self) -> bool {
+        matches!(
+            self,
+            TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Waiting => "waiting",
+            TaskState::Ready => "ready",
+            TaskState::Reserved => "reserved",
+            TaskState::Running => "running",
+            TaskState::Succeeded => "succeeded",
+            TaskState::Failed => "failed",
+            TaskState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// What a batch does when one of its tasks fails for good.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailurePolicy {
+    /// Later orders still run.
+    #[default]
+    Continue,
+    /// The batch's pending tasks are cancelled.
+    Halt,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct BatchSpec {
+    pub name: Option<String>,
+    pub priority: i32,
+    /// At most this many of the batch's tasks run at once.
+    pub max_parallel: Option<u32>,
+    pub failure_policy: FailurePolicy,
+}
+
+/// A task to submit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub module: Digest,
+    pub input: Vec<u8>,
+    pub order: i64,
+    pub group: Option<String>,
+    /// Defaults to the batch's priority.
+    pub priority: Option<i32>,
+    pub max_attempts: u32,
+    /// Delay before the first retry; doubled for each further one, with jitter.
+    pub backoff: Duration,
+    pub limits: TaskLimits,
+    pub mounts: Vec<MountGrant>,
+    pub not_before: Option<Micros>,
+}
+
+impl TaskSpec {
+    pub fn new(module: Digest, input: impl Into<Vec<u8>>) -> Self {
+        TaskSpec {
+            module,
+            input: input.into(),
+            order: 0,
+            group: None,
+            priority: None,
+            max_attempts: 3,
+            backoff: Duration::from_secs(1),
+            limits: TaskLimits::default(),
+            mounts: Vec::new(),
+            not_before: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModuleInfo {
+    pub digest: Digest,
+    pub name: Option<String>,
+    pub tag: Option<String>,
+    pub size: u64,
+    pub added_at: Micros,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchInfo {
+    pub id: BatchId,
+    pub name: Option<String>,
+    pub priority: i32,
+    pub max_parallel: Option<u32>,
+    pub failure_policy: FailurePolicy,
+    pub sealed: bool,
+    pub created_at: Micros,
+    pub progress: Progress,
+}
+
+/// How many of a batch's tasks are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub waiting: u64,
+    pub ready: u64,
+    pub reserved: u64,
+    pub running: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+}
+
+impl Progress {
+    pub fn total(&self) -> u64 {
+        self.waiting + self.ready + self.reserved + self.running + self.ended()
+    }
+
+    pub fn ended(&self) -> u64 {
+        self.succeeded + self.failed + self.cancelled
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.ended() == self.total()
+    }
+
+    pub(crate) fn add(&mut self, state: TaskState, count: u64) {
+        match state {
+            TaskState::Waiting => self.waiting += count,
+            TaskState::Ready => self.ready += count,
+            TaskState::Reserved => self.reserved += count,
+            TaskState::Running => self.running += count,
+            TaskState::Succeeded => self.succeeded += count,
+            TaskState::Failed => self.failed += count,
+            TaskState::Cancelled => self.cancelled += count,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskInfo {
+    pub id: TaskId,
+    pub batch: BatchId,
+    pub module: Digest,
+    pub order: i64,
+    pub group: Option<String>,
+    pub priority: i32,
+    pub state: TaskState,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub submitted_at: Micros,
+    pub ended_at: Option<Micros>,
+    pub outcome: Option<Outcome>,
+    pub error: Option<String>,
+    pub output_size: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupInfo {
+    pub key: String,
+    pub limit: u32,
+    pub running: u64,
+    pub waiting: u64,
+}
+
+/// A task a node claimed, with all it needs to run it.
+#[derive(Debug, Clone)]
+pub struct ClaimedTask {
+    pub id: TaskId,
+    pub batch: BatchId,
+    pub attempt: u32,
+    pub module: Digest,
+    pub input: Vec<u8>,
+    pub order: i64,
+    pub group: Option<String>,
+    pub limits: TaskLimits,
+    pub mounts: Vec<MountGrant>,
+    pub lease_token: i64,
+    pub claimed_at: Micros,
+}
+
+/// What a claim took.
+#[derive(Debug, Clone, Default)]
+pub struct Claimed {
+    pub tasks: Vec<ClaimedTask>,
+    /// Some claimable tasks were passed over because another transaction held them (or
+    /// their group's or batch's counter) at that moment: claim again shortly rather than
+    /// wait for a wake-up. Only stores shared by several writers set it.
+    pub contended: bool,
+    /// When a claim took fewer tasks than it could: the earliest time a ready task held
+    /// back by its retry delay becomes due, if any is.
+    pub next_due: Option<Micros>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClaimParams {
+    pub node: String,
+    pub max: usize,
+    pub now: Micros,
+    pub lease: Duration,
+}
+
+/// A claimed task that its node started on a slot.
+#[derive(Debug, Clone, Copy)]
+pub struct Start {
+    pub task: TaskId,
+    pub lease_token: i64,
+    pub at: Micros,
+}
+
+/// One attempt in the execution log.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub task: TaskId,
+    pub batch: BatchId,
+    pub attempt: u32,
+    pub node: String,
+    pub slot: Option<usize>,
+    pub group: Option<String>,
+    pub order: i64,
+    pub started_at: Micros,
+    pub ended_at: Micros,
+    pub outcome: Outcome,
+    pub error: Option<String>,
+    pub logs: Vec<LogLine>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AttemptFilter {
+    pub batch: Option<BatchId>,
+    pub task: Option<TaskId>,
+    pub group: Option<String>,
+    pub outcome: Option<Outcome>,
+    pub since: Option<Micros>,
+    pub until: Option<Micros>,
+    /// Only attempts with a larger row position: for paging and following.
+    pub after: Option<i64>,
+    pub limit: Option<usize>,
+}
+
+/// A task running now (started on a slot, not only reserved), for the live view.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunningTask {
+    pub task: TaskId,
+    pub batch: BatchId,
+    pub node: String,
+    /// The slot running it, when it runs on this node.
+    pub slot: Option<usize>,
+    pub attempt: u32,
+    pub group: Option<String>,
+    pub order: i64,
+    /// When it started on its slot.
+    pub since: Micros,
+    pub lease_expires: Micros,
+}
+
+/// What `task_cancel` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelResult {
+    /// It was pending and is now cancelled.
+    Cancelled,
+    /// It is running; its node was asked to stop it.
+    Requested,
+    /// It had already ended.
+    AlreadyEnded,
+}
+
+/// News from the other nodes sharing a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// Work may have become claimable (a submission, a completion, a limit raised).
+    Wake,
+    /// Priorities or limits changed: tasks a node reserved and has not started may no
+    /// longer be the ones the rules name. Nodes hand them back and claim again.
+    Reclaim,
+    /// Tasks of these batches ended (which also frees slots: a wake-up too).
+    Batches(Vec<BatchId>),
+    /// A running task was asked to stop: renew leases now to learn which.
+    Cancel,
+    /// Signals may have been missed (the connection dropped): look at everything again.
+    Resync,
+}
+
+/// A node's heartbeat.
+#[derive(Debug, Clone)]
+pub struct NodeBeat {
+    pub node: String,
+    pub workers: usize,
+    pub started_at: Micros,
+    pub now: Micros,
+}
+
+/// A node in the registry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node: String,
+    pub workers: usize,
+    pub started_at: Micros,
+    pub heartbeat_at: Micros,
+    /// The store's clock minus the node's, microseconds (0 when within tolerance).
+    pub clock_offset: Micros,
+}
