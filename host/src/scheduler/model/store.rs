@@ -1,0 +1,360 @@
+//! [`Model`]: a whole store's scheduling state, and the store's operations on it, one at a
+//! time, by the rules in [`super`].
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::store::{CancelResult, FailurePolicy};
+
+/// A batch as the scheduler sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// The priority of tasks submitted later without one of their own.
+    pub priority: i32,
+    pub max_parallel: Option<u32>,
+    pub failure_policy: FailurePolicy,
+    /// The `vseq` its next submitted task would get, unless the clock is ahead of it.
+    pub next_vseq: i64,
+    /// The highest order that has had a task claimed: no lower order may be submitted.
+    /// A hand-back does not lower it (the task may have begun running).
+    pub started_order: Option<i64>,
+}
+
+/// A task to submit, as the model needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTask {
+    pub order: i64,
+    pub group: Option<String>,
+    /// `None`: the batch's priority.
+    pub priority: Option<i32>,
+    pub max_attempts: u32,
+    /// `None`: due at once.
+    pub not_before: Option<Micros>,
+}
+
+/// How an attempt ended, as its node reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Success,
+    /// Any failure the task may be retried after (an error, a trap, a timeout).
+    Failure,
+    /// The node stopped it because its cancellation was asked for.
+    Stopped,
+}
+
+/// What a claim returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimOutcome {
+    /// The tasks taken, in claim order, with the attempt each starts.
+    pub tasks: Vec<(TaskId, u32)>,
+    /// When the claim took fewer than it could: the earliest time a ready task not yet
+    /// due becomes due, if any is.
+    pub next_due: Option<Micros>,
+}
+
+/// Why a submission was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    NoSuchBatch,
+    /// A task's order is lower than one already started in the batch.
+    BelowStarted {
+        order: i64,
+        started: i64,
+    },
+}
+
+/// A whole store's scheduling state, changed by the same operations as a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    /// Every task, in id order.
+    pub tasks: Vec<Task>,
+    pub batches: BTreeMap<BatchId, Batch>,
+    /// Every group the store knows (named by a submitted task or given a limit), with
+    /// its limit.
+    pub groups: BTreeMap<String, u32>,
+    /// The fair-queueing clock: the largest `vseq` a claim has taken.
+    pub vtime: i64,
+    next_task: TaskId,
+    next_batch: BatchId,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model::new()
+    }
+}
+
+impl Model {
+    /// An empty store: ids start at 1, as a fresh database numbers them.
+    pub fn new() -> Self {
+        Model {
+            tasks: Vec::new(),
+            batches: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            vtime: 0,
+            next_task: 1,
+            next_batch: 1,
+        }
+    }
+
+    pub fn task(&self, id: TaskId) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+
+    fn task_mut(&mut self, id: TaskId) -> Option<&mut Task> {
+        self.tasks.iter_mut().find(|t| t.id == id)
+    }
+
+    /// The state a store reports for a task.
+    pub fn state(&self, id: TaskId) -> Option<TaskState> {
+        let task = self.task(id)?;
+        Some(state_at(task, &gates(&self.tasks)))
+    }
+
+    /// The state a store reports for each task, in id order.
+    pub fn states(&self) -> Vec<(TaskId, TaskState)> {
+        let gates = gates(&self.tasks);
+        self.tasks
+            .iter()
+            .map(|task| (task.id, state_at(task, &gates)))
+            .collect()
+    }
+
+    /// How many of the group's tasks are claimed now.
+    pub fn group_claimed(&self, key: &str) -> u64 {
+        self.tasks
+            .iter()
+            .filter(|t| t.phase == Phase::Claimed && t.group.as_deref() == Some(key))
+            .count() as u64
+    }
+
+    /// How many of the group's tasks are pending.
+    pub fn group_pending(&self, key: &str) -> u64 {
+        self.tasks
+            .iter()
+            .filter(|t| t.phase == Phase::Pending && t.group.as_deref() == Some(key))
+            .count() as u64
+    }
+
+    pub fn open_batch(
+        &mut self,
+        priority: i32,
+        max_parallel: Option<u32>,
+        failure_policy: FailurePolicy,
+    ) -> BatchId {
+        let id = self.next_batch;
+        self.next_batch += 1;
+        self.batches.insert(
+            id,
+            Batch {
+                priority,
+                max_parallel,
+                failure_policy,
+                next_vseq: 0,
+                started_order: None,
+            },
+        );
+        id
+    }
+
+    /// Submits tasks, all or none. The first task's `vseq` is the batch's next one or the
+    /// fair-queueing clock, whichever is later, so that a batch that was idle does not
+    /// jump ahead of those that kept running; then one more per task.
+    pub fn submit(&mut self, batch: BatchId, new: &[NewTask]) -> Result<Vec<TaskId>, Refused> {
+        let vtime = self.vtime;
+        let b = self.batches.get_mut(&batch).ok_or(Refused::NoSuchBatch)?;
+        if let Some(started) = b.started_order
+            && let Some(low) = new.iter().find(|t| t.order < started)
+        {
+            return Err(Refused::BelowStarted {
+                order: low.order,
+                started,
+            });
+        }
+        let first_vseq = b.next_vseq.max(vtime);
+        b.next_vseq = first_vseq + new.len() as i64;
+        let batch_priority = b.priority;
+        let mut ids = Vec::new();
+        for (index, spec) in new.iter().enumerate() {
+            let id = self.next_task;
+            self.next_task += 1;
+            if let Some(group) = &spec.group {
+                self.groups
+                    .entry(group.clone())
+                    .or_insert(DEFAULT_GROUP_LIMIT);
+            }
+            self.tasks.push(Task {
+                id,
+                batch,
+                order: spec.order,
+                group: spec.group.clone(),
+                priority: spec.priority.unwrap_or(batch_priority),
+                vseq: first_vseq + index as i64,
+                not_before: spec.not_before.unwrap_or(0),
+                phase: Phase::Pending,
+                attempts: 0,
+                max_attempts: spec.max_attempts,
+                cancel_requested: false,
+                started: false,
+            });
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    /// Claims up to `k` tasks at `now` (see [`claim_order`]).
+    pub fn claim(&mut self, now: Micros, k: usize) -> ClaimOutcome {
+        let batch_limits: BTreeMap<BatchId, u32> = self
+            .batches
+            .iter()
+            .filter_map(|(&id, b)| Some((id, b.max_parallel?)))
+            .collect();
+        let taken = claim_order(&self.tasks, &self.groups, &batch_limits, now, k);
+        let mut tasks = Vec::new();
+        for &id in &taken {
+            let task = self.task_mut(id).expect("a claimed task exists");
+            task.phase = Phase::Claimed;
+            task.started = false;
+            task.attempts += 1;
+            let (attempt, batch, order, vseq) = (task.attempts, task.batch, task.order, task.vseq);
+            tasks.push((id, attempt));
+            let b = self.batches.get_mut(&batch).expect("a task's batch exists");
+            b.started_order = Some(b.started_order.map_or(order, |o| o.max(order)));
+            self.vtime = self.vtime.max(vseq);
+        }
+        let next_due = if taken.len() < k {
+            let gates = gates(&self.tasks);
+            self.tasks
+                .iter()
+                .filter(|t| t.phase == Phase::Pending && gates.get(&t.batch) == Some(&t.order))
+                .map(|t| t.not_before)
+                .filter(|&at| at > now)
+                .min()
+        } else {
+            None
+        };
+        ClaimOutcome { tasks, next_due }
+    }
+
+    /// Records how a claimed task's attempt ended at `now`; returns the state it is in
+    /// after, or `None` when it was not claimed (the store ignores such a completion).
+    pub fn complete(&mut self, id: TaskId, ending: Ending, now: Micros) -> Option<Phase> {
+        let batch = self.task(id)?.batch;
+        // A halting batch with a task failed for good retries nothing more.
+        let halted = self.batches[&batch].failure_policy == FailurePolicy::Halt
+            && self
+                .tasks
+                .iter()
+                .any(|t| t.batch == batch && t.phase == Phase::Failed);
+        let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
+        let phase = match ending {
+            Ending::Success => Phase::Succeeded,
+            Ending::Stopped => Phase::Cancelled,
+            Ending::Failure if task.cancel_requested => Phase::Cancelled,
+            Ending::Failure if task.attempts < task.max_attempts && halted => Phase::Cancelled,
+            Ending::Failure if task.attempts < task.max_attempts => {
+                task.not_before = now;
+                Phase::Pending
+            }
+            Ending::Failure => Phase::Failed,
+        };
+        task.phase = phase;
+        let batch = task.batch;
+        if phase == Phase::Failed && self.batches[&batch].failure_policy == FailurePolicy::Halt {
+            self.cancel_pending(batch);
+        }
+        Some(phase)
+    }
+
+    /// Marks a claimed task started on its node's slot.
+    pub fn start(&mut self, id: TaskId) {
+        if let Some(task) = self.task_mut(id).filter(|t| t.phase == Phase::Claimed) {
+            task.started = true;
+        }
+    }
+
+    /// Puts a claimed task back as it was before its claim, the attempt not counted; one
+    /// whose cancellation was asked ends cancelled instead. Returns the phase it is in
+    /// after, or `None` when it was not claimed.
+    pub fn release(&mut self, id: TaskId) -> Option<Phase> {
+        let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
+        task.attempts -= 1;
+        task.started = false;
+        task.phase = if task.cancel_requested {
+            Phase::Cancelled
+        } else {
+            Phase::Pending
+        };
+        Some(task.phase)
+    }
+
+    /// Cancels a pending task; asks for a claimed one to be stopped.
+    pub fn cancel(&mut self, id: TaskId) -> Option<CancelResult> {
+        let task = self.task_mut(id)?;
+        Some(match task.phase {
+            Phase::Pending => {
+                task.phase = Phase::Cancelled;
+                CancelResult::Cancelled
+            }
+            Phase::Claimed => {
+                task.cancel_requested = true;
+                CancelResult::Requested
+            }
+            _ => CancelResult::AlreadyEnded,
+        })
+    }
+
+    /// Cancels the batch's pending tasks and asks for its claimed ones to be stopped;
+    /// returns how many were cancelled.
+    pub fn cancel_batch(&mut self, batch: BatchId) -> u64 {
+        for task in self.tasks.iter_mut() {
+            if task.batch == batch && task.phase == Phase::Claimed {
+                task.cancel_requested = true;
+            }
+        }
+        self.cancel_pending(batch)
+    }
+
+    fn cancel_pending(&mut self, batch: BatchId) -> u64 {
+        let mut cancelled = 0;
+        for task in self.tasks.iter_mut() {
+            if task.batch == batch && task.phase == Phase::Pending {
+                task.phase = Phase::Cancelled;
+                cancelled += 1;
+            }
+        }
+        cancelled
+    }
+
+    /// Changes the priority of a task that has not started (pending, or claimed and not
+    /// started: its node hands it back); `false` (nothing changes) for any other.
+    pub fn set_task_priority(&mut self, id: TaskId, priority: i32) -> bool {
+        match self.task_mut(id).filter(|t| not_started(t)) {
+            Some(task) => {
+                task.priority = priority;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Changes the batch's priority, for its tasks that have not started and those
+    /// submitted later; started ones keep theirs. Returns how many tasks changed.
+    pub fn set_batch_priority(&mut self, batch: BatchId, priority: i32) -> u64 {
+        if let Some(b) = self.batches.get_mut(&batch) {
+            b.priority = priority;
+        }
+        let mut changed = 0;
+        for task in self.tasks.iter_mut() {
+            if task.batch == batch && not_started(task) {
+                task.priority = priority;
+                changed += 1;
+            }
+        }
+        changed
+    }
+
+    pub fn set_group_limit(&mut self, key: &str, limit: u32) {
+        self.groups.insert(key.to_owned(), limit);
+    }
+}

@@ -1,0 +1,218 @@
+//! The model checked against hand-worked cases of each rule.
+
+use super::*;
+use crate::store::{CancelResult, FailurePolicy};
+
+const NOW: Micros = 1_000;
+
+fn new_task(order: i64, group: Option<&str>) -> NewTask {
+    NewTask {
+        order,
+        group: group.map(str::to_owned),
+        priority: None,
+        max_attempts: 1,
+        not_before: None,
+    }
+}
+
+fn ids(outcome: ClaimOutcome) -> Vec<TaskId> {
+    outcome.tasks.into_iter().map(|(id, _)| id).collect()
+}
+
+#[test]
+fn a_gate_holds_back_higher_orders_until_lower_ones_end() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let t = m
+        .submit(
+            b,
+            &[new_task(0, None), new_task(1, None), new_task(0, None)],
+        )
+        .unwrap();
+    assert_eq!(m.state(t[1]), Some(TaskState::Waiting));
+    assert_eq!(ids(m.claim(NOW, 10)), [t[0], t[2]]);
+    m.complete(t[0], Ending::Success, NOW);
+    assert!(m.claim(NOW, 10).tasks.is_empty());
+    m.complete(t[2], Ending::Success, NOW);
+    assert_eq!(m.state(t[1]), Some(TaskState::Ready));
+    assert_eq!(ids(m.claim(NOW, 10)), [t[1]]);
+}
+
+#[test]
+fn a_lower_order_moves_the_gate_down_until_one_above_it_started() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let high = m.submit(b, &[new_task(2, None)]).unwrap();
+    let low = m.submit(b, &[new_task(1, None)]).unwrap();
+    assert_eq!(m.state(high[0]), Some(TaskState::Waiting));
+    assert_eq!(ids(m.claim(NOW, 10)), low);
+    assert_eq!(
+        m.submit(b, &[new_task(0, None)]),
+        Err(Refused::BelowStarted {
+            order: 0,
+            started: 1
+        })
+    );
+    // Handed back, the order still counts as started.
+    m.release(low[0]);
+    assert!(m.submit(b, &[new_task(0, None)]).is_err());
+    assert!(m.submit(b, &[new_task(1, None)]).is_ok());
+}
+
+#[test]
+fn a_group_gives_one_task_per_claim_by_default_and_more_with_a_higher_limit() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let t = m
+        .submit(b, &[new_task(0, Some("g")), new_task(0, Some("g"))])
+        .unwrap();
+    assert_eq!(ids(m.claim(NOW, 10)), [t[0]]);
+    assert!(m.claim(NOW, 10).tasks.is_empty());
+    m.set_group_limit("g", 2);
+    assert_eq!(ids(m.claim(NOW, 10)), [t[1]]);
+}
+
+#[test]
+fn a_full_group_does_not_block_the_tasks_behind_it() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let t = m
+        .submit(
+            b,
+            &[
+                new_task(0, Some("g")),
+                new_task(0, Some("g")),
+                new_task(0, Some("g")),
+                new_task(0, None),
+                new_task(0, Some("h")),
+            ],
+        )
+        .unwrap();
+    assert_eq!(ids(m.claim(NOW, 3)), [t[0], t[3], t[4]]);
+}
+
+#[test]
+fn a_batch_limit_bounds_its_batch_only() {
+    let mut m = Model::new();
+    let limited = m.open_batch(1, Some(2), FailurePolicy::Continue);
+    let free = m.open_batch(0, None, FailurePolicy::Continue);
+    let l = m.submit(limited, &vec![new_task(0, None); 5]).unwrap();
+    let f = m.submit(free, &[new_task(0, None)]).unwrap();
+    assert_eq!(ids(m.claim(NOW, 4)), [l[0], l[1], f[0]]);
+    m.complete(l[0], Ending::Success, NOW);
+    assert_eq!(ids(m.claim(NOW, 4)), [l[2]]);
+}
+
+#[test]
+fn priority_goes_first_and_changes_only_tasks_not_started() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let t = m
+        .submit(
+            b,
+            &[
+                new_task(0, None),
+                NewTask {
+                    priority: Some(5),
+                    ..new_task(0, None)
+                },
+                new_task(0, None),
+            ],
+        )
+        .unwrap();
+    assert_eq!(ids(m.claim(NOW, 1)), [t[1]]);
+    assert!(m.set_task_priority(t[2], 9));
+    m.start(t[1]);
+    assert!(
+        !m.set_task_priority(t[1], 0),
+        "a started task keeps its priority"
+    );
+    assert_eq!(m.set_batch_priority(b, 3), 2);
+    assert_eq!(m.task(t[1]).unwrap().priority, 5);
+    // The batch's priority moved both pending tasks to 3: first in, first out again.
+    assert_eq!(ids(m.claim(NOW, 2)), [t[0], t[2]]);
+}
+
+#[test]
+fn a_later_small_batch_is_not_starved_by_a_large_one() {
+    let mut m = Model::new();
+    let large = m.open_batch(0, None, FailurePolicy::Continue);
+    let l = m.submit(large, &vec![new_task(0, None); 10]).unwrap();
+    assert_eq!(ids(m.claim(NOW, 2)), [l[0], l[1]]);
+    // The clock is at vseq 1: the small batch starts there, beside the large one's 2.
+    let small = m.open_batch(0, None, FailurePolicy::Continue);
+    let s = m.submit(small, &vec![new_task(0, None); 2]).unwrap();
+    assert_eq!(m.task(s[0]).unwrap().vseq, 1);
+    assert_eq!(ids(m.claim(NOW, 4)), [s[0], l[2], s[1], l[3]]);
+}
+
+#[test]
+fn failures_are_retried_then_fail_and_a_halting_batch_cancels_the_rest() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Halt);
+    let t = m
+        .submit(
+            b,
+            &[
+                NewTask {
+                    max_attempts: 2,
+                    ..new_task(0, None)
+                },
+                new_task(1, None),
+            ],
+        )
+        .unwrap();
+    assert_eq!(m.claim(NOW, 1).tasks, [(t[0], 1)]);
+    assert_eq!(m.complete(t[0], Ending::Failure, NOW), Some(Phase::Pending));
+    assert_eq!(m.claim(NOW, 1).tasks, [(t[0], 2)]);
+    assert_eq!(m.complete(t[0], Ending::Failure, NOW), Some(Phase::Failed));
+    assert_eq!(m.state(t[1]), Some(TaskState::Cancelled));
+}
+
+#[test]
+fn a_cancelled_claimed_task_ends_when_its_attempt_does_and_is_not_retried() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let t = m
+        .submit(
+            b,
+            &[
+                NewTask {
+                    max_attempts: 3,
+                    ..new_task(0, None)
+                },
+                new_task(0, None),
+            ],
+        )
+        .unwrap();
+    m.claim(NOW, 1);
+    assert_eq!(m.cancel(t[0]), Some(CancelResult::Requested));
+    assert_eq!(m.cancel(t[1]), Some(CancelResult::Cancelled));
+    assert_eq!(m.state(t[0]), Some(TaskState::Reserved));
+    assert_eq!(
+        m.complete(t[0], Ending::Failure, NOW),
+        Some(Phase::Cancelled)
+    );
+}
+
+#[test]
+fn a_task_not_yet_due_is_passed_over_and_reported_as_next_due() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let t = m
+        .submit(
+            b,
+            &[
+                NewTask {
+                    not_before: Some(NOW + 50),
+                    ..new_task(0, None)
+                },
+                new_task(0, None),
+            ],
+        )
+        .unwrap();
+    let outcome = m.claim(NOW, 5);
+    assert_eq!(outcome.tasks, [(t[1], 1)]);
+    assert_eq!(outcome.next_due, Some(NOW + 50));
+    assert_eq!(ids(m.claim(NOW + 50, 5)), [t[0]]);
+}
