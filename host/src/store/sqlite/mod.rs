@@ -26,11 +26,11 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 use super::*;
 
 const MIGRATIONS: [&str; 5] = [
-    include_str!("0001_init.sql"),
-    include_str!("0002_claim_indexes.sql"),
-    include_str!("0003_start_marks.sql"),
-    include_str!("0004_ids_never_reused.sql"),
-    include_str!("0005_open_groups.sql"),
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_claim_indexes.sql"),
+    include_str!("migrations/0003_start_marks.sql"),
+    include_str!("migrations/0004_ids_never_reused.sql"),
+    include_str!("migrations/0005_open_groups.sql"),
 ];
 
 /// A task's state as reads report it: a claimed task without a start mark is reserved.
