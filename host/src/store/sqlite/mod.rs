@@ -15,6 +15,7 @@
 
 mod claim;
 mod gate;
+mod modules;
 mod schema;
 
 use std::path::Path;
@@ -198,13 +199,6 @@ fn count_states(
     Ok(progress)
 }
 
-fn module_exists(tx: &Transaction<'_>, digest: &str) -> StoreResult<bool> {
-    tx.prepare_cached("SELECT 1 FROM modules WHERE digest = ?")
-        .map_err(internal)?
-        .exists([digest])
-        .map_err(internal)
-}
-
 fn submit(
     tx: &Transaction<'_>,
     batch: BatchId,
@@ -231,7 +225,7 @@ fn submit(
     for (index, spec) in specs.iter().enumerate() {
         let module = spec.module.to_hex();
         if !known_modules.contains(&module) {
-            if !module_exists(tx, &module)? {
+            if !modules::exists(tx, &module)? {
                 return Err(StoreError::Invalid(format!(
                     "task {index}: module {module} does not exist; add it first"
                 )));
@@ -428,92 +422,20 @@ impl Store for SqliteStore {
         now: Micros,
     ) -> StoreResult<ModuleInfo> {
         let digest = Digest::of(&bytes);
-        let size = bytes.len() as u64;
-        self.write(move |tx| {
-            tx.execute(
-                "INSERT INTO modules (digest, name, tag, size, bytes, added_at) VALUES (?, ?, ?, ?, ?, ?)
-                 ON CONFLICT (digest) DO UPDATE SET name = coalesce(excluded.name, name),
-                     tag = coalesce(excluded.tag, tag)",
-                params![digest.to_hex(), name, tag, size, bytes, now],
-            )
-            .map_err(internal)?;
-            tx.query_row(
-                "SELECT name, tag, added_at FROM modules WHERE digest = ?",
-                [digest.to_hex()],
-                |r| {
-                    Ok(ModuleInfo {
-                        digest,
-                        name: r.get(0)?,
-                        tag: r.get(1)?,
-                        size,
-                        added_at: r.get(2)?,
-                    })
-                },
-            )
-            .map_err(internal)
-        })
-        .await
+        self.write(move |tx| modules::put(tx, digest, bytes, name, tag, now))
+            .await
     }
 
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>> {
-        self.call(move |conn| {
-            conn.query_row(
-                "SELECT bytes FROM modules WHERE digest = ?",
-                [digest.to_hex()],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(internal)?
-            .ok_or_else(|| not_found("module", digest))
-        })
-        .await
+        self.call(move |conn| modules::bytes(conn, digest)).await
     }
 
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
-        self.call(|conn| {
-            let mut stmt = conn
-                .prepare("SELECT digest, name, tag, size, added_at FROM modules ORDER BY added_at, digest")
-                .map_err(internal)?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok(ModuleInfo {
-                        digest: digest_of(r.get(0)?),
-                        name: r.get(1)?,
-                        tag: r.get(2)?,
-                        size: r.get(3)?,
-                        added_at: r.get(4)?,
-                    })
-                })
-                .map_err(internal)?;
-            rows.collect::<Result<_, _>>().map_err(internal)
-        })
-        .await
+        self.call(|conn| modules::list(conn)).await
     }
 
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
-        self.write(move |tx| {
-            let hex = digest.to_hex();
-            let in_use: i64 = tx
-                .query_row(
-                    "SELECT COUNT(*) FROM tasks WHERE module = ? AND state < 3",
-                    [&hex],
-                    |r| r.get(0),
-                )
-                .map_err(internal)?;
-            if in_use > 0 {
-                return Err(StoreError::Conflict(format!(
-                    "module {hex} is used by {in_use} task(s) that have not ended"
-                )));
-            }
-            match tx
-                .execute("DELETE FROM modules WHERE digest = ?", [&hex])
-                .map_err(internal)?
-            {
-                0 => Err(not_found("module", hex)),
-                _ => Ok(()),
-            }
-        })
-        .await
+        self.write(move |tx| modules::delete(tx, digest)).await
     }
 
     async fn batch_open(
