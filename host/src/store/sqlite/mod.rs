@@ -13,6 +13,7 @@
 //! qhost process may use a database file: a second is refused by SQLite's exclusive
 //! lock on the file, see [`SqliteStore::open`].
 
+mod batches;
 mod claim;
 mod gate;
 mod modules;
@@ -141,40 +142,6 @@ fn not_found(what: &'static str, id: impl ToString) -> StoreError {
 
 fn digest_of(text: String) -> Digest {
     Digest::from_hex(&text).unwrap_or(Digest([0; 32]))
-}
-
-fn batch_info(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
-    let mut info = conn
-        .prepare_cached(
-            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
-             FROM batches WHERE id = ?",
-        )
-        .map_err(internal)?
-        .query_row([batch], |row| {
-            Ok(BatchInfo {
-                id: row.get(0)?,
-                name: row.get(1)?,
-                priority: row.get(2)?,
-                max_parallel: row.get(3)?,
-                failure_policy: if row.get(4)? {
-                    FailurePolicy::Halt
-                } else {
-                    FailurePolicy::Continue
-                },
-                sealed: row.get(5)?,
-                created_at: row.get(6)?,
-                progress: Progress::default(),
-            })
-        })
-        .optional()
-        .map_err(internal)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    info.progress = count_states(
-        conn,
-        &format!("SELECT {REPORTED_STATE}, COUNT(*) FROM tasks WHERE batch_id = ? GROUP BY 1"),
-        [batch],
-    )?;
-    Ok(info)
 }
 
 /// Runs a `SELECT state, COUNT(*) ... GROUP BY state` query into a progress count.
@@ -444,147 +411,44 @@ impl Store for SqliteStore {
         handle_hash: [u8; 32],
         now: Micros,
     ) -> StoreResult<BatchInfo> {
-        self.write(move |tx| {
-            tx.execute(
-                "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?)",
-                params![
-                    handle_hash,
-                    spec.name,
-                    spec.priority,
-                    spec.max_parallel,
-                    spec.failure_policy == FailurePolicy::Halt,
-                    now
-                ],
-            )
-            .map_err(internal)?;
-            batch_info(tx, tx.last_insert_rowid())
-        })
-        .await
+        self.write(move |tx| batches::open(tx, spec, handle_hash, now))
+            .await
     }
 
     async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        self.write(move |tx| {
-            match tx
-                .execute(
-                    "UPDATE batches SET handle_hash = ? WHERE id = ?",
-                    params![handle_hash, batch],
-                )
-                .map_err(internal)?
-            {
-                0 => Err(not_found("batch", batch)),
-                _ => Ok(()),
-            }
-        })
-        .await
+        self.write(move |tx| batches::set_handle(tx, batch, handle_hash))
+            .await
     }
 
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
-        self.call(move |conn| batch_info(conn, batch)).await
+        self.call(move |conn| batches::get(conn, batch)).await
     }
 
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
-        self.call(move |conn| {
-            conn.prepare_cached(
-                "SELECT coalesce(SUM(open), 0) FROM batch_orders WHERE batch_id = ?",
-            )
-            .map_err(internal)?
-            .query_row([batch], |r| r.get(0))
-            .map_err(internal)
-        })
-        .await
+        self.call(move |conn| batches::open_count(conn, batch))
+            .await
     }
 
     async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        self.call(move |conn| {
-            let stored: Option<Vec<u8>> = conn
-                .prepare_cached("SELECT handle_hash FROM batches WHERE id = ?")
-                .map_err(internal)?
-                .query_row([batch], |r| r.get(0))
-                .optional()
-                .map_err(internal)?;
-            match stored {
-                None => Err(not_found("batch", batch)),
-                Some(hash) if hash == handle_hash => Ok(()),
-                Some(_) => Err(StoreError::Forbidden(batch)),
-            }
-        })
-        .await
+        self.call(move |conn| batches::authorize(conn, batch, handle_hash))
+            .await
     }
 
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
-        self.write(move |tx| {
-            match tx
-                .execute("UPDATE batches SET sealed = 1 WHERE id = ?", [batch])
-                .map_err(internal)?
-            {
-                0 => Err(not_found("batch", batch)),
-                _ => Ok(()),
-            }
-        })
-        .await
+        self.write(move |tx| batches::seal(tx, batch)).await
     }
 
     async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64> {
-        self.write(move |tx| {
-            if tx
-                .execute(
-                    "UPDATE batches SET priority = ? WHERE id = ?",
-                    params![priority, batch],
-                )
-                .map_err(internal)?
-                == 0
-            {
-                return Err(not_found("batch", batch));
-            }
-            let changed = tx
-                .execute(
-                    "UPDATE tasks SET priority = ? WHERE batch_id = ?
-                         AND (state IN (0, 1) OR (state = 2 AND started_at IS NULL))",
-                    params![priority, batch],
-                )
-                .map_err(internal)?;
-            Ok(changed as u64)
-        })
-        .await
+        self.write(move |tx| batches::set_priority(tx, batch, priority))
+            .await
     }
 
     async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64> {
-        self.write(move |tx| {
-            batch_info(tx, batch)?;
-            let cancelled = gate::cancel_pending(tx, batch, now, "cancelled with its batch")?;
-            tx.execute(
-                "UPDATE tasks SET cancel_requested = 1 WHERE batch_id = ? AND state = 2",
-                [batch],
-            )
-            .map_err(internal)?;
-            Ok(cancelled)
-        })
-        .await
+        self.write(move |tx| batches::cancel(tx, batch, now)).await
     }
 
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
-        self.write(move |tx| {
-            let info = batch_info(tx, batch)?;
-            if !info.progress.is_done() {
-                return Err(StoreError::Conflict(format!(
-                    "batch {batch} still has {} task(s) that have not ended; cancel it first",
-                    info.progress.total() - info.progress.ended()
-                )));
-            }
-            // Everything the batch owns. Ids are never reused (see migrations/0004_ids_never_reused.sql),
-            // so nothing left behind could reach a later batch anyway.
-            for sql in [
-                "DELETE FROM attempts WHERE batch_id = ?",
-                "DELETE FROM tasks WHERE batch_id = ?",
-                "DELETE FROM batch_orders WHERE batch_id = ?",
-                "DELETE FROM batches WHERE id = ?",
-            ] {
-                tx.execute(sql, [batch]).map_err(internal)?;
-            }
-            Ok(())
-        })
-        .await
+        self.write(move |tx| batches::release(tx, batch)).await
     }
 
     async fn task_submit(
