@@ -18,12 +18,13 @@ mod claim;
 mod gate;
 mod modules;
 mod schema;
+mod tasks;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::*;
 
@@ -164,152 +165,6 @@ fn count_states(
         }
     }
     Ok(progress)
-}
-
-fn submit(
-    tx: &Transaction<'_>,
-    batch: BatchId,
-    specs: Vec<TaskSpec>,
-    now: Micros,
-) -> StoreResult<Vec<TaskId>> {
-    let (sealed, batch_priority, next_vseq, max_started): (bool, i32, i64, Option<i64>) = tx
-        .prepare_cached(
-            "SELECT sealed, priority, next_vseq, max_started_order FROM batches WHERE id = ?",
-        )
-        .map_err(internal)?
-        .query_row([batch], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()
-        .map_err(internal)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    if sealed {
-        return Err(StoreError::Conflict(format!(
-            "batch {batch} is sealed: it takes no more tasks"
-        )));
-    }
-    let mut known_modules = std::collections::HashSet::new();
-    for (index, spec) in specs.iter().enumerate() {
-        let module = spec.module.to_hex();
-        if !known_modules.contains(&module) {
-            if !modules::exists(tx, &module)? {
-                return Err(StoreError::Invalid(format!(
-                    "task {index}: module {module} does not exist; add it first"
-                )));
-            }
-            known_modules.insert(module);
-        }
-        if let Some(started) = max_started
-            && spec.order < started
-        {
-            return Err(StoreError::Invalid(format!(
-                "task {index}: order {} is lower than order {started}, which has already \
-                 started in batch {batch}; use order {started} or higher",
-                spec.order
-            )));
-        }
-    }
-    let vtime: i64 = tx
-        .query_row("SELECT vtime FROM scheduler", [], |r| r.get(0))
-        .map_err(internal)?;
-    let first_vseq = next_vseq.max(vtime);
-    let old_gate = gate::current(tx, batch)?;
-    let lowest = specs.iter().map(|s| s.order).min();
-    let new_gate = match (old_gate, lowest) {
-        (Some(old), Some(low)) => Some(old.min(low)),
-        (old, low) => old.or(low),
-    };
-    if let (Some(old), Some(new)) = (old_gate, new_gate)
-        && new < old
-    {
-        gate::demote(tx, batch, old)?;
-    }
-    let mut ids = Vec::with_capacity(specs.len());
-    {
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq, state,
-                     max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .map_err(internal)?;
-        let mut open = tx
-            .prepare_cached(
-                "INSERT INTO batch_orders (batch_id, ord, open) VALUES (?, ?, 1)
-                 ON CONFLICT (batch_id, ord) DO UPDATE SET open = open + 1",
-            )
-            .map_err(internal)?;
-        let mut group = tx
-            .prepare_cached("INSERT OR IGNORE INTO groups (key) VALUES (?)")
-            .map_err(internal)?;
-        for (index, spec) in specs.into_iter().enumerate() {
-            let state = if Some(spec.order) == new_gate {
-                TaskState::Ready
-            } else {
-                TaskState::Waiting
-            };
-            if let Some(key) = &spec.group {
-                group.execute([key]).map_err(internal)?;
-            }
-            open.execute(params![batch, spec.order]).map_err(internal)?;
-            insert
-                .execute(params![
-                    batch,
-                    spec.module.to_hex(),
-                    spec.input,
-                    spec.order,
-                    spec.group,
-                    spec.priority.unwrap_or(batch_priority),
-                    first_vseq + index as i64,
-                    state.code(),
-                    spec.max_attempts,
-                    spec.backoff.as_millis() as i64,
-                    serde_json::to_string(&spec.limits).expect("limits serialize"),
-                    serde_json::to_string(&spec.mounts).expect("mounts serialize"),
-                    // 0: due at once (see the schema's tasks_delayed).
-                    spec.not_before.unwrap_or(0),
-                    now,
-                ])
-                .map_err(internal)?;
-            ids.push(tx.last_insert_rowid());
-        }
-    }
-    tx.execute(
-        "UPDATE batches SET next_vseq = ? WHERE id = ?",
-        params![first_vseq + ids.len() as i64, batch],
-    )
-    .map_err(internal)?;
-    Ok(ids)
-}
-
-fn task_info(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
-    conn.prepare_cached(&format!(
-        "SELECT id, batch_id, module, ord, group_key, priority, {REPORTED_STATE}, attempts,
-                max_attempts, submitted_at, ended_at, outcome, error, length(output)
-         FROM tasks WHERE id = ?"
-    ))
-    .map_err(internal)?
-    .query_row([task], |r| {
-        Ok(TaskInfo {
-            id: r.get(0)?,
-            batch: r.get(1)?,
-            module: digest_of(r.get(2)?),
-            order: r.get(3)?,
-            group: r.get(4)?,
-            priority: r.get(5)?,
-            state: TaskState::from_code(r.get(6)?).unwrap_or(TaskState::Failed),
-            attempts: r.get(7)?,
-            max_attempts: r.get(8)?,
-            submitted_at: r.get(9)?,
-            ended_at: r.get(10)?,
-            outcome: r.get::<_, Option<String>>(11)?.and_then(|o| o.parse().ok()),
-            error: r.get(12)?,
-            output_size: r.get(13)?,
-        })
-    })
-    .optional()
-    .map_err(internal)?
-    .ok_or_else(|| not_found("task", task))
 }
 
 fn attempt_list(
@@ -457,110 +312,34 @@ impl Store for SqliteStore {
         tasks: Vec<TaskSpec>,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
-        self.write(move |tx| submit(tx, batch, tasks, now)).await
+        self.write(move |tx| tasks::submit(tx, batch, tasks, now))
+            .await
     }
 
     async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo> {
-        self.call(move |conn| task_info(conn, task)).await
+        self.call(move |conn| tasks::get(conn, task)).await
     }
 
     async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
-        self.call(move |conn| {
-            conn.query_row("SELECT output FROM tasks WHERE id = ?", [task], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(internal)?
-            .ok_or_else(|| not_found("task", task))
-        })
-        .await
+        self.call(move |conn| tasks::output(conn, task)).await
     }
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
-        self.write(move |tx| {
-            let state = task_info(tx, task)?.state;
-            if !matches!(
-                state,
-                TaskState::Waiting | TaskState::Ready | TaskState::Reserved
-            ) {
-                return Err(StoreError::Conflict(format!(
-                    "task {task} is {}: only the priority of a task that has not started can change",
-                    state.as_str()
-                )));
-            }
-            tx.execute(
-                "UPDATE tasks SET priority = ? WHERE id = ?",
-                params![priority, task],
-            )
-            .map_err(internal)?;
-            Ok(())
-        })
-        .await
+        self.write(move |tx| tasks::set_priority(tx, task, priority))
+            .await
     }
 
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
-        self.write(move |tx| {
-            let info = task_info(tx, task)?;
-            match info.state {
-                TaskState::Waiting | TaskState::Ready => {
-                    tx.execute(
-                        "UPDATE tasks SET state = 5, ended_at = ?, outcome = 'cancelled',
-                             error = 'cancelled before it ran' WHERE id = ?",
-                        params![now, task],
-                    )
-                    .map_err(internal)?;
-                    gate::close(tx, info.batch, info.order)?;
-                    Ok(CancelResult::Cancelled)
-                }
-                TaskState::Reserved | TaskState::Running => {
-                    tx.execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ?", [task])
-                        .map_err(internal)?;
-                    Ok(CancelResult::Requested)
-                }
-                _ => Ok(CancelResult::AlreadyEnded),
-            }
-        })
-        .await
+        self.write(move |tx| tasks::cancel(tx, task, now)).await
     }
 
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
-        self.write(move |tx| {
-            tx.execute(
-                "INSERT INTO groups (key, lim) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
-                params![key, limit],
-            )
-            .map_err(internal)?;
-            Ok(())
-        })
-        .await
+        self.write(move |tx| tasks::group_set_limit(tx, key, limit))
+            .await
     }
 
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
-        self.call(move |conn| {
-            let (limit, running): (u32, u64) = conn
-                .query_row(
-                    "SELECT lim, running FROM groups WHERE key = ?",
-                    [&key],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .map_err(internal)?
-                .ok_or_else(|| not_found("group", &key))?;
-            let waiting: u64 = conn
-                .query_row(
-                    "SELECT COUNT(*) FROM tasks WHERE group_key = ? AND state IN (0, 1)",
-                    [&key],
-                    |r| r.get(0),
-                )
-                .map_err(internal)?;
-            Ok(GroupInfo {
-                key,
-                limit,
-                running,
-                waiting,
-            })
-        })
-        .await
+        self.call(move |conn| tasks::group_get(conn, key)).await
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
