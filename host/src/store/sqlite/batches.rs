@@ -3,7 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::{count_states, gate, internal, not_found};
+use super::log::count_states;
+use super::{gate, internal, not_found};
 use crate::store::*;
 
 pub(super) fn open(

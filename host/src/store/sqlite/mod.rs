@@ -16,6 +16,7 @@
 mod batches;
 mod claim;
 mod gate;
+mod log;
 mod modules;
 mod schema;
 mod tasks;
@@ -27,9 +28,6 @@ use async_trait::async_trait;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::*;
-
-/// A task's state as reads report it: a claimed task without a start mark is reserved.
-const REPORTED_STATE: &str = "CASE WHEN state = 2 AND started_at IS NULL THEN 6 ELSE state END";
 
 pub struct SqliteStore {
     /// A std mutex, not an async one: it is only ever held inside `spawn_blocking`.
@@ -143,95 +141,6 @@ fn not_found(what: &'static str, id: impl ToString) -> StoreError {
 
 fn digest_of(text: String) -> Digest {
     Digest::from_hex(&text).unwrap_or(Digest([0; 32]))
-}
-
-/// Runs a `SELECT state, COUNT(*) ... GROUP BY state` query into a progress count.
-fn count_states(
-    conn: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> StoreResult<Progress> {
-    let mut progress = Progress::default();
-    let mut stmt = conn.prepare_cached(sql).map_err(internal)?;
-    let rows = stmt
-        .query_map(params, |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, u64>(1)?))
-        })
-        .map_err(internal)?;
-    for row in rows {
-        let (state, count) = row.map_err(internal)?;
-        if let Some(state) = TaskState::from_code(state) {
-            progress.add(state, count);
-        }
-    }
-    Ok(progress)
-}
-
-fn attempt_list(
-    conn: &Connection,
-    filter: AttemptFilter,
-) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-    let mut sql = String::from(
-        "SELECT id, task_id, batch_id, attempt, node, slot, group_key, ord, started_at, ended_at,
-                outcome, error, logs, stdout, stderr
-         FROM attempts WHERE 1 = 1",
-    );
-    let mut args: Vec<rusqlite::types::Value> = Vec::new();
-    let mut add = |clause: &str, value: rusqlite::types::Value| {
-        sql.push_str(clause);
-        args.push(value);
-    };
-    if let Some(batch) = filter.batch {
-        add(" AND batch_id = ?", batch.into());
-    }
-    if let Some(task) = filter.task {
-        add(" AND task_id = ?", task.into());
-    }
-    if let Some(group) = filter.group {
-        add(" AND group_key = ?", group.into());
-    }
-    if let Some(outcome) = filter.outcome {
-        add(" AND outcome = ?", outcome.as_str().to_owned().into());
-    }
-    if let Some(since) = filter.since {
-        add(" AND started_at >= ?", since.into());
-    }
-    if let Some(until) = filter.until {
-        add(" AND started_at < ?", until.into());
-    }
-    if let Some(after) = filter.after {
-        add(" AND id > ?", after.into());
-    }
-    sql.push_str(" ORDER BY id LIMIT ?");
-    args.push((filter.limit.unwrap_or(1000) as i64).into());
-    let mut stmt = conn.prepare_cached(&sql).map_err(internal)?;
-    let rows = stmt
-        .query_map(rusqlite::params_from_iter(args), |r| {
-            let logs: Option<String> = r.get(12)?;
-            Ok((
-                r.get(0)?,
-                AttemptRecord {
-                    task: r.get(1)?,
-                    batch: r.get(2)?,
-                    attempt: r.get(3)?,
-                    node: r.get(4)?,
-                    slot: r.get::<_, Option<i64>>(5)?.map(|s| s as usize),
-                    group: r.get(6)?,
-                    order: r.get(7)?,
-                    started_at: r.get(8)?,
-                    ended_at: r.get(9)?,
-                    outcome: r.get::<_, String>(10)?.parse().unwrap_or(Outcome::Lost),
-                    error: r.get(11)?,
-                    logs: logs
-                        .and_then(|l| serde_json::from_str(&l).ok())
-                        .unwrap_or_default(),
-                    stdout: r.get::<_, Option<Vec<u8>>>(13)?.unwrap_or_default(),
-                    stderr: r.get::<_, Option<Vec<u8>>>(14)?.unwrap_or_default(),
-                },
-            ))
-        })
-        .map_err(internal)?;
-    rows.collect::<Result<_, _>>().map_err(internal)
 }
 
 #[async_trait]
@@ -428,62 +337,18 @@ impl Store for SqliteStore {
     }
 
     async fn task_counts(&self) -> StoreResult<Progress> {
-        self.call(|conn| {
-            let sql = format!("SELECT {REPORTED_STATE}, COUNT(*) FROM tasks GROUP BY 1");
-            count_states(conn, &sql, [])
-        })
-        .await
+        self.call(|conn| log::task_counts(conn)).await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-        self.call(move |conn| attempt_list(conn, filter)).await
+        self.call(move |conn| log::attempt_list(conn, filter)).await
     }
 
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
-        self.call(|conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT id, batch_id, lease_node, attempts, group_key, ord, started_at, lease_expires
-                     FROM tasks WHERE state = 2 AND started_at IS NOT NULL ORDER BY started_at, id",
-                )
-                .map_err(internal)?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok(RunningTask {
-                        task: r.get(0)?,
-                        batch: r.get(1)?,
-                        node: r.get(2)?,
-                        slot: None,
-                        attempt: r.get(3)?,
-                        group: r.get(4)?,
-                        order: r.get(5)?,
-                        since: r.get(6)?,
-                        lease_expires: r.get(7)?,
-                    })
-                })
-                .map_err(internal)?;
-            rows.collect::<Result<_, _>>().map_err(internal)
-        })
-        .await
+        self.call(|conn| log::running_list(conn)).await
     }
 
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
-        self.write(move |tx| {
-            tx.execute(
-                "DELETE FROM attempts WHERE task_id IN
-                     (SELECT id FROM tasks WHERE state >= 3 AND ended_at < ?1 ORDER BY ended_at LIMIT ?2)",
-                params![before, chunk as i64],
-            )
-            .map_err(internal)?;
-            let deleted = tx
-                .execute(
-                    "DELETE FROM tasks WHERE id IN
-                         (SELECT id FROM tasks WHERE state >= 3 AND ended_at < ?1 ORDER BY ended_at LIMIT ?2)",
-                    params![before, chunk as i64],
-                )
-                .map_err(internal)?;
-            Ok(deleted)
-        })
-        .await
+        self.write(move |tx| log::prune(tx, before, chunk)).await
     }
 }
