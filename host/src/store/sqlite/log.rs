@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, Transaction, params};
 
+use super::complete::Running;
 use super::internal;
 use crate::runtime::Outcome;
 use crate::store::*;
@@ -141,4 +142,35 @@ pub(super) fn prune(tx: &Transaction<'_>, before: Micros, chunk: usize) -> Store
         )
         .map_err(internal)?;
     Ok(deleted)
+}
+
+/// Records an ended attempt of `task` in the execution log.
+pub(super) fn record(
+    tx: &Transaction<'_>,
+    task: &Running,
+    end: &AttemptEnd<'_>,
+) -> StoreResult<()> {
+    let logs =
+        (!end.logs.is_empty()).then(|| serde_json::to_string(end.logs).expect("logs serialize"));
+    tx.prepare_cached(include_str!("sql/attempt_insert.sql"))
+        .map_err(internal)?
+        .execute(params![
+            task.id,
+            task.batch,
+            task.attempts,
+            end.node,
+            end.slot.map(|s| s as i64),
+            task.lease_token,
+            task.group,
+            task.order,
+            end.started_at,
+            end.ended_at,
+            end.outcome.as_str(),
+            end.error,
+            logs,
+            (!end.stdout.is_empty()).then_some(end.stdout),
+            (!end.stderr.is_empty()).then_some(end.stderr),
+        ])
+        .map_err(internal)?;
+    Ok(())
 }

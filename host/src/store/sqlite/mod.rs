@@ -15,6 +15,7 @@
 
 mod batches;
 mod claim;
+mod complete;
 mod gate;
 mod log;
 mod modules;
@@ -25,7 +26,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::*;
 
@@ -282,25 +283,14 @@ impl Store for SqliteStore {
     ) -> StoreResult<CompleteResult> {
         let completions = completions.into_iter().map(Completion::bounded).collect();
         self.write_as(Commit::Bookkeeping, move |tx| {
-            claim::complete(tx, completions, now)
+            complete::complete(tx, completions, now)
         })
         .await
     }
 
     async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()> {
-        self.write_as(Commit::Bookkeeping, move |tx| {
-            let mut mark = tx
-                .prepare_cached(
-                    "UPDATE tasks SET started_at = ? WHERE id = ? AND state = 2 AND lease_token = ?",
-                )
-                .map_err(internal)?;
-            for start in starts {
-                mark.execute(params![start.at, start.task, start.lease_token])
-                    .map_err(internal)?;
-            }
-            Ok(())
-        })
-        .await
+        self.write_as(Commit::Bookkeeping, move |tx| complete::start(tx, starts))
+            .await
     }
 
     async fn task_release(
@@ -309,29 +299,21 @@ impl Store for SqliteStore {
         now: Micros,
     ) -> StoreResult<CompleteResult> {
         self.write_as(Commit::Bookkeeping, move |tx| {
-            claim::release(tx, &tasks, now)
+            complete::release(tx, &tasks, now)
         })
         .await
     }
 
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
         self.write_as(Commit::Bookkeeping, move |tx| {
-            tx.prepare_cached("UPDATE tasks SET lease_expires = ? WHERE state = 2 AND lease_node = ?")
-                .map_err(internal)?
-                .execute(params![until, node])
-                .map_err(internal)?;
-            let mut stmt = tx
-                .prepare_cached("SELECT id FROM tasks WHERE state = 2 AND lease_node = ? AND cancel_requested = 1")
-                .map_err(internal)?;
-            let ids = stmt.query_map([&node], |r| r.get(0)).map_err(internal)?;
-            ids.collect::<Result<_, _>>().map_err(internal)
+            complete::renew(tx, node, until)
         })
         .await
     }
 
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
         self.write_as(Commit::Bookkeeping, move |tx| {
-            claim::rescue(tx, node.as_deref(), now)
+            complete::rescue(tx, node.as_deref(), now)
         })
         .await
     }
