@@ -18,70 +18,21 @@ use crate::runtime::{MountGrant, TaskLimits};
 use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 
-/// Ready tasks in claim order, with the room left in their batch and group: `?1` now,
-/// `?2` how many to read. Tasks of full groups and batches are read too, and passed over
-/// by the pick: filtering them here would have SQLite read on through every task of a
-/// busy group, and a scan would cost the whole queue when most groups are busy.
-const CANDIDATES_SQL: &str = "
-SELECT t.id, t.batch_id, t.group_key, t.vseq,
-       b.max_parallel - b.running AS batch_room,
-       g.lim - g.running AS group_room,
-       t.priority
-FROM tasks t
-JOIN batches b ON b.id = t.batch_id
-LEFT JOIN groups g ON g.key = t.group_key
-WHERE t.state = 1
-  AND t.not_before <= ?1
-ORDER BY t.priority DESC, t.vseq, t.id
-LIMIT ?2";
-
-/// Claimable tasks without a group behind the scan's last one (`?2` priority, `?3` vseq,
-/// `?4` id), at most `?5`, none of the batches in the JSON array `?6` (full already); the
-/// same columns as [`CANDIDATES_SQL`].
-const FREE_BEYOND_SQL: &str = "
-SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, NULL, t.priority
-FROM tasks t
-JOIN batches b ON b.id = t.batch_id
-WHERE t.state = 1 AND t.group_key IS NULL
-  AND t.not_before <= ?1
-  AND (t.priority < ?2 OR (t.priority = ?2 AND (t.vseq, t.id) > (?3, ?4)))
-  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-  AND t.batch_id NOT IN (SELECT value FROM json_each(?6))
-ORDER BY t.priority DESC, t.vseq, t.id
-LIMIT ?5";
-
-/// Claimable tasks of group `?5` (with room `?6`) behind the scan's last one, at most `?6`,
-/// none of the batches in `?7`.
-const GROUP_BEYOND_SQL: &str = "
-SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, ?6, t.priority
-FROM tasks t
-JOIN batches b ON b.id = t.batch_id
-WHERE t.state = 1 AND t.group_key = ?5
-  AND t.not_before <= ?1
-  AND (t.priority < ?2 OR (t.priority = ?2 AND (t.vseq, t.id) > (?3, ?4)))
-  AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
-  AND t.batch_id NOT IN (SELECT value FROM json_each(?7))
-ORDER BY t.priority DESC, t.vseq, t.id
-LIMIT ?6";
-
-/// The first group from `?1` on (`>=`) that has ready tasks, along the per-group ready
-/// index.
-const READY_GROUP_FROM_SQL: &str = "
-SELECT group_key FROM tasks
-WHERE state = 1 AND group_key IS NOT NULL AND group_key >= ?1
-ORDER BY group_key LIMIT 1";
-
-/// The first group after `?1` (`>`) that has ready tasks.
-const READY_GROUP_AFTER_SQL: &str = "
-SELECT group_key FROM tasks
-WHERE state = 1 AND group_key IS NOT NULL AND group_key > ?1
-ORDER BY group_key LIMIT 1";
-
-/// The first group from `?1` on that has room, and its room, along `groups_open`.
-const OPEN_GROUP_FROM_SQL: &str = "
-SELECT key, lim - running FROM groups
-WHERE running < lim AND key >= ?1
-ORDER BY key LIMIT 1";
+/// Ready tasks in claim order, with the room left in their batch and group. Tasks of full
+/// groups and batches are read too, and passed over by the pick: filtering them here
+/// would have SQLite read on through every task of a busy group, and a scan would cost
+/// the whole queue when most groups are busy.
+const CANDIDATES_SQL: &str = include_str!("sql/claim_candidates.sql");
+/// Claimable tasks without a group behind the scan's last one.
+const FREE_BEYOND_SQL: &str = include_str!("sql/claim_free_beyond.sql");
+/// The first claimable tasks of one group behind the scan's last one.
+const GROUP_BEYOND_SQL: &str = include_str!("sql/claim_group_beyond.sql");
+/// The first group from a key on (`>=`) that has ready tasks.
+const READY_GROUP_FROM_SQL: &str = include_str!("sql/claim_ready_group_from.sql");
+/// The first group after a key (`>`) that has ready tasks.
+const READY_GROUP_AFTER_SQL: &str = include_str!("sql/claim_ready_group_after.sql");
+/// The first group from a key on that has room, and its room, along `groups_open`.
+const OPEN_GROUP_FROM_SQL: &str = include_str!("sql/claim_open_group_from.sql");
 
 /// A candidate row: the candidate, its batch's and group's room, and its priority.
 type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32);
@@ -217,15 +168,31 @@ fn frontier(lists: &[List], trial: &Rooms) -> Option<Place> {
         .reduce(|a, b| if before(a, b) { a } else { b })
 }
 
-/// Takes one picked task: `?1` now, `?2` the node, `?3` its lease token, `?4` the lease
-/// expiry, `?5` the task.
-const TAKE_SQL: &str = "
-UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, started_at = NULL,
-    lease_node = ?2, lease_token = ?3, lease_expires = ?4
-WHERE id = ?5
-RETURNING module, input, ord, limits, mounts, attempts";
+/// Takes one picked task: leases it to the node.
+const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
 
-pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
+/// Claims up to `p.max` tasks for `p.node`; says when a delayed task becomes due if it
+/// took fewer.
+pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Claimed> {
+    let tasks = claim_tasks(tx, p)?;
+    let next_due = if tasks.len() < p.max {
+        tx.prepare_cached(include_str!("sql/claim_next_due.sql"))
+            .map_err(internal)?
+            .query_row([p.now], |r| r.get(0))
+            .map_err(internal)?
+    } else {
+        None
+    };
+    Ok(Claimed {
+        tasks,
+        // One writer at a time: nothing is ever passed over for being held.
+        contended: false,
+        next_due,
+    })
+}
+
+/// Reads candidates, picks those their groups and batches have room for, and takes them.
+fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
     if p.max == 0 {
         return Ok(Vec::new());
     }
@@ -334,11 +301,7 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Cl
         }
     }
     let mut batch_running = tx
-        .prepare_cached(
-            "UPDATE batches SET running = running + ?1,
-                 max_started_order = max(coalesce(max_started_order, ?2), ?2)
-             WHERE id = ?3",
-        )
+        .prepare_cached(include_str!("sql/claim_count_batch.sql"))
         .map_err(internal)?;
     for (batch, (count, order)) in batches {
         batch_running

@@ -253,27 +253,8 @@ impl Store for SqliteStore {
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
-        // One writer at a time: nothing is ever passed over for being held.
-        self.write_as(Commit::Bookkeeping, move |tx| {
-            let tasks = claim::claim(tx, &params)?;
-            let next_due = if tasks.len() < params.max {
-                tx.prepare_cached(
-                    "SELECT MIN(not_before) FROM tasks
-                     WHERE state = 1 AND not_before > 0 AND not_before > ?",
-                )
-                .map_err(internal)?
-                .query_row([params.now], |r| r.get(0))
-                .map_err(internal)?
-            } else {
-                None
-            };
-            Ok(Claimed {
-                tasks,
-                contended: false,
-                next_due,
-            })
-        })
-        .await
+        self.write_as(Commit::Bookkeeping, move |tx| claim::claim(tx, &params))
+            .await
     }
 
     async fn task_complete(
