@@ -16,9 +16,8 @@
 //! Where things are: `modules.rs`, `batches.rs`, `tasks.rs` (submission, cancellation,
 //! priority, groups), `claim.rs` (the claim and its look behind the scan), `complete.rs`
 //! (completion, retry, rescue, hand-back, lease renewal, start marks), `log.rs` (attempt
-//! records, the running view, counts, pruning), `gate.rs` (ordering gates) and `schema.rs`
-//! (opening, pragmas, migrations). There is no `nodes.rs`: one process uses a database
-//! file, so there are no other nodes to register, and the [`Store`] defaults apply.
+//! records, the running view, counts, pruning), `nodes.rs` (why there is no registry),
+//! `gate.rs` (ordering gates) and `schema.rs` (opening, pragmas, migrations).
 //! Statements longer than a line or two are in `sql/`, each headed by what it does, its
 //! parameters and the state codes it uses; the migrations are in `migrations/`. This file
 //! holds the store, its connection and transactions, and the [`Store`] methods, each a
@@ -30,6 +29,7 @@ mod complete;
 mod gate;
 mod log;
 mod modules;
+mod nodes;
 mod schema;
 mod tasks;
 
