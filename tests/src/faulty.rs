@@ -88,13 +88,13 @@ impl Store for FaultyStore {
         self.inner.task_complete(completions, now).await
     }
 
-    async fn task_release(
+    async fn task_hand_back(
         &self,
         tasks: Vec<(TaskId, i64)>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
         self.check(&[])?;
-        self.inner.task_release(tasks, now).await
+        self.inner.task_hand_back(tasks, now).await
     }
 
     // Everything else as the real store does it.

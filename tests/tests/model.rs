@@ -628,7 +628,7 @@ impl ReferenceStateMachine for Scheduling {
                 }
                 let mut ended = Vec::new();
                 for &task in &back {
-                    if m.release(task) == Some(Phase::Cancelled) {
+                    if m.hand_back(task) == Some(Phase::Cancelled) {
                         let batch = m.task(task).expect("a handed-back task exists").batch;
                         ended.push((task, batch));
                     }
@@ -1156,7 +1156,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     .collect();
                 let result = sut
                     .runtime
-                    .block_on(store.task_release(back, *now))
+                    .block_on(store.task_hand_back(back, *now))
                     .unwrap();
                 sut.check_result(result, ended, 0, &at);
             }

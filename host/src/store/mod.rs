@@ -115,7 +115,7 @@ pub trait Store: Send + Sync + 'static {
     /// hands back what it reserved and will not start (it is stopping, or ranks or limits
     /// changed). A task whose cancellation was asked ends `cancelled` instead, and is
     /// returned in `ended`.
-    async fn task_release(
+    async fn task_hand_back(
         &self,
         tasks: Vec<(TaskId, i64)>,
         now: Micros,

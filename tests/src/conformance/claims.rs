@@ -65,7 +65,7 @@ pub async fn claimed_tasks_are_reserved_until_started(store: Arc<dyn Store>) {
 
     // A claim after a hand-back starts unmarked again.
     store
-        .task_release(vec![(claimed[1].id, claimed[1].lease_token)], T0 + 6)
+        .task_hand_back(vec![(claimed[1].id, claimed[1].lease_token)], T0 + 6)
         .await
         .unwrap();
     start(&store, &claimed[1..], T0 + 6).await;
@@ -74,7 +74,7 @@ pub async fn claimed_tasks_are_reserved_until_started(store: Arc<dyn Store>) {
     assert_eq!(state(again[0].id).await, TaskState::Reserved);
 }
 
-pub async fn released_tasks_go_back_untouched(store: Arc<dyn Store>) {
+pub async fn handed_back_tasks_go_back_untouched(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let id = store
@@ -83,7 +83,7 @@ pub async fn released_tasks_go_back_untouched(store: Arc<dyn Store>) {
         .unwrap()[0];
     let claimed = claim(&store, "n1", 1, T0).await;
     store
-        .task_release(vec![(id, claimed[0].lease_token)], T0)
+        .task_hand_back(vec![(id, claimed[0].lease_token)], T0)
         .await
         .unwrap();
     let info = store.task_get(id).await.unwrap();
@@ -122,7 +122,7 @@ pub async fn changes_reach_reserved_tasks(store: Arc<dyn Store>) {
         CancelResult::Requested
     );
     let handed = store
-        .task_release(vec![(t[0], claimed[0].lease_token)], T0 + 3)
+        .task_hand_back(vec![(t[0], claimed[0].lease_token)], T0 + 3)
         .await
         .unwrap();
     assert_eq!(handed.ended, [(t[0], b)], "its cancellation ends it");

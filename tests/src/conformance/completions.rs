@@ -131,7 +131,7 @@ pub async fn expired_leases_are_rescued(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(log[0].1.outcome, Outcome::Lost);
     assert_eq!(log[0].1.node, "dead");
-    // The group and batch slots were released with it.
+    // The group and batch slots were freed with it.
     let again = claim(&store, "alive", 5, T0 + 62 * SECOND).await;
     assert_eq!(again.len(), 1);
     let late = complete(&store, &first, Outcome::Succeeded, T0 + 63 * SECOND).await;

@@ -43,7 +43,7 @@ macro_rules! conformance_tests {
             priority::a_later_small_batch_is_not_starved,
             claims::concurrent_claimers_skip_group_held_tasks,
             claims::claimed_tasks_are_reserved_until_started,
-            claims::released_tasks_go_back_untouched,
+            claims::handed_back_tasks_go_back_untouched,
             claims::changes_reach_reserved_tasks,
             completions::stale_completions_change_nothing,
             completions::failures_are_retried_with_backoff_then_fail,

@@ -276,7 +276,7 @@ impl Model {
     /// Puts a claimed task back as it was before its claim, the attempt not counted; one
     /// whose cancellation was asked ends cancelled instead. Returns the phase it is in
     /// after, or `None` when it was not claimed.
-    pub fn release(&mut self, id: TaskId) -> Option<Phase> {
+    pub fn hand_back(&mut self, id: TaskId) -> Option<Phase> {
         let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
         task.attempts -= 1;
         task.started = false;

@@ -54,7 +54,7 @@ fn a_lower_order_moves_the_gate_down_until_one_above_it_started() {
         })
     );
     // Handed back, the order still counts as started.
-    m.release(low[0]);
+    m.hand_back(low[0]);
     assert!(m.submit(b, &[new_task(0, None)]).is_err());
     assert!(m.submit(b, &[new_task(1, None)]).is_ok());
 }

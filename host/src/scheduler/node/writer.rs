@@ -264,7 +264,7 @@ async fn write(
     if !report.handed_back.is_empty() {
         let result = scheduler
             .store
-            .task_release(report.handed_back.clone(), now_micros())
+            .task_hand_back(report.handed_back.clone(), now_micros())
             .await?;
         report.handed_back.clear();
         batches.extend(result.ended.iter().map(|&(_, batch)| batch));

@@ -37,7 +37,7 @@ pub(super) async fn complete(
 }
 
 /// Hands back tasks a node claimed and did not start.
-pub(super) async fn release(
+pub(super) async fn hand_back(
     store: &PostgresStore,
     tasks: Vec<(TaskId, i64)>,
     now: Micros,
@@ -462,13 +462,13 @@ async fn put_back(
     }
     if !cancelled.is_empty() {
         tx.execute(
-            include_str!("sql/release_cancelled.sql"),
+            include_str!("sql/hand_back_cancelled.sql"),
             &[&now, &cancelled],
         )
         .await
         .map_err(pg)?;
     }
-    tx.execute(include_str!("sql/release_back.sql"), &[&back])
+    tx.execute(include_str!("sql/hand_back.sql"), &[&back])
         .await
         .map_err(pg)?;
     back.extend(&cancelled);

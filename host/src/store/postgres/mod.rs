@@ -341,12 +341,12 @@ impl Store for PostgresStore {
         claim::start(self, starts).await
     }
 
-    async fn task_release(
+    async fn task_hand_back(
         &self,
         tasks: Vec<(TaskId, i64)>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
-        complete::release(self, tasks, now).await
+        complete::hand_back(self, tasks, now).await
     }
 
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {

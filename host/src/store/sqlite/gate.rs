@@ -16,8 +16,8 @@ pub(super) fn current(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<Optio
         .map_err(internal)
 }
 
-/// Puts the ready tasks of `order` back to waiting: a lower order was submitted before
-/// `order` started.
+/// Puts the ready tasks (state 1) of `order` back to waiting (0): a lower order was
+/// submitted before `order` started.
 pub(super) fn demote(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreResult<()> {
     tx.prepare_cached("UPDATE tasks SET state = 0 WHERE batch_id = ? AND ord = ? AND state = 1")
         .map_err(internal)?
@@ -26,7 +26,7 @@ pub(super) fn demote(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreR
     Ok(())
 }
 
-/// Makes the waiting tasks at the batch's gate ready.
+/// Makes the waiting tasks (state 0) at the batch's gate ready (1).
 fn promote(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
     if let Some(gate) = current(tx, batch)? {
         tx.prepare_cached(
@@ -77,10 +77,7 @@ pub(super) fn cancel_pending(
     reason: &str,
 ) -> StoreResult<u64> {
     let cancelled = tx
-        .prepare_cached(
-            "UPDATE tasks SET state = 5, ended_at = ?, outcome = 'cancelled', error = ?
-             WHERE batch_id = ? AND state IN (0, 1)",
-        )
+        .prepare_cached(include_str!("sql/gate_cancel_pending.sql"))
         .map_err(internal)?
         .execute(params![now, reason, batch])
         .map_err(internal)?;
@@ -89,13 +86,10 @@ pub(super) fn cancel_pending(
             .map_err(internal)?
             .execute([batch])
             .map_err(internal)?;
-        tx.prepare_cached(
-            "INSERT INTO batch_orders (batch_id, ord, open)
-             SELECT batch_id, ord, COUNT(*) FROM tasks WHERE batch_id = ? AND state = 2 GROUP BY ord",
-        )
-        .map_err(internal)?
-        .execute([batch])
-        .map_err(internal)?;
+        tx.prepare_cached(include_str!("sql/gate_recount.sql"))
+            .map_err(internal)?
+            .execute([batch])
+            .map_err(internal)?;
     }
     Ok(cancelled as u64)
 }

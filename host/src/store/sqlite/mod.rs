@@ -12,29 +12,34 @@
 //! claims and completions to keep that writer busy with few, large transactions. Only one
 //! qhost process may use a database file: a second is refused by SQLite's exclusive
 //! lock on the file, see [`SqliteStore::open`].
+//!
+//! Where things are: `modules.rs`, `batches.rs`, `tasks.rs` (submission, cancellation,
+//! priority, groups), `claim.rs` (the claim and its look behind the scan), `complete.rs`
+//! (completion, retry, rescue, hand-back, lease renewal, start marks), `log.rs` (attempt
+//! records, the running view, counts, pruning), `nodes.rs` (why there is no registry),
+//! `gate.rs` (ordering gates) and `schema.rs` (opening, pragmas, migrations).
+//! Statements longer than a line or two are in `sql/`, each headed by what it does, its
+//! parameters and the state codes it uses; the migrations are in `migrations/`. This file
+//! holds the store, its connection and transactions, and the [`Store`] methods, each a
+//! call into one of those files.
 
+mod batches;
 mod claim;
+mod complete;
 mod gate;
+mod log;
+mod modules;
+mod nodes;
+mod schema;
+mod tasks;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Context;
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::*;
-
-const MIGRATIONS: [&str; 5] = [
-    include_str!("0001_init.sql"),
-    include_str!("0002_claim_indexes.sql"),
-    include_str!("0003_start_marks.sql"),
-    include_str!("0004_ids_never_reused.sql"),
-    include_str!("0005_open_groups.sql"),
-];
-
-/// A task's state as reads report it: a claimed task without a start mark is reserved.
-const REPORTED_STATE: &str = "CASE WHEN state = 2 AND started_at IS NULL THEN 6 ELSE state END";
 
 pub struct SqliteStore {
     /// A std mutex, not an async one: it is only ever held inside `spawn_blocking`.
@@ -57,15 +62,7 @@ enum Commit {
 impl SqliteStore {
     /// Opens (creating and migrating if needed) the database at `path`.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating the data directory {}", dir.display()))?;
-        }
-        let mut conn = Connection::open(path)
-            .with_context(|| format!("opening the database {}", path.display()))?;
-        prepare(&mut conn).with_context(|| {
-            format!("preparing {} (is another qhost using it?)", path.display())
-        })?;
+        let conn = schema::open(path)?;
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(Conn {
                 conn,
@@ -134,49 +131,6 @@ impl SqliteStore {
     }
 }
 
-fn prepare(conn: &mut Connection) -> anyhow::Result<()> {
-    // A short busy timeout: only this process should ever hold the lock.
-    conn.busy_timeout(std::time::Duration::from_millis(100))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    // The schema's references are kept by the driver itself (see 0001_init.sql).
-    conn.pragma_update(None, "foreign_keys", "OFF")?;
-    // Checkpoint the write-ahead log less often: claims and completions write a lot.
-    conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
-    conn.pragma_update(None, "cache_size", -65536)?;
-    conn.pragma_update(None, "temp_store", "MEMORY")?;
-    // Plans must not depend on bound values: otherwise every new value given to a
-    // parameter that a partial index's predicate mentions throws the cached plan away, and
-    // the claim statement was parsed and planned anew on every call.
-    conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
-        true,
-    )?;
-    // Room for every statement the driver caches (the default keeps 16).
-    conn.set_prepared_statement_cache_capacity(128);
-    // One process per file: hold the lock for good, so that a second qhost on the same
-    // file fails at once instead of fighting over it.
-    conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
-    migrate(conn)
-}
-
-fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
-    let version: usize = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    anyhow::ensure!(
-        version <= MIGRATIONS.len(),
-        "the database is at schema version {version}, newer than this qhost knows ({})",
-        MIGRATIONS.len()
-    );
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-        tx.execute_batch(sql)
-            .with_context(|| format!("applying migration {}", index + 1))?;
-        tx.pragma_update(None, "user_version", index + 1)?;
-    }
-    tx.commit()?;
-    Ok(())
-}
-
 /// Whether `err` is SQLite refusing a value: one larger than its limit (1e9 bytes by
 /// default), "string or blob too big".
 pub(super) fn is_refusal(err: &(dyn std::error::Error + 'static)) -> bool {
@@ -201,285 +155,6 @@ fn digest_of(text: String) -> Digest {
     Digest::from_hex(&text).unwrap_or(Digest([0; 32]))
 }
 
-fn batch_info(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
-    let mut info = conn
-        .prepare_cached(
-            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
-             FROM batches WHERE id = ?",
-        )
-        .map_err(internal)?
-        .query_row([batch], |row| {
-            Ok(BatchInfo {
-                id: row.get(0)?,
-                name: row.get(1)?,
-                priority: row.get(2)?,
-                max_parallel: row.get(3)?,
-                failure_policy: if row.get(4)? {
-                    FailurePolicy::Halt
-                } else {
-                    FailurePolicy::Continue
-                },
-                sealed: row.get(5)?,
-                created_at: row.get(6)?,
-                progress: Progress::default(),
-            })
-        })
-        .optional()
-        .map_err(internal)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    info.progress = count_states(
-        conn,
-        &format!("SELECT {REPORTED_STATE}, COUNT(*) FROM tasks WHERE batch_id = ? GROUP BY 1"),
-        [batch],
-    )?;
-    Ok(info)
-}
-
-/// Runs a `SELECT state, COUNT(*) ... GROUP BY state` query into a progress count.
-fn count_states(
-    conn: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> StoreResult<Progress> {
-    let mut progress = Progress::default();
-    let mut stmt = conn.prepare_cached(sql).map_err(internal)?;
-    let rows = stmt
-        .query_map(params, |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, u64>(1)?))
-        })
-        .map_err(internal)?;
-    for row in rows {
-        let (state, count) = row.map_err(internal)?;
-        if let Some(state) = TaskState::from_code(state) {
-            progress.add(state, count);
-        }
-    }
-    Ok(progress)
-}
-
-fn module_exists(tx: &Transaction<'_>, digest: &str) -> StoreResult<bool> {
-    tx.prepare_cached("SELECT 1 FROM modules WHERE digest = ?")
-        .map_err(internal)?
-        .exists([digest])
-        .map_err(internal)
-}
-
-fn submit(
-    tx: &Transaction<'_>,
-    batch: BatchId,
-    specs: Vec<TaskSpec>,
-    now: Micros,
-) -> StoreResult<Vec<TaskId>> {
-    let (sealed, batch_priority, next_vseq, max_started): (bool, i32, i64, Option<i64>) = tx
-        .prepare_cached(
-            "SELECT sealed, priority, next_vseq, max_started_order FROM batches WHERE id = ?",
-        )
-        .map_err(internal)?
-        .query_row([batch], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()
-        .map_err(internal)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    if sealed {
-        return Err(StoreError::Conflict(format!(
-            "batch {batch} is sealed: it takes no more tasks"
-        )));
-    }
-    let mut known_modules = std::collections::HashSet::new();
-    for (index, spec) in specs.iter().enumerate() {
-        let module = spec.module.to_hex();
-        if !known_modules.contains(&module) {
-            if !module_exists(tx, &module)? {
-                return Err(StoreError::Invalid(format!(
-                    "task {index}: module {module} does not exist; add it first"
-                )));
-            }
-            known_modules.insert(module);
-        }
-        if let Some(started) = max_started
-            && spec.order < started
-        {
-            return Err(StoreError::Invalid(format!(
-                "task {index}: order {} is lower than order {started}, which has already \
-                 started in batch {batch}; use order {started} or higher",
-                spec.order
-            )));
-        }
-    }
-    let vtime: i64 = tx
-        .query_row("SELECT vtime FROM scheduler", [], |r| r.get(0))
-        .map_err(internal)?;
-    let first_vseq = next_vseq.max(vtime);
-    let old_gate = gate::current(tx, batch)?;
-    let lowest = specs.iter().map(|s| s.order).min();
-    let new_gate = match (old_gate, lowest) {
-        (Some(old), Some(low)) => Some(old.min(low)),
-        (old, low) => old.or(low),
-    };
-    if let (Some(old), Some(new)) = (old_gate, new_gate)
-        && new < old
-    {
-        gate::demote(tx, batch, old)?;
-    }
-    let mut ids = Vec::with_capacity(specs.len());
-    {
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq, state,
-                     max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .map_err(internal)?;
-        let mut open = tx
-            .prepare_cached(
-                "INSERT INTO batch_orders (batch_id, ord, open) VALUES (?, ?, 1)
-                 ON CONFLICT (batch_id, ord) DO UPDATE SET open = open + 1",
-            )
-            .map_err(internal)?;
-        let mut group = tx
-            .prepare_cached("INSERT OR IGNORE INTO groups (key) VALUES (?)")
-            .map_err(internal)?;
-        for (index, spec) in specs.into_iter().enumerate() {
-            let state = if Some(spec.order) == new_gate {
-                TaskState::Ready
-            } else {
-                TaskState::Waiting
-            };
-            if let Some(key) = &spec.group {
-                group.execute([key]).map_err(internal)?;
-            }
-            open.execute(params![batch, spec.order]).map_err(internal)?;
-            insert
-                .execute(params![
-                    batch,
-                    spec.module.to_hex(),
-                    spec.input,
-                    spec.order,
-                    spec.group,
-                    spec.priority.unwrap_or(batch_priority),
-                    first_vseq + index as i64,
-                    state.code(),
-                    spec.max_attempts,
-                    spec.backoff.as_millis() as i64,
-                    serde_json::to_string(&spec.limits).expect("limits serialize"),
-                    serde_json::to_string(&spec.mounts).expect("mounts serialize"),
-                    // 0: due at once (see the schema's tasks_delayed).
-                    spec.not_before.unwrap_or(0),
-                    now,
-                ])
-                .map_err(internal)?;
-            ids.push(tx.last_insert_rowid());
-        }
-    }
-    tx.execute(
-        "UPDATE batches SET next_vseq = ? WHERE id = ?",
-        params![first_vseq + ids.len() as i64, batch],
-    )
-    .map_err(internal)?;
-    Ok(ids)
-}
-
-fn task_info(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
-    conn.prepare_cached(&format!(
-        "SELECT id, batch_id, module, ord, group_key, priority, {REPORTED_STATE}, attempts,
-                max_attempts, submitted_at, ended_at, outcome, error, length(output)
-         FROM tasks WHERE id = ?"
-    ))
-    .map_err(internal)?
-    .query_row([task], |r| {
-        Ok(TaskInfo {
-            id: r.get(0)?,
-            batch: r.get(1)?,
-            module: digest_of(r.get(2)?),
-            order: r.get(3)?,
-            group: r.get(4)?,
-            priority: r.get(5)?,
-            state: TaskState::from_code(r.get(6)?).unwrap_or(TaskState::Failed),
-            attempts: r.get(7)?,
-            max_attempts: r.get(8)?,
-            submitted_at: r.get(9)?,
-            ended_at: r.get(10)?,
-            outcome: r.get::<_, Option<String>>(11)?.and_then(|o| o.parse().ok()),
-            error: r.get(12)?,
-            output_size: r.get(13)?,
-        })
-    })
-    .optional()
-    .map_err(internal)?
-    .ok_or_else(|| not_found("task", task))
-}
-
-fn attempt_list(
-    conn: &Connection,
-    filter: AttemptFilter,
-) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-    let mut sql = String::from(
-        "SELECT id, task_id, batch_id, attempt, node, slot, group_key, ord, started_at, ended_at,
-                outcome, error, logs, stdout, stderr
-         FROM attempts WHERE 1 = 1",
-    );
-    let mut args: Vec<rusqlite::types::Value> = Vec::new();
-    let mut add = |clause: &str, value: rusqlite::types::Value| {
-        sql.push_str(clause);
-        args.push(value);
-    };
-    if let Some(batch) = filter.batch {
-        add(" AND batch_id = ?", batch.into());
-    }
-    if let Some(task) = filter.task {
-        add(" AND task_id = ?", task.into());
-    }
-    if let Some(group) = filter.group {
-        add(" AND group_key = ?", group.into());
-    }
-    if let Some(outcome) = filter.outcome {
-        add(" AND outcome = ?", outcome.as_str().to_owned().into());
-    }
-    if let Some(since) = filter.since {
-        add(" AND started_at >= ?", since.into());
-    }
-    if let Some(until) = filter.until {
-        add(" AND started_at < ?", until.into());
-    }
-    if let Some(after) = filter.after {
-        add(" AND id > ?", after.into());
-    }
-    sql.push_str(" ORDER BY id LIMIT ?");
-    args.push((filter.limit.unwrap_or(1000) as i64).into());
-    let mut stmt = conn.prepare_cached(&sql).map_err(internal)?;
-    let rows = stmt
-        .query_map(rusqlite::params_from_iter(args), |r| {
-            let logs: Option<String> = r.get(12)?;
-            Ok((
-                r.get(0)?,
-                AttemptRecord {
-                    task: r.get(1)?,
-                    batch: r.get(2)?,
-                    attempt: r.get(3)?,
-                    node: r.get(4)?,
-                    slot: r.get::<_, Option<i64>>(5)?.map(|s| s as usize),
-                    group: r.get(6)?,
-                    order: r.get(7)?,
-                    started_at: r.get(8)?,
-                    ended_at: r.get(9)?,
-                    outcome: r
-                        .get::<_, String>(10)?
-                        .parse()
-                        .unwrap_or(crate::runtime::Outcome::Lost),
-                    error: r.get(11)?,
-                    logs: logs
-                        .and_then(|l| serde_json::from_str(&l).ok())
-                        .unwrap_or_default(),
-                    stdout: r.get::<_, Option<Vec<u8>>>(13)?.unwrap_or_default(),
-                    stderr: r.get::<_, Option<Vec<u8>>>(14)?.unwrap_or_default(),
-                },
-            ))
-        })
-        .map_err(internal)?;
-    rows.collect::<Result<_, _>>().map_err(internal)
-}
-
 #[async_trait]
 impl Store for SqliteStore {
     async fn module_put(
@@ -490,92 +165,20 @@ impl Store for SqliteStore {
         now: Micros,
     ) -> StoreResult<ModuleInfo> {
         let digest = Digest::of(&bytes);
-        let size = bytes.len() as u64;
-        self.write(move |tx| {
-            tx.execute(
-                "INSERT INTO modules (digest, name, tag, size, bytes, added_at) VALUES (?, ?, ?, ?, ?, ?)
-                 ON CONFLICT (digest) DO UPDATE SET name = coalesce(excluded.name, name),
-                     tag = coalesce(excluded.tag, tag)",
-                params![digest.to_hex(), name, tag, size, bytes, now],
-            )
-            .map_err(internal)?;
-            tx.query_row(
-                "SELECT name, tag, added_at FROM modules WHERE digest = ?",
-                [digest.to_hex()],
-                |r| {
-                    Ok(ModuleInfo {
-                        digest,
-                        name: r.get(0)?,
-                        tag: r.get(1)?,
-                        size,
-                        added_at: r.get(2)?,
-                    })
-                },
-            )
-            .map_err(internal)
-        })
-        .await
+        self.write(move |tx| modules::put(tx, digest, bytes, name, tag, now))
+            .await
     }
 
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>> {
-        self.call(move |conn| {
-            conn.query_row(
-                "SELECT bytes FROM modules WHERE digest = ?",
-                [digest.to_hex()],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(internal)?
-            .ok_or_else(|| not_found("module", digest))
-        })
-        .await
+        self.call(move |conn| modules::bytes(conn, digest)).await
     }
 
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
-        self.call(|conn| {
-            let mut stmt = conn
-                .prepare("SELECT digest, name, tag, size, added_at FROM modules ORDER BY added_at, digest")
-                .map_err(internal)?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok(ModuleInfo {
-                        digest: digest_of(r.get(0)?),
-                        name: r.get(1)?,
-                        tag: r.get(2)?,
-                        size: r.get(3)?,
-                        added_at: r.get(4)?,
-                    })
-                })
-                .map_err(internal)?;
-            rows.collect::<Result<_, _>>().map_err(internal)
-        })
-        .await
+        self.call(|conn| modules::list(conn)).await
     }
 
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
-        self.write(move |tx| {
-            let hex = digest.to_hex();
-            let in_use: i64 = tx
-                .query_row(
-                    "SELECT COUNT(*) FROM tasks WHERE module = ? AND state < 3",
-                    [&hex],
-                    |r| r.get(0),
-                )
-                .map_err(internal)?;
-            if in_use > 0 {
-                return Err(StoreError::Conflict(format!(
-                    "module {hex} is used by {in_use} task(s) that have not ended"
-                )));
-            }
-            match tx
-                .execute("DELETE FROM modules WHERE digest = ?", [&hex])
-                .map_err(internal)?
-            {
-                0 => Err(not_found("module", hex)),
-                _ => Ok(()),
-            }
-        })
-        .await
+        self.write(move |tx| modules::delete(tx, digest)).await
     }
 
     async fn batch_open(
@@ -584,147 +187,44 @@ impl Store for SqliteStore {
         handle_hash: [u8; 32],
         now: Micros,
     ) -> StoreResult<BatchInfo> {
-        self.write(move |tx| {
-            tx.execute(
-                "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?)",
-                params![
-                    handle_hash,
-                    spec.name,
-                    spec.priority,
-                    spec.max_parallel,
-                    spec.failure_policy == FailurePolicy::Halt,
-                    now
-                ],
-            )
-            .map_err(internal)?;
-            batch_info(tx, tx.last_insert_rowid())
-        })
-        .await
+        self.write(move |tx| batches::open(tx, spec, handle_hash, now))
+            .await
     }
 
     async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        self.write(move |tx| {
-            match tx
-                .execute(
-                    "UPDATE batches SET handle_hash = ? WHERE id = ?",
-                    params![handle_hash, batch],
-                )
-                .map_err(internal)?
-            {
-                0 => Err(not_found("batch", batch)),
-                _ => Ok(()),
-            }
-        })
-        .await
+        self.write(move |tx| batches::set_handle(tx, batch, handle_hash))
+            .await
     }
 
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
-        self.call(move |conn| batch_info(conn, batch)).await
+        self.call(move |conn| batches::get(conn, batch)).await
     }
 
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
-        self.call(move |conn| {
-            conn.prepare_cached(
-                "SELECT coalesce(SUM(open), 0) FROM batch_orders WHERE batch_id = ?",
-            )
-            .map_err(internal)?
-            .query_row([batch], |r| r.get(0))
-            .map_err(internal)
-        })
-        .await
+        self.call(move |conn| batches::open_count(conn, batch))
+            .await
     }
 
     async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        self.call(move |conn| {
-            let stored: Option<Vec<u8>> = conn
-                .prepare_cached("SELECT handle_hash FROM batches WHERE id = ?")
-                .map_err(internal)?
-                .query_row([batch], |r| r.get(0))
-                .optional()
-                .map_err(internal)?;
-            match stored {
-                None => Err(not_found("batch", batch)),
-                Some(hash) if hash == handle_hash => Ok(()),
-                Some(_) => Err(StoreError::Forbidden(batch)),
-            }
-        })
-        .await
+        self.call(move |conn| batches::authorize(conn, batch, handle_hash))
+            .await
     }
 
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
-        self.write(move |tx| {
-            match tx
-                .execute("UPDATE batches SET sealed = 1 WHERE id = ?", [batch])
-                .map_err(internal)?
-            {
-                0 => Err(not_found("batch", batch)),
-                _ => Ok(()),
-            }
-        })
-        .await
+        self.write(move |tx| batches::seal(tx, batch)).await
     }
 
     async fn batch_set_priority(&self, batch: BatchId, priority: i32) -> StoreResult<u64> {
-        self.write(move |tx| {
-            if tx
-                .execute(
-                    "UPDATE batches SET priority = ? WHERE id = ?",
-                    params![priority, batch],
-                )
-                .map_err(internal)?
-                == 0
-            {
-                return Err(not_found("batch", batch));
-            }
-            let changed = tx
-                .execute(
-                    "UPDATE tasks SET priority = ? WHERE batch_id = ?
-                         AND (state IN (0, 1) OR (state = 2 AND started_at IS NULL))",
-                    params![priority, batch],
-                )
-                .map_err(internal)?;
-            Ok(changed as u64)
-        })
-        .await
+        self.write(move |tx| batches::set_priority(tx, batch, priority))
+            .await
     }
 
     async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64> {
-        self.write(move |tx| {
-            batch_info(tx, batch)?;
-            let cancelled = gate::cancel_pending(tx, batch, now, "cancelled with its batch")?;
-            tx.execute(
-                "UPDATE tasks SET cancel_requested = 1 WHERE batch_id = ? AND state = 2",
-                [batch],
-            )
-            .map_err(internal)?;
-            Ok(cancelled)
-        })
-        .await
+        self.write(move |tx| batches::cancel(tx, batch, now)).await
     }
 
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
-        self.write(move |tx| {
-            let info = batch_info(tx, batch)?;
-            if !info.progress.is_done() {
-                return Err(StoreError::Conflict(format!(
-                    "batch {batch} still has {} task(s) that have not ended; cancel it first",
-                    info.progress.total() - info.progress.ended()
-                )));
-            }
-            // Everything the batch owns. Ids are never reused (see 0004_ids_never_reused.sql),
-            // so nothing left behind could reach a later batch anyway.
-            for sql in [
-                "DELETE FROM attempts WHERE batch_id = ?",
-                "DELETE FROM tasks WHERE batch_id = ?",
-                "DELETE FROM batch_orders WHERE batch_id = ?",
-                "DELETE FROM batches WHERE id = ?",
-            ] {
-                tx.execute(sql, [batch]).map_err(internal)?;
-            }
-            Ok(())
-        })
-        .await
+        self.write(move |tx| batches::release(tx, batch)).await
     }
 
     async fn task_submit(
@@ -733,134 +233,39 @@ impl Store for SqliteStore {
         tasks: Vec<TaskSpec>,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
-        self.write(move |tx| submit(tx, batch, tasks, now)).await
+        self.write(move |tx| tasks::submit(tx, batch, tasks, now))
+            .await
     }
 
     async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo> {
-        self.call(move |conn| task_info(conn, task)).await
+        self.call(move |conn| tasks::get(conn, task)).await
     }
 
     async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
-        self.call(move |conn| {
-            conn.query_row("SELECT output FROM tasks WHERE id = ?", [task], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(internal)?
-            .ok_or_else(|| not_found("task", task))
-        })
-        .await
+        self.call(move |conn| tasks::output(conn, task)).await
     }
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
-        self.write(move |tx| {
-            let state = task_info(tx, task)?.state;
-            if !matches!(
-                state,
-                TaskState::Waiting | TaskState::Ready | TaskState::Reserved
-            ) {
-                return Err(StoreError::Conflict(format!(
-                    "task {task} is {}: only the priority of a task that has not started can change",
-                    state.as_str()
-                )));
-            }
-            tx.execute(
-                "UPDATE tasks SET priority = ? WHERE id = ?",
-                params![priority, task],
-            )
-            .map_err(internal)?;
-            Ok(())
-        })
-        .await
+        self.write(move |tx| tasks::set_priority(tx, task, priority))
+            .await
     }
 
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
-        self.write(move |tx| {
-            let info = task_info(tx, task)?;
-            match info.state {
-                TaskState::Waiting | TaskState::Ready => {
-                    tx.execute(
-                        "UPDATE tasks SET state = 5, ended_at = ?, outcome = 'cancelled',
-                             error = 'cancelled before it ran' WHERE id = ?",
-                        params![now, task],
-                    )
-                    .map_err(internal)?;
-                    gate::close(tx, info.batch, info.order)?;
-                    Ok(CancelResult::Cancelled)
-                }
-                TaskState::Reserved | TaskState::Running => {
-                    tx.execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ?", [task])
-                        .map_err(internal)?;
-                    Ok(CancelResult::Requested)
-                }
-                _ => Ok(CancelResult::AlreadyEnded),
-            }
-        })
-        .await
+        self.write(move |tx| tasks::cancel(tx, task, now)).await
     }
 
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
-        self.write(move |tx| {
-            tx.execute(
-                "INSERT INTO groups (key, lim) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
-                params![key, limit],
-            )
-            .map_err(internal)?;
-            Ok(())
-        })
-        .await
+        self.write(move |tx| tasks::group_set_limit(tx, key, limit))
+            .await
     }
 
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
-        self.call(move |conn| {
-            let (limit, running): (u32, u64) = conn
-                .query_row(
-                    "SELECT lim, running FROM groups WHERE key = ?",
-                    [&key],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .map_err(internal)?
-                .ok_or_else(|| not_found("group", &key))?;
-            let waiting: u64 = conn
-                .query_row(
-                    "SELECT COUNT(*) FROM tasks WHERE group_key = ? AND state IN (0, 1)",
-                    [&key],
-                    |r| r.get(0),
-                )
-                .map_err(internal)?;
-            Ok(GroupInfo {
-                key,
-                limit,
-                running,
-                waiting,
-            })
-        })
-        .await
+        self.call(move |conn| tasks::group_get(conn, key)).await
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
-        // One writer at a time: nothing is ever passed over for being held.
-        self.write_as(Commit::Bookkeeping, move |tx| {
-            let tasks = claim::claim(tx, &params)?;
-            let next_due = if tasks.len() < params.max {
-                tx.prepare_cached(
-                    "SELECT MIN(not_before) FROM tasks
-                     WHERE state = 1 AND not_before > 0 AND not_before > ?",
-                )
-                .map_err(internal)?
-                .query_row([params.now], |r| r.get(0))
-                .map_err(internal)?
-            } else {
-                None
-            };
-            Ok(Claimed {
-                tasks,
-                contended: false,
-                next_due,
-            })
-        })
-        .await
+        self.write_as(Commit::Bookkeeping, move |tx| claim::claim(tx, &params))
+            .await
     }
 
     async fn task_complete(
@@ -870,245 +275,54 @@ impl Store for SqliteStore {
     ) -> StoreResult<CompleteResult> {
         let completions = completions.into_iter().map(Completion::bounded).collect();
         self.write_as(Commit::Bookkeeping, move |tx| {
-            claim::complete(tx, completions, now)
+            complete::complete(tx, completions, now)
         })
         .await
     }
 
     async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()> {
-        self.write_as(Commit::Bookkeeping, move |tx| {
-            let mut mark = tx
-                .prepare_cached(
-                    "UPDATE tasks SET started_at = ? WHERE id = ? AND state = 2 AND lease_token = ?",
-                )
-                .map_err(internal)?;
-            for start in starts {
-                mark.execute(params![start.at, start.task, start.lease_token])
-                    .map_err(internal)?;
-            }
-            Ok(())
-        })
-        .await
+        self.write_as(Commit::Bookkeeping, move |tx| complete::start(tx, starts))
+            .await
     }
 
-    async fn task_release(
+    async fn task_hand_back(
         &self,
         tasks: Vec<(TaskId, i64)>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
         self.write_as(Commit::Bookkeeping, move |tx| {
-            claim::release(tx, &tasks, now)
+            complete::hand_back(tx, &tasks, now)
         })
         .await
     }
 
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
         self.write_as(Commit::Bookkeeping, move |tx| {
-            tx.prepare_cached("UPDATE tasks SET lease_expires = ? WHERE state = 2 AND lease_node = ?")
-                .map_err(internal)?
-                .execute(params![until, node])
-                .map_err(internal)?;
-            let mut stmt = tx
-                .prepare_cached("SELECT id FROM tasks WHERE state = 2 AND lease_node = ? AND cancel_requested = 1")
-                .map_err(internal)?;
-            let ids = stmt.query_map([&node], |r| r.get(0)).map_err(internal)?;
-            ids.collect::<Result<_, _>>().map_err(internal)
+            complete::renew(tx, node, until)
         })
         .await
     }
 
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
         self.write_as(Commit::Bookkeeping, move |tx| {
-            claim::rescue(tx, node.as_deref(), now)
+            complete::rescue(tx, node.as_deref(), now)
         })
         .await
     }
 
     async fn task_counts(&self) -> StoreResult<Progress> {
-        self.call(|conn| {
-            let sql = format!("SELECT {REPORTED_STATE}, COUNT(*) FROM tasks GROUP BY 1");
-            count_states(conn, &sql, [])
-        })
-        .await
+        self.call(|conn| log::task_counts(conn)).await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-        self.call(move |conn| attempt_list(conn, filter)).await
+        self.call(move |conn| log::attempt_list(conn, filter)).await
     }
 
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
-        self.call(|conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT id, batch_id, lease_node, attempts, group_key, ord, started_at, lease_expires
-                     FROM tasks WHERE state = 2 AND started_at IS NOT NULL ORDER BY started_at, id",
-                )
-                .map_err(internal)?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok(RunningTask {
-                        task: r.get(0)?,
-                        batch: r.get(1)?,
-                        node: r.get(2)?,
-                        slot: None,
-                        attempt: r.get(3)?,
-                        group: r.get(4)?,
-                        order: r.get(5)?,
-                        since: r.get(6)?,
-                        lease_expires: r.get(7)?,
-                    })
-                })
-                .map_err(internal)?;
-            rows.collect::<Result<_, _>>().map_err(internal)
-        })
-        .await
+        self.call(|conn| log::running_list(conn)).await
     }
 
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
-        self.write(move |tx| {
-            tx.execute(
-                "DELETE FROM attempts WHERE task_id IN
-                     (SELECT id FROM tasks WHERE state >= 3 AND ended_at < ?1 ORDER BY ended_at LIMIT ?2)",
-                params![before, chunk as i64],
-            )
-            .map_err(internal)?;
-            let deleted = tx
-                .execute(
-                    "DELETE FROM tasks WHERE id IN
-                         (SELECT id FROM tasks WHERE state >= 3 AND ended_at < ?1 ORDER BY ended_at LIMIT ?2)",
-                    params![before, chunk as i64],
-                )
-                .map_err(internal)?;
-            Ok(deleted)
-        })
-        .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Indexes of a table and their definitions.
-    fn indexes(conn: &Connection, table: &str) -> Vec<(String, String)> {
-        let mut stmt = conn
-            .prepare(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ?
-                 AND sql IS NOT NULL ORDER BY name",
-            )
-            .unwrap();
-        let rows = stmt.query_map([table], |r| Ok((r.get(0)?, r.get(1)?)));
-        rows.unwrap().map(Result::unwrap).collect()
-    }
-
-    fn columns(conn: &Connection, table: &str) -> Vec<String> {
-        let mut stmt = conn
-            .prepare("SELECT name FROM pragma_table_info(?) ORDER BY cid")
-            .unwrap();
-        let rows = stmt.query_map([table], |r| r.get(0));
-        rows.unwrap().map(Result::unwrap).collect()
-    }
-
-    fn count(conn: &Connection, sql: &str) -> i64 {
-        conn.query_row(sql, [], |r| r.get(0)).unwrap()
-    }
-
-    #[test]
-    fn the_autoincrement_migration_keeps_every_row_and_never_reuses_an_id() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        // As `prepare` sets it: the driver keeps the references itself.
-        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
-        for sql in &MIGRATIONS[..3] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 3).unwrap();
-        // Batches 1 and 2 live; batch 3 was released by a version that left its tasks.
-        conn.execute_batch(
-            "INSERT INTO batches (id, handle_hash, name, priority, halt_on_failure, created_at,
-                 max_started_order)
-             VALUES (1, x'01', 'one', 0, 0, 10, 0), (2, x'02', NULL, 5, 1, 20, NULL);
-             INSERT INTO batch_orders VALUES (2, 0, 1), (3, 0, 0);
-             INSERT INTO tasks (id, batch_id, module, input, ord, priority, vseq, state,
-                 max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, ended_at,
-                 outcome, output, started_at)
-             VALUES (1, 1, 'm', x'00', 0, 0, 0, 3, 1, 0, '{}', '[]', 0, 10, 11, 'succeeded',
-                     x'6f6b', 10),
-                    (2, 2, 'm', x'00', 0, 5, 1, 1, 1, 0, '{}', '[]', 0, 20, NULL, NULL, NULL,
-                     NULL),
-                    (3, 3, 'm', x'00', 0, 0, 2, 3, 1, 0, '{}', '[]', 0, 30, 31, 'succeeded',
-                     NULL, 30);
-             INSERT INTO attempts (id, task_id, batch_id, attempt, node, lease_token, ord,
-                 started_at, ended_at, outcome)
-             VALUES (1, 1, 1, 1, 'n', 7, 0, 10, 11, 'succeeded');",
-        )
-        .unwrap();
-        let before: Vec<_> = ["batches", "tasks", "attempts"]
-            .iter()
-            .map(|t| (columns(&conn, t), indexes(&conn, t)))
-            .collect();
-        let task_one: (i64, Vec<u8>, String, i64) = conn
-            .query_row(
-                "SELECT batch_id, output, outcome, started_at FROM tasks WHERE id = 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .unwrap();
-
-        migrate(&mut conn).unwrap();
-
-        let after: Vec<_> = ["batches", "tasks", "attempts"]
-            .iter()
-            .map(|t| (columns(&conn, t), indexes(&conn, t)))
-            .collect();
-        assert_eq!(after, before, "columns and indexes kept");
-        assert_eq!(count(&conn, "SELECT COUNT(*) FROM batches"), 2);
-        assert_eq!(
-            count(&conn, "SELECT COUNT(*) FROM tasks"),
-            2,
-            "the released batch's task is gone, the others kept"
-        );
-        assert_eq!(count(&conn, "SELECT COUNT(*) FROM batch_orders"), 1);
-        assert_eq!(count(&conn, "SELECT COUNT(*) FROM attempts"), 1);
-        let task_one_after: (i64, Vec<u8>, String, i64) = conn
-            .query_row(
-                "SELECT batch_id, output, outcome, started_at FROM tasks WHERE id = 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .unwrap();
-        assert_eq!(task_one_after, task_one);
-
-        conn.execute(
-            "INSERT INTO batches (handle_hash, priority, halt_on_failure, created_at)
-             VALUES (x'04', 0, 0, 40)",
-            [],
-        )
-        .unwrap();
-        assert_eq!(conn.last_insert_rowid(), 4, "above the released batch 3");
-        conn.execute("DELETE FROM batches WHERE id = 4", [])
-            .unwrap();
-        conn.execute(
-            "INSERT INTO batches (handle_hash, priority, halt_on_failure, created_at)
-             VALUES (x'05', 0, 0, 50)",
-            [],
-        )
-        .unwrap();
-        assert_eq!(
-            conn.last_insert_rowid(),
-            5,
-            "a deleted id is not given again"
-        );
-        conn.execute(
-            "INSERT INTO tasks (batch_id, module, input, ord, priority, vseq, state,
-                 max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
-             VALUES (5, 'm', x'00', 0, 0, 3, 1, 1, 0, '{}', '[]', 0, 50)",
-            [],
-        )
-        .unwrap();
-        assert_eq!(
-            conn.last_insert_rowid(),
-            4,
-            "above the released batch's task 3"
-        );
+        self.write(move |tx| log::prune(tx, before, chunk)).await
     }
 }

@@ -1,0 +1,178 @@
+//! Batches: opening, sealing, handles, priority, cancellation and release, and what a
+//! batch reports with its progress.
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use super::log::count_states;
+use super::{gate, internal, not_found};
+use crate::store::*;
+
+pub(super) fn open(
+    tx: &Transaction<'_>,
+    spec: BatchSpec,
+    handle_hash: [u8; 32],
+    now: Micros,
+) -> StoreResult<BatchInfo> {
+    tx.execute(
+        "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)",
+        params![
+            handle_hash,
+            spec.name,
+            spec.priority,
+            spec.max_parallel,
+            spec.failure_policy == FailurePolicy::Halt,
+            now
+        ],
+    )
+    .map_err(internal)?;
+    get(tx, tx.last_insert_rowid())
+}
+
+pub(super) fn set_handle(
+    tx: &Transaction<'_>,
+    batch: BatchId,
+    handle_hash: [u8; 32],
+) -> StoreResult<()> {
+    match tx
+        .execute(
+            "UPDATE batches SET handle_hash = ? WHERE id = ?",
+            params![handle_hash, batch],
+        )
+        .map_err(internal)?
+    {
+        0 => Err(not_found("batch", batch)),
+        _ => Ok(()),
+    }
+}
+
+/// The batch with its tasks counted per state.
+pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
+    let mut info = conn
+        .prepare_cached(
+            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
+             FROM batches WHERE id = ?",
+        )
+        .map_err(internal)?
+        .query_row([batch], |row| {
+            Ok(BatchInfo {
+                id: row.get(0)?,
+                name: row.get(1)?,
+                priority: row.get(2)?,
+                max_parallel: row.get(3)?,
+                failure_policy: if row.get(4)? {
+                    FailurePolicy::Halt
+                } else {
+                    FailurePolicy::Continue
+                },
+                sealed: row.get(5)?,
+                created_at: row.get(6)?,
+                progress: Progress::default(),
+            })
+        })
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| not_found("batch", batch))?;
+    info.progress = count_states(conn, include_str!("sql/batch_counts.sql"), [batch])?;
+    Ok(info)
+}
+
+/// How many of the batch's tasks have not ended.
+pub(super) fn open_count(conn: &Connection, batch: BatchId) -> StoreResult<u64> {
+    conn.prepare_cached("SELECT coalesce(SUM(open), 0) FROM batch_orders WHERE batch_id = ?")
+        .map_err(internal)?
+        .query_row([batch], |r| r.get(0))
+        .map_err(internal)
+}
+
+/// Whether `handle_hash` is the hash of the batch's handle.
+pub(super) fn authorize(
+    conn: &Connection,
+    batch: BatchId,
+    handle_hash: [u8; 32],
+) -> StoreResult<()> {
+    let stored: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT handle_hash FROM batches WHERE id = ?")
+        .map_err(internal)?
+        .query_row([batch], |r| r.get(0))
+        .optional()
+        .map_err(internal)?;
+    match stored {
+        None => Err(not_found("batch", batch)),
+        Some(hash) if hash == handle_hash => Ok(()),
+        Some(_) => Err(StoreError::Forbidden(batch)),
+    }
+}
+
+pub(super) fn seal(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
+    match tx
+        .execute("UPDATE batches SET sealed = 1 WHERE id = ?", [batch])
+        .map_err(internal)?
+    {
+        0 => Err(not_found("batch", batch)),
+        _ => Ok(()),
+    }
+}
+
+/// Sets the batch's priority, and that of its tasks that have not started; returns how
+/// many tasks changed.
+pub(super) fn set_priority(
+    tx: &Transaction<'_>,
+    batch: BatchId,
+    priority: i32,
+) -> StoreResult<u64> {
+    if tx
+        .execute(
+            "UPDATE batches SET priority = ? WHERE id = ?",
+            params![priority, batch],
+        )
+        .map_err(internal)?
+        == 0
+    {
+        return Err(not_found("batch", batch));
+    }
+    let changed = tx
+        .execute(
+            include_str!("sql/batch_set_priority.sql"),
+            params![priority, batch],
+        )
+        .map_err(internal)?;
+    Ok(changed as u64)
+}
+
+/// Cancels the batch's pending tasks and asks its claimed ones to stop; returns how many
+/// were cancelled.
+pub(super) fn cancel(tx: &Transaction<'_>, batch: BatchId, now: Micros) -> StoreResult<u64> {
+    get(tx, batch)?;
+    let cancelled = gate::cancel_pending(tx, batch, now, "cancelled with its batch")?;
+    // State 2: claimed.
+    tx.execute(
+        "UPDATE tasks SET cancel_requested = 1 WHERE batch_id = ? AND state = 2",
+        [batch],
+    )
+    .map_err(internal)?;
+    Ok(cancelled)
+}
+
+/// Deletes an ended batch with everything it owns.
+pub(super) fn release(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
+    let info = get(tx, batch)?;
+    if !info.progress.is_done() {
+        return Err(errors::batch_not_ended(
+            batch,
+            info.progress.total() - info.progress.ended(),
+        ));
+    }
+    // Everything the batch owns. Ids are never reused (see
+    // migrations/0004_ids_never_reused.sql), so nothing left behind could reach a later
+    // batch anyway.
+    for sql in [
+        "DELETE FROM attempts WHERE batch_id = ?",
+        "DELETE FROM tasks WHERE batch_id = ?",
+        "DELETE FROM batch_orders WHERE batch_id = ?",
+        "DELETE FROM batches WHERE id = ?",
+    ] {
+        tx.execute(sql, [batch]).map_err(internal)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,351 @@
+//! Ends of attempts in SQLite: completions (a success ends its task; a failure retries it
+//! after its backoff while it has attempts left, or ends it), a halting batch's
+//! cancellations, the rescue of tasks whose lease was lost, a node handing back tasks
+//! it had not started, lease renewal, and start marks.
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::{gate, internal, log};
+use crate::runtime::Outcome;
+use crate::store::*;
+
+/// What the completion of an attempt needs to know about its task.
+pub(super) struct Running {
+    pub(super) id: TaskId,
+    pub(super) batch: BatchId,
+    pub(super) order: i64,
+    pub(super) group: Option<String>,
+    pub(super) attempts: u32,
+    pub(super) max_attempts: u32,
+    pub(super) backoff_ms: i64,
+    pub(super) cancel_requested: bool,
+    pub(super) lease_token: i64,
+    pub(super) lease_node: String,
+    /// When it started on its slot, or else when it was claimed.
+    pub(super) started_at: Micros,
+}
+
+/// Reads a row of `sql/running_get.sql` or `sql/running_lost.sql`.
+fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
+    Ok(Running {
+        id: r.get(0)?,
+        batch: r.get(1)?,
+        order: r.get(2)?,
+        group: r.get(3)?,
+        attempts: r.get(4)?,
+        max_attempts: r.get(5)?,
+        backoff_ms: r.get(6)?,
+        cancel_requested: r.get(7)?,
+        lease_token: r.get(8)?,
+        lease_node: r.get(9)?,
+        started_at: r.get(10)?,
+    })
+}
+
+/// Ends the attempts that `completions` report. A completion whose lease is gone (the
+/// task was rescued meanwhile) is stale and changes nothing.
+pub(super) fn complete(
+    tx: &Transaction<'_>,
+    completions: Vec<Completion>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    let (succeeded, others): (Vec<_>, Vec<_>) = completions
+        .into_iter()
+        .partition(|c| c.outcome.is_success());
+    complete_successes(tx, succeeded, now, &mut result)?;
+    for c in others {
+        let task = tx
+            .prepare_cached(include_str!("sql/running_get.sql"))
+            .map_err(internal)?
+            .query_row([c.task], running_row)
+            .optional()
+            .map_err(internal)?;
+        let Some(task) = task.filter(|t| t.lease_token == c.lease_token) else {
+            result.stale += 1;
+            continue;
+        };
+        log::record(tx, &task, &AttemptEnd::of(&c))?;
+        finish(tx, &task, c.outcome, c.error, c.output, now, &mut result)?;
+    }
+    Ok(result)
+}
+
+/// The common case, kept to one statement per task plus the attempt's record: a success
+/// ends its task whatever its attempts, and its slots and gate are counted per batch,
+/// group and order.
+fn complete_successes(
+    tx: &Transaction<'_>,
+    succeeded: Vec<Completion>,
+    now: Micros,
+    result: &mut CompleteResult,
+) -> StoreResult<()> {
+    if succeeded.is_empty() {
+        return Ok(());
+    }
+    let mut end = tx
+        .prepare_cached(include_str!("sql/complete_succeeded.sql"))
+        .map_err(internal)?;
+    let mut batches: HashMap<BatchId, i64> = HashMap::new();
+    let mut groups: HashMap<String, i64> = HashMap::new();
+    let mut orders: HashMap<(BatchId, i64), i64> = HashMap::new();
+    for c in succeeded {
+        let ended = end
+            .query_row(params![now, c.output, c.task, c.lease_token], |r| {
+                Ok(Running {
+                    id: c.task,
+                    batch: r.get(0)?,
+                    order: r.get(1)?,
+                    group: r.get(2)?,
+                    attempts: r.get(3)?,
+                    max_attempts: 0,
+                    backoff_ms: 0,
+                    cancel_requested: false,
+                    lease_token: c.lease_token,
+                    lease_node: String::new(),
+                    started_at: r.get(4)?,
+                })
+            })
+            .optional()
+            .map_err(internal)?;
+        let Some(task) = ended else {
+            result.stale += 1;
+            continue;
+        };
+        log::record(tx, &task, &AttemptEnd::of(&c))?;
+        *batches.entry(task.batch).or_default() += 1;
+        if let Some(group) = task.group {
+            *groups.entry(group).or_default() += 1;
+        }
+        *orders.entry((task.batch, task.order)).or_default() += 1;
+        result.ended.push((task.id, task.batch));
+    }
+    let mut batch_running = tx
+        .prepare_cached("UPDATE batches SET running = running - ? WHERE id = ?")
+        .map_err(internal)?;
+    for (batch, count) in batches {
+        batch_running
+            .execute(params![count, batch])
+            .map_err(internal)?;
+    }
+    let mut group_running = tx
+        .prepare_cached("UPDATE groups SET running = running - ? WHERE key = ?")
+        .map_err(internal)?;
+    for (group, count) in groups {
+        group_running
+            .execute(params![count, group])
+            .map_err(internal)?;
+    }
+    for ((batch, order), count) in orders {
+        gate::close_many(tx, batch, order, count)?;
+    }
+    Ok(())
+}
+
+/// Ends the attempts whose lease was lost, expired or held by `node` (which restarted),
+/// as lost: retried while their task has attempts left.
+pub(super) fn rescue(
+    tx: &Transaction<'_>,
+    node: Option<&str>,
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    let lost: Vec<Running> = {
+        let mut stmt = tx
+            .prepare_cached(include_str!("sql/running_lost.sql"))
+            .map_err(internal)?;
+        let rows = stmt
+            .query_map(params![now, node], running_row)
+            .map_err(internal)?;
+        rows.collect::<Result<_, _>>().map_err(internal)?
+    };
+    for task in lost {
+        let restarted = Some(task.lease_node.as_str()) == node;
+        let error = fate::lost_reason(&task.lease_node, restarted);
+        log::record(
+            tx,
+            &task,
+            &AttemptEnd {
+                node: &task.lease_node,
+                slot: None,
+                started_at: task.started_at,
+                ended_at: now,
+                outcome: Outcome::Lost,
+                error: Some(&error),
+                logs: &[],
+                stdout: &[],
+                stderr: &[],
+            },
+        )?;
+        finish(
+            tx,
+            &task,
+            Outcome::Lost,
+            Some(error),
+            None,
+            now,
+            &mut result,
+        )?;
+    }
+    Ok(result)
+}
+
+/// Takes back tasks their node claimed and had not started: each is ready again, or
+/// ends if its cancellation was asked meanwhile. A task whose lease is gone is skipped.
+pub(super) fn hand_back(
+    tx: &Transaction<'_>,
+    tasks: &[(TaskId, i64)],
+    now: Micros,
+) -> StoreResult<CompleteResult> {
+    let mut result = CompleteResult::default();
+    for &(id, token) in tasks {
+        let task = tx
+            .prepare_cached(include_str!("sql/running_get.sql"))
+            .map_err(internal)?
+            .query_row([id], running_row)
+            .optional()
+            .map_err(internal)?;
+        let Some(task) = task.filter(|t| t.lease_token == token) else {
+            continue;
+        };
+        free_slots(tx, &task)?;
+        if task.cancel_requested {
+            // Its cancellation reached it before it started: it ends as a pending one would.
+            tx.prepare_cached(include_str!("sql/hand_back_cancelled.sql"))
+                .map_err(internal)?
+                .execute(params![now, id])
+                .map_err(internal)?;
+            gate::close(tx, task.batch, task.order)?;
+            result.ended.push((task.id, task.batch));
+            continue;
+        }
+        tx.prepare_cached(include_str!("sql/hand_back.sql"))
+            .map_err(internal)?
+            .execute([id])
+            .map_err(internal)?;
+    }
+    Ok(result)
+}
+
+/// Whether the batch halts on failure and one of its tasks has failed for good.
+fn halted(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
+    tx.prepare_cached(include_str!("sql/complete_halted.sql"))
+        .map_err(internal)?
+        .query_row([batch], |r| r.get(0))
+        .map_err(internal)
+}
+
+fn free_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<()> {
+    tx.prepare_cached("UPDATE batches SET running = running - 1 WHERE id = ?")
+        .map_err(internal)?
+        .execute([task.batch])
+        .map_err(internal)?;
+    if let Some(group) = &task.group {
+        tx.prepare_cached("UPDATE groups SET running = running - 1 WHERE key = ?")
+            .map_err(internal)?
+            .execute([group])
+            .map_err(internal)?;
+    }
+    Ok(())
+}
+
+/// Frees the task's group and batch slots, then ends it, or puts it back for another
+/// attempt.
+fn finish(
+    tx: &Transaction<'_>,
+    task: &Running,
+    outcome: Outcome,
+    error: Option<String>,
+    output: Option<Vec<u8>>,
+    now: Micros,
+    result: &mut CompleteResult,
+) -> StoreResult<()> {
+    free_slots(tx, task)?;
+    let (state, outcome, error) = if outcome.is_success() {
+        (TaskState::Succeeded, outcome, None)
+    } else {
+        let failed = fate::Failed {
+            outcome,
+            error,
+            attempts: task.attempts,
+            max_attempts: task.max_attempts,
+            backoff_ms: task.backoff_ms,
+            cancel_requested: task.cancel_requested,
+        };
+        let halted = failed.may_retry() && halted(tx, task.batch)?;
+        match failed.fate(halted, now) {
+            fate::Fate::Retry { not_before, error } => {
+                tx.prepare_cached(include_str!("sql/complete_retry.sql"))
+                    .map_err(internal)?
+                    .execute(params![not_before, outcome.as_str(), error, task.id])
+                    .map_err(internal)?;
+                result.retried += 1;
+                return Ok(());
+            }
+            fate::Fate::End {
+                state,
+                outcome,
+                error,
+            } => (state, outcome, error),
+        }
+    };
+    tx.prepare_cached(include_str!("sql/complete_ended.sql"))
+        .map_err(internal)?
+        .execute(params![
+            state.code(),
+            now,
+            outcome.as_str(),
+            error,
+            output,
+            task.id
+        ])
+        .map_err(internal)?;
+    gate::close(tx, task.batch, task.order)?;
+    result.ended.push((task.id, task.batch));
+    if state == TaskState::Failed {
+        let halts: bool = tx
+            .prepare_cached("SELECT halt_on_failure FROM batches WHERE id = ?")
+            .map_err(internal)?
+            .query_row([task.batch], |r| r.get(0))
+            .map_err(internal)?;
+        if halts {
+            let reason = fate::halt_reason(task.id);
+            gate::cancel_pending(tx, task.batch, now, &reason)?;
+        }
+    }
+    Ok(())
+}
+
+/// Marks claimed tasks started on their node's slots: reserved becomes running. A mark
+/// whose lease is gone (the task was rescued) changes nothing.
+pub(super) fn start(tx: &Transaction<'_>, starts: Vec<Start>) -> StoreResult<()> {
+    // State 2: claimed.
+    let mut mark = tx
+        .prepare_cached(
+            "UPDATE tasks SET started_at = ? WHERE id = ? AND state = 2 AND lease_token = ?",
+        )
+        .map_err(internal)?;
+    for start in starts {
+        mark.execute(params![start.at, start.task, start.lease_token])
+            .map_err(internal)?;
+    }
+    Ok(())
+}
+
+/// Extends the leases of every task `node` holds (state 2, claimed) until `until`;
+/// returns those of them whose cancellation was asked.
+pub(super) fn renew(tx: &Transaction<'_>, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
+    tx.prepare_cached("UPDATE tasks SET lease_expires = ? WHERE state = 2 AND lease_node = ?")
+        .map_err(internal)?
+        .execute(params![until, node])
+        .map_err(internal)?;
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT id FROM tasks WHERE state = 2 AND lease_node = ? AND cancel_requested = 1",
+        )
+        .map_err(internal)?;
+    let ids = stmt.query_map([&node], |r| r.get(0)).map_err(internal)?;
+    ids.collect::<Result<_, _>>().map_err(internal)
+}

@@ -1,0 +1,176 @@
+//! The execution log and what people read of the scheduler: attempt records, the
+//! running view, tasks counted per state, and pruning what ended long ago.
+
+use rusqlite::{Connection, Transaction, params};
+
+use super::complete::Running;
+use super::internal;
+use crate::runtime::Outcome;
+use crate::store::*;
+
+/// Runs a `SELECT state, COUNT(*) ... GROUP BY state` query into a progress count.
+pub(super) fn count_states(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> StoreResult<Progress> {
+    let mut progress = Progress::default();
+    let mut stmt = conn.prepare_cached(sql).map_err(internal)?;
+    let rows = stmt
+        .query_map(params, |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, u64>(1)?))
+        })
+        .map_err(internal)?;
+    for row in rows {
+        let (state, count) = row.map_err(internal)?;
+        if let Some(state) = TaskState::from_code(state) {
+            progress.add(state, count);
+        }
+    }
+    Ok(progress)
+}
+
+pub(super) fn task_counts(conn: &Connection) -> StoreResult<Progress> {
+    count_states(conn, include_str!("sql/task_counts.sql"), [])
+}
+
+/// Attempt records in the order they were written, filtered. Each filter given adds its
+/// own clause, so that SQLite can search `attempts_task` or `attempts_batch` for it: with
+/// plans fixed before values are bound (see `schema.rs`), one statement with
+/// `?N IS NULL OR ...` for every filter would scan the whole log.
+pub(super) fn attempt_list(
+    conn: &Connection,
+    filter: AttemptFilter,
+) -> StoreResult<Vec<(i64, AttemptRecord)>> {
+    let mut sql = String::from(
+        "SELECT id, task_id, batch_id, attempt, node, slot, group_key, ord, started_at, ended_at,
+                outcome, error, logs, stdout, stderr
+         FROM attempts WHERE 1 = 1",
+    );
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    let mut add = |clause: &str, value: rusqlite::types::Value| {
+        sql.push_str(clause);
+        args.push(value);
+    };
+    if let Some(batch) = filter.batch {
+        add(" AND batch_id = ?", batch.into());
+    }
+    if let Some(task) = filter.task {
+        add(" AND task_id = ?", task.into());
+    }
+    if let Some(group) = filter.group {
+        add(" AND group_key = ?", group.into());
+    }
+    if let Some(outcome) = filter.outcome {
+        add(" AND outcome = ?", outcome.as_str().to_owned().into());
+    }
+    if let Some(since) = filter.since {
+        add(" AND started_at >= ?", since.into());
+    }
+    if let Some(until) = filter.until {
+        add(" AND started_at < ?", until.into());
+    }
+    if let Some(after) = filter.after {
+        add(" AND id > ?", after.into());
+    }
+    sql.push_str(" ORDER BY id LIMIT ?");
+    args.push((filter.limit.unwrap_or(1000) as i64).into());
+    let mut stmt = conn.prepare_cached(&sql).map_err(internal)?;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args), |r| {
+            let logs: Option<String> = r.get(12)?;
+            Ok((
+                r.get(0)?,
+                AttemptRecord {
+                    task: r.get(1)?,
+                    batch: r.get(2)?,
+                    attempt: r.get(3)?,
+                    node: r.get(4)?,
+                    slot: r.get::<_, Option<i64>>(5)?.map(|s| s as usize),
+                    group: r.get(6)?,
+                    order: r.get(7)?,
+                    started_at: r.get(8)?,
+                    ended_at: r.get(9)?,
+                    outcome: r.get::<_, String>(10)?.parse().unwrap_or(Outcome::Lost),
+                    error: r.get(11)?,
+                    logs: logs
+                        .and_then(|l| serde_json::from_str(&l).ok())
+                        .unwrap_or_default(),
+                    stdout: r.get::<_, Option<Vec<u8>>>(13)?.unwrap_or_default(),
+                    stderr: r.get::<_, Option<Vec<u8>>>(14)?.unwrap_or_default(),
+                },
+            ))
+        })
+        .map_err(internal)?;
+    rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+pub(super) fn running_list(conn: &Connection) -> StoreResult<Vec<RunningTask>> {
+    let mut stmt = conn
+        .prepare_cached(include_str!("sql/running_list.sql"))
+        .map_err(internal)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(RunningTask {
+                task: r.get(0)?,
+                batch: r.get(1)?,
+                node: r.get(2)?,
+                slot: None,
+                attempt: r.get(3)?,
+                group: r.get(4)?,
+                order: r.get(5)?,
+                since: r.get(6)?,
+                lease_expires: r.get(7)?,
+            })
+        })
+        .map_err(internal)?;
+    rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+/// Deletes up to `chunk` tasks that ended before `before`, with their attempt records;
+/// returns how many tasks it deleted.
+pub(super) fn prune(tx: &Transaction<'_>, before: Micros, chunk: usize) -> StoreResult<usize> {
+    tx.execute(
+        include_str!("sql/prune_attempts.sql"),
+        params![before, chunk as i64],
+    )
+    .map_err(internal)?;
+    let deleted = tx
+        .execute(
+            include_str!("sql/prune_tasks.sql"),
+            params![before, chunk as i64],
+        )
+        .map_err(internal)?;
+    Ok(deleted)
+}
+
+/// Records an ended attempt of `task` in the execution log.
+pub(super) fn record(
+    tx: &Transaction<'_>,
+    task: &Running,
+    end: &AttemptEnd<'_>,
+) -> StoreResult<()> {
+    let logs =
+        (!end.logs.is_empty()).then(|| serde_json::to_string(end.logs).expect("logs serialize"));
+    tx.prepare_cached(include_str!("sql/attempt_insert.sql"))
+        .map_err(internal)?
+        .execute(params![
+            task.id,
+            task.batch,
+            task.attempts,
+            end.node,
+            end.slot.map(|s| s as i64),
+            task.lease_token,
+            task.group,
+            task.order,
+            end.started_at,
+            end.ended_at,
+            end.outcome.as_str(),
+            end.error,
+            logs,
+            (!end.stdout.is_empty()).then_some(end.stdout),
+            (!end.stderr.is_empty()).then_some(end.stderr),
+        ])
+        .map_err(internal)?;
+    Ok(())
+}

@@ -1,0 +1,25 @@
+-- The claim's scan: ready tasks in claim order (priority, then fair-queueing position,
+-- then id), with the room left in their batch and group, along tasks_ready.
+--
+-- Tasks of full groups and batches are read too, and passed over by the pick: filtering
+-- them here would have SQLite read on through every task of a busy group, and a scan
+-- would cost the whole queue when most groups are busy.
+--
+-- ?1 now: tasks whose not_before has come are due
+-- ?2 how many to read
+--
+-- Columns, in the order claim.rs's candidate_row reads them: id, batch, group, vseq, the
+-- batch's room (NULL: no limit), the group's room (NULL: no group), priority.
+--
+-- state: 1 ready.
+SELECT t.id, t.batch_id, t.group_key, t.vseq,
+       b.max_parallel - b.running AS batch_room,
+       g.lim - g.running AS group_room,
+       t.priority
+FROM tasks t
+JOIN batches b ON b.id = t.batch_id
+LEFT JOIN groups g ON g.key = t.group_key
+WHERE t.state = 1
+  AND t.not_before <= ?1
+ORDER BY t.priority DESC, t.vseq, t.id
+LIMIT ?2;

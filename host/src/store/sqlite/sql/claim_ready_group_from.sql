@@ -1,0 +1,9 @@
+-- The first group from a key on (>=) that has ready tasks, along the per-group ready
+-- index tasks_ready_group.
+--
+-- ?1 the key to start from ('' for the first group)
+--
+-- state: 1 ready.
+SELECT group_key FROM tasks
+WHERE state = 1 AND group_key IS NOT NULL AND group_key >= ?1
+ORDER BY group_key LIMIT 1;

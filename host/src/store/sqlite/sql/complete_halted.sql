@@ -1,0 +1,7 @@
+-- Whether a batch halts on failure and one of its tasks has failed for good.
+--
+-- ?1 batch id
+--
+-- state: 4 failed.
+SELECT EXISTS (SELECT 1 FROM batches WHERE id = ?1 AND halt_on_failure)
+   AND EXISTS (SELECT 1 FROM tasks WHERE batch_id = ?1 AND state = 4);

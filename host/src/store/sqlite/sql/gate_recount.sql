@@ -1,0 +1,8 @@
+-- Counts a batch's open tasks per order again, once its pending tasks were cancelled:
+-- only its claimed tasks are left open. The caller has deleted the batch's old counts.
+--
+-- ?1 batch id
+--
+-- state: 2 claimed.
+INSERT INTO batch_orders (batch_id, ord, open)
+SELECT batch_id, ord, COUNT(*) FROM tasks WHERE batch_id = ?1 AND state = 2 GROUP BY ord;

@@ -1,0 +1,12 @@
+-- Stores a module under its digest. A module stored already keeps its bytes and the time
+-- it was added, and takes a new name or tag only where one is given.
+--
+-- ?1 digest: sha256 of the component, hex
+-- ?2 name, or NULL
+-- ?3 tag, or NULL
+-- ?4 size in bytes
+-- ?5 the component's bytes
+-- ?6 now (added_at)
+INSERT INTO modules (digest, name, tag, size, bytes, added_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (digest) DO UPDATE SET name = coalesce(excluded.name, name),
+    tag = coalesce(excluded.tag, tag);

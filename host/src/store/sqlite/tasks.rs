@@ -1,0 +1,220 @@
+//! Tasks and groups: submission, what a task reports, its output, priority and
+//! cancellation, and group limits.
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use super::{digest_of, gate, internal, modules, not_found};
+use crate::store::*;
+
+/// Adds tasks to a batch, at its gate or behind it; lowers the gate when a task comes in
+/// below it.
+pub(super) fn submit(
+    tx: &Transaction<'_>,
+    batch: BatchId,
+    specs: Vec<TaskSpec>,
+    now: Micros,
+) -> StoreResult<Vec<TaskId>> {
+    let (sealed, batch_priority, next_vseq, max_started): (bool, i32, i64, Option<i64>) = tx
+        .prepare_cached(
+            "SELECT sealed, priority, next_vseq, max_started_order FROM batches WHERE id = ?",
+        )
+        .map_err(internal)?
+        .query_row([batch], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| not_found("batch", batch))?;
+    if sealed {
+        return Err(errors::batch_sealed(batch));
+    }
+    let mut known_modules = std::collections::HashSet::new();
+    for (index, spec) in specs.iter().enumerate() {
+        let module = spec.module.to_hex();
+        if !known_modules.contains(&module) {
+            if !modules::exists(tx, &module)? {
+                return Err(errors::unknown_module(index, &spec.module));
+            }
+            known_modules.insert(module);
+        }
+        if let Some(started) = max_started
+            && spec.order < started
+        {
+            return Err(errors::order_below_started(
+                index, spec.order, started, batch,
+            ));
+        }
+    }
+    let vtime: i64 = tx
+        .query_row("SELECT vtime FROM scheduler", [], |r| r.get(0))
+        .map_err(internal)?;
+    let first_vseq = next_vseq.max(vtime);
+    let old_gate = gate::current(tx, batch)?;
+    let lowest = specs.iter().map(|s| s.order).min();
+    let new_gate = match (old_gate, lowest) {
+        (Some(old), Some(low)) => Some(old.min(low)),
+        (old, low) => old.or(low),
+    };
+    if let (Some(old), Some(new)) = (old_gate, new_gate)
+        && new < old
+    {
+        gate::demote(tx, batch, old)?;
+    }
+    let mut ids = Vec::with_capacity(specs.len());
+    {
+        let mut insert = tx
+            .prepare_cached(include_str!("sql/submit_task.sql"))
+            .map_err(internal)?;
+        let mut open = tx
+            .prepare_cached(include_str!("sql/submit_order.sql"))
+            .map_err(internal)?;
+        let mut group = tx
+            .prepare_cached("INSERT OR IGNORE INTO groups (key) VALUES (?)")
+            .map_err(internal)?;
+        for (index, spec) in specs.into_iter().enumerate() {
+            let state = if Some(spec.order) == new_gate {
+                TaskState::Ready
+            } else {
+                TaskState::Waiting
+            };
+            if let Some(key) = &spec.group {
+                group.execute([key]).map_err(internal)?;
+            }
+            open.execute(params![batch, spec.order]).map_err(internal)?;
+            insert
+                .execute(params![
+                    batch,
+                    spec.module.to_hex(),
+                    spec.input,
+                    spec.order,
+                    spec.group,
+                    spec.priority.unwrap_or(batch_priority),
+                    first_vseq + index as i64,
+                    state.code(),
+                    spec.max_attempts,
+                    spec.backoff.as_millis() as i64,
+                    serde_json::to_string(&spec.limits).expect("limits serialize"),
+                    serde_json::to_string(&spec.mounts).expect("mounts serialize"),
+                    // 0: due at once (see the schema's tasks_delayed).
+                    spec.not_before.unwrap_or(0),
+                    now,
+                ])
+                .map_err(internal)?;
+            ids.push(tx.last_insert_rowid());
+        }
+    }
+    tx.execute(
+        "UPDATE batches SET next_vseq = ? WHERE id = ?",
+        params![first_vseq + ids.len() as i64, batch],
+    )
+    .map_err(internal)?;
+    Ok(ids)
+}
+
+/// One task as reads report it.
+pub(super) fn get(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
+    conn.prepare_cached(include_str!("sql/task_get.sql"))
+        .map_err(internal)?
+        .query_row([task], |r| {
+            Ok(TaskInfo {
+                id: r.get(0)?,
+                batch: r.get(1)?,
+                module: digest_of(r.get(2)?),
+                order: r.get(3)?,
+                group: r.get(4)?,
+                priority: r.get(5)?,
+                state: TaskState::from_code(r.get(6)?).unwrap_or(TaskState::Failed),
+                attempts: r.get(7)?,
+                max_attempts: r.get(8)?,
+                submitted_at: r.get(9)?,
+                ended_at: r.get(10)?,
+                outcome: r.get::<_, Option<String>>(11)?.and_then(|o| o.parse().ok()),
+                error: r.get(12)?,
+                output_size: r.get(13)?,
+            })
+        })
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| not_found("task", task))
+}
+
+pub(super) fn output(conn: &Connection, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
+    conn.query_row("SELECT output FROM tasks WHERE id = ?", [task], |r| {
+        r.get(0)
+    })
+    .optional()
+    .map_err(internal)?
+    .ok_or_else(|| not_found("task", task))
+}
+
+/// Sets the priority of a task that has not started.
+pub(super) fn set_priority(tx: &Transaction<'_>, task: TaskId, priority: i32) -> StoreResult<()> {
+    let state = get(tx, task)?.state;
+    if !matches!(
+        state,
+        TaskState::Waiting | TaskState::Ready | TaskState::Reserved
+    ) {
+        return Err(errors::priority_of_started(task, state));
+    }
+    tx.execute(
+        "UPDATE tasks SET priority = ? WHERE id = ?",
+        params![priority, task],
+    )
+    .map_err(internal)?;
+    Ok(())
+}
+
+/// Cancels a pending task at once; asks a claimed one to stop.
+pub(super) fn cancel(tx: &Transaction<'_>, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
+    let info = get(tx, task)?;
+    match info.state {
+        TaskState::Waiting | TaskState::Ready => {
+            tx.execute(include_str!("sql/task_cancel.sql"), params![now, task])
+                .map_err(internal)?;
+            gate::close(tx, info.batch, info.order)?;
+            Ok(CancelResult::Cancelled)
+        }
+        TaskState::Reserved | TaskState::Running => {
+            tx.execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ?", [task])
+                .map_err(internal)?;
+            Ok(CancelResult::Requested)
+        }
+        _ => Ok(CancelResult::AlreadyEnded),
+    }
+}
+
+pub(super) fn group_set_limit(tx: &Transaction<'_>, key: String, limit: u32) -> StoreResult<()> {
+    tx.execute(
+        "INSERT INTO groups (key, lim) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
+        params![key, limit],
+    )
+    .map_err(internal)?;
+    Ok(())
+}
+
+/// A group's limit, how many of its tasks are claimed, and how many are pending.
+pub(super) fn group_get(conn: &Connection, key: String) -> StoreResult<GroupInfo> {
+    let (limit, running): (u32, u64) = conn
+        .query_row(
+            "SELECT lim, running FROM groups WHERE key = ?",
+            [&key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| not_found("group", &key))?;
+    // State 0 waiting or 1 ready: pending.
+    let waiting: u64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM tasks WHERE group_key = ? AND state IN (0, 1)",
+            [&key],
+            |r| r.get(0),
+        )
+        .map_err(internal)?;
+    Ok(GroupInfo {
+        key,
+        limit,
+        running,
+        waiting,
+    })
+}
