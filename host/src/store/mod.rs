@@ -4,8 +4,8 @@
 //! - [`postgres`]: several nodes sharing one PostgreSQL database.
 //!
 //! Beside the trait: the vocabulary (`types`, `completion`, `time`), the policies both
-//! drivers share (`pick`: claim order and rooms; `fate`: retry or end; `errors`: the
-//! refusals), and `open`, which picks the driver a URL names.
+//! drivers share (`pick`: claim order and rooms; `admit`: what a submission may add and
+//! where it puts the gate; `fate`: retry or end; `errors`: the refusals), and `open`, which picks the driver a URL names.
 //!
 //! Every scheduling rule (ordering gates, group limits, batch limits, priority, fairness)
 //! is enforced inside the driver's atomic claim; [`crate::scheduler::rules`] states the
@@ -13,6 +13,7 @@
 //! `batch_open`) and take plain parameters or one params struct. Times are microseconds
 //! since the Unix epoch, passed in by the caller so that tests control the clock.
 
+mod admit;
 mod completion;
 mod errors;
 mod fate;

@@ -56,13 +56,7 @@ async fn submit_in(
         .iter()
         .map(|r| r.get(0))
         .collect();
-    if let Some((index, spec)) = specs
-        .iter()
-        .enumerate()
-        .find(|(_, spec)| !known.contains(&spec.module.to_hex()))
-    {
-        return Err(errors::unknown_module(index, &spec.module));
-    }
+    admit::check_modules(specs, |module| Ok(known.contains(&module.to_hex())))?;
     let Some(lowest) = specs.iter().map(|s| s.order).min() else {
         return Ok(Vec::new());
     };
@@ -80,16 +74,7 @@ async fn submit_in(
             .await
             .map_err(pg)?
             .get(0);
-        if let Some(started) = started
-            && let Some((index, spec)) = specs
-                .iter()
-                .enumerate()
-                .find(|(_, spec)| spec.order < started)
-        {
-            return Err(errors::order_below_started(
-                index, spec.order, started, batch,
-            ));
-        }
+        admit::check_orders(specs, started, batch)?;
     }
     let vtime: i64 = tx
         .query_one("SELECT vtime FROM scheduler", &[])
@@ -97,7 +82,7 @@ async fn submit_in(
         .map_err(pg)?
         .get(0);
     let first_vseq = next_vseq.max(vtime);
-    let new_gate = Some(old_gate.map_or(lowest, |old| old.min(lowest)));
+    let new_gate = admit::gate_after(old_gate, specs);
     if let (Some(old), Some(new)) = (old_gate, new_gate)
         && new < old
     {
@@ -139,7 +124,7 @@ async fn submit_in(
         c.priority.push(spec.priority.unwrap_or(batch_priority));
         c.vseq.push(first_vseq + index as i64);
         c.state
-            .push(if Some(spec.order) == new_gate { 1 } else { 0 });
+            .push(admit::first_state(spec.order, new_gate).code() as i32);
         c.max_attempts.push(to_i32(spec.max_attempts));
         c.backoff_ms
             .push(i64::try_from(spec.backoff.as_millis()).unwrap_or(i64::MAX));

@@ -28,33 +28,20 @@ pub(super) fn submit(
     if sealed {
         return Err(errors::batch_sealed(batch));
     }
-    let mut known_modules = std::collections::HashSet::new();
-    for (index, spec) in specs.iter().enumerate() {
-        let module = spec.module.to_hex();
-        if !known_modules.contains(&module) {
-            if !modules::exists(tx, &module)? {
-                return Err(errors::unknown_module(index, &spec.module));
-            }
-            known_modules.insert(module);
-        }
-        if let Some(started) = max_started
-            && spec.order < started
-        {
-            return Err(errors::order_below_started(
-                index, spec.order, started, batch,
-            ));
-        }
-    }
+    let mut known = std::collections::HashSet::new();
+    admit::check_modules(&specs, |module| {
+        Ok(known.contains(module) || {
+            let stored = modules::exists(tx, &module.to_hex())?;
+            stored && known.insert(*module)
+        })
+    })?;
+    admit::check_orders(&specs, max_started, batch)?;
     let vtime: i64 = tx
         .query_row("SELECT vtime FROM scheduler", [], |r| r.get(0))
         .map_err(internal)?;
     let first_vseq = next_vseq.max(vtime);
     let old_gate = gate::current(tx, batch)?;
-    let lowest = specs.iter().map(|s| s.order).min();
-    let new_gate = match (old_gate, lowest) {
-        (Some(old), Some(low)) => Some(old.min(low)),
-        (old, low) => old.or(low),
-    };
+    let new_gate = admit::gate_after(old_gate, &specs);
     if let (Some(old), Some(new)) = (old_gate, new_gate)
         && new < old
     {
@@ -72,11 +59,7 @@ pub(super) fn submit(
             .prepare_cached("INSERT OR IGNORE INTO groups (key) VALUES (?)")
             .map_err(internal)?;
         for (index, spec) in specs.into_iter().enumerate() {
-            let state = if Some(spec.order) == new_gate {
-                TaskState::Ready
-            } else {
-                TaskState::Waiting
-            };
+            let state = admit::first_state(spec.order, new_gate);
             if let Some(key) = &spec.group {
                 group.execute([key]).map_err(internal)?;
             }
