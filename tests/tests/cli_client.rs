@@ -605,3 +605,33 @@ fn a_batch_streams_one_event_per_task_then_ends_and_metrics_count_them() {
     assert!(metrics.contains("# TYPE qhost_claim_latency_seconds histogram"));
     assert!(server.stop().success());
 }
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    // As `qhost completions bash | head -1` does: read one line, then close the pipe.
+    let mut child = bare_cli()
+        .args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Byte by byte, so that no more than the line leaves the pipe: the script is larger
+    // than a pipe holds, so the writer is still writing when the pipe closes.
+    let mut out = child.stdout.take().unwrap();
+    let mut byte = [0u8];
+    while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {}
+    drop(out);
+    let status = child.wait().unwrap();
+    let mut message = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut message)
+        .unwrap();
+    assert!(!message.contains("panicked"), "{message}");
+    assert_ne!(status.code(), Some(101), "{message}");
+    assert!(message.is_empty(), "{message}");
+}

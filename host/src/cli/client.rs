@@ -320,12 +320,12 @@ impl BatchRef {
 
 /// Prints a value as indented JSON.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    outln!("{}", serde_json::to_string_pretty(value)?)?;
     Ok(())
 }
 
 /// Prints rows under a header, each column as wide as its widest cell.
-pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
+pub fn print_table(header: &[&str], rows: &[Vec<String>]) -> std::io::Result<()> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -341,12 +341,13 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
                 out.push_str(&format!("{cell:<width$}  "));
             }
         }
-        println!("{}", out.trim_end());
+        outln!("{}", out.trim_end())
     };
-    line(header.to_vec());
+    line(header.to_vec())?;
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect())?;
     }
+    Ok(())
 }
 
 /// A store timestamp as local-free UTC time, to the millisecond.

@@ -40,10 +40,13 @@ pub fn run(args: GroupArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
     if json {
         print_json(&info)?;
     } else {
-        println!(
+        outln!(
             "group {}: limit {}, {} running, {} waiting",
-            info.key, info.limit, info.running, info.waiting
-        );
+            info.key,
+            info.limit,
+            info.running,
+            info.waiting
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

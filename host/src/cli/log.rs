@@ -90,10 +90,17 @@ pub fn run(args: LogArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
         let count = page.attempts.len();
         for attempt in &page.attempts {
             if header {
-                println!(
+                outln!(
                     "{:<24}  {:>6}  {:>5}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  OUTCOME",
-                    "STARTED", "TASK", "BATCH", "TRY", "ORDER", "GROUP", "NODE/SLOT", "TOOK"
-                );
+                    "STARTED",
+                    "TASK",
+                    "BATCH",
+                    "TRY",
+                    "ORDER",
+                    "GROUP",
+                    "NODE/SLOT",
+                    "TOOK"
+                )?;
                 header = false;
             }
             print_attempt(attempt, args.json)?;
@@ -112,7 +119,7 @@ pub fn run(args: LogArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
 
 fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string(a)?);
+        outln!("{}", serde_json::to_string(a)?)?;
         return Ok(());
     }
     let place = format!(
@@ -120,7 +127,7 @@ fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
         a.node,
         a.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into())
     );
-    println!(
+    outln!(
         "{:<24}  {:>6}  {:>5}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  {}{}",
         time(a.started_at),
         a.task,
@@ -135,6 +142,6 @@ fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
             .as_deref()
             .map(|e| format!(": {e}"))
             .unwrap_or_default()
-    );
+    )?;
     Ok(())
 }

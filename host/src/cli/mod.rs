@@ -6,6 +6,15 @@
 //! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`], [`group`], [`status`],
 //! [`log`]; and [`completions`].
 
+/// `println!` that hands back the write's error instead of panicking, for `?`: a reader
+/// that stopped reading (`| head`) then ends the command quietly (see [`broken_pipe`]).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)
+    }};
+}
+
 mod batch;
 mod bench;
 mod client;
@@ -83,6 +92,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Log(args) => log::run(args, connect),
         Command::Completions(args) => completions::run(args),
     }
+}
+
+/// Whether the error is a write to a stdout nobody reads any more. As ripgrep does, that
+/// ends the command quietly with success: Rust ignores SIGPIPE, so a closed pipe arrives
+/// as this error rather than the signal C tools die of silently; and keeping SIGPIPE
+/// ignored lets `serve` outlive whoever stopped reading its stdout.
+pub fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Error values inside wasmtime and anyhow capture a backtrace when `RUST_BACKTRACE` is

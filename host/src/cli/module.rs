@@ -62,7 +62,7 @@ pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
             if json {
                 print_json(&module)?;
             } else {
-                println!(
+                outln!(
                     "added {} ({} bytes){}",
                     module.digest,
                     module.size,
@@ -71,7 +71,7 @@ pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
                         .as_deref()
                         .map(|n| format!(" as {n}"))
                         .unwrap_or_default()
-                );
+                )?;
             }
         }
         ModuleCommand::Ls { json } => {
@@ -91,13 +91,13 @@ pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
                         ]
                     })
                     .collect();
-                print_table(&["DIGEST", "NAME", "TAG", "BYTES", "ADDED"], &rows);
+                print_table(&["DIGEST", "NAME", "TAG", "BYTES", "ADDED"], &rows)?;
             }
         }
         ModuleCommand::Rm { module } => {
             let digest = resolve(&client, &module)?;
             client.call("DELETE", &format!("/v1/modules/{digest}"), None)?;
-            println!("deleted {digest}");
+            outln!("deleted {digest}")?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -21,7 +21,7 @@ pub fn run(args: StatusArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     if running.is_empty() {
-        println!("nothing runs on {}", client.server());
+        outln!("nothing runs on {}", client.server())?;
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = running
@@ -44,6 +44,6 @@ pub fn run(args: StatusArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
             "TASK", "BATCH", "NODE", "SLOT", "ATTEMPT", "ORDER", "GROUP", "FOR",
         ],
         &rows,
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -163,9 +163,9 @@ pub fn run(args: SubmitArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
         if args.json {
             print_json(&answer)?;
         } else {
-            println!("task {task_id} in batch {}", batch.id);
+            outln!("task {task_id} in batch {}", batch.id)?;
             if let Some(handle) = answer["handle"].as_str() {
-                println!("handle {handle}");
+                outln!("handle {handle}")?;
             }
         }
         return Ok(ExitCode::SUCCESS);
