@@ -218,7 +218,7 @@ fn a_handle_changes_its_own_batch_and_no_other() {
     let output = server.run(&["batch", "priority", mine_handle, "7"]);
     expect_code(&output, 0);
     // Another batch's handle, given as the token for this batch's id, is refused.
-    let output = server.run(&["--token", other_handle, "batch", "priority", &mine_id, "9"]);
+    let output = server.run(&["batch", "priority", &mine_id, "9", "--token", other_handle]);
     expect_code(&output, 2);
     assert!(
         stderr(&output).contains("403 forbidden"),
@@ -357,7 +357,7 @@ fn mistakes_read_clearly_and_exit_2() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), 1);
     let unreachable = bare_cli()
-        .args(["--server", "http://127.0.0.1:1", "status"])
+        .args(["status", "--server", "http://127.0.0.1:1"])
         .output()
         .unwrap();
     expect_code(&unreachable, 2);
@@ -439,9 +439,8 @@ fn the_cli_finds_its_server_by_config_file_or_local_data_dir() {
     )
     .unwrap();
     let output = bare_cli()
-        .arg("--client-config")
+        .args(["module", "ls", "--json", "--client-config"])
         .arg(&config)
-        .args(["module", "ls", "--json"])
         .output()
         .unwrap();
     expect_code(&output, 0);
@@ -634,4 +633,71 @@ fn a_closed_stdout_ends_the_command_quietly() {
     assert!(!message.contains("panicked"), "{message}");
     assert_ne!(status.code(), Some(101), "{message}");
     assert!(message.is_empty(), "{message}");
+}
+
+#[test]
+fn connection_flags_show_on_client_commands_only_under_their_heading() {
+    for local in ["serve", "run", "bench"] {
+        let output = bare_cli().args([local, "--help"]).output().unwrap();
+        expect_code(&output, 0);
+        let help = stdout(&output);
+        assert!(
+            !help.contains("--token") && !help.contains("--server"),
+            "{local}: {help}"
+        );
+    }
+    let output = bare_cli().args(["serve", "--help"]).output().unwrap();
+    let help = stdout(&output);
+    for default in ["127.0.0.1:7700", "qhost-data", "30s"] {
+        assert!(help.contains(default), "no default {default}: {help}");
+    }
+
+    for client in [
+        &["module", "--help"][..],
+        &["module", "ls", "--help"],
+        &["status", "--help"],
+    ] {
+        let output = bare_cli().args(client).output().unwrap();
+        expect_code(&output, 0);
+        let help = stdout(&output);
+        let connection = help
+            .split_once("Connection:")
+            .unwrap_or_else(|| panic!("no Connection heading: {help}"))
+            .1;
+        for flag in ["--server", "--token", "--client-config"] {
+            assert!(connection.contains(flag), "{client:?}: {help}");
+        }
+    }
+
+    // Every flag says what it is for: no line of a help is a bare flag.
+    for command in [
+        &["serve", "--help"][..],
+        &["run", "--help"],
+        &["bench", "--help"],
+        &["module", "add", "--help"],
+        &["submit", "--help"],
+        &["batch", "submit", "--help"],
+        &["log", "--help"],
+    ] {
+        let output = bare_cli().args(command).output().unwrap();
+        let help = stdout(&output);
+        let lines: Vec<&str> = help.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.starts_with('-') {
+                let words = line.split_whitespace().count();
+                let flag_words = line
+                    .split_whitespace()
+                    .take_while(|w| w.starts_with('-') || w.starts_with('<'))
+                    .count();
+                // The long help puts a flag's text on the lines below it.
+                let below = lines
+                    .get(i + 1)
+                    .is_some_and(|l| !l.is_empty() && !l.starts_with('-'));
+                assert!(
+                    words > flag_words || below,
+                    "{command:?}: `{line}` has no help"
+                );
+            }
+        }
+    }
 }

@@ -14,6 +14,8 @@ use crate::store::BatchInfo;
 
 #[derive(Debug, Args)]
 pub struct BatchArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub command: BatchCommand,
 }
@@ -22,8 +24,10 @@ pub struct BatchArgs {
 pub enum BatchCommand {
     /// Open an empty batch and print its id and handle.
     Open {
+        /// A name shown with the batch.
         #[arg(long)]
         name: Option<String>,
+        /// Higher runs first, among ready tasks of all batches.
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         priority: i32,
         /// At most this many of the batch's tasks run at once.
@@ -32,6 +36,7 @@ pub enum BatchCommand {
         /// Cancel the batch's pending tasks when one fails for good.
         #[arg(long)]
         halt_on_failure: bool,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -47,12 +52,14 @@ pub enum BatchCommand {
         /// Show progress until the batch has ended; exit 1 if a task failed.
         #[arg(long)]
         wait: bool,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Show a batch and its progress.
     Show {
         batch: BatchRef,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -69,6 +76,7 @@ pub enum BatchCommand {
     /// Show progress until every task of the batch has ended; exit 1 if one failed.
     Wait {
         batch: BatchRef,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -76,8 +84,8 @@ pub enum BatchCommand {
     Release { batch: BatchRef },
 }
 
-pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     match args.command {
         BatchCommand::Open {
             name,

@@ -19,18 +19,30 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7700";
 /// Where `qhost serve` keeps its data unless told otherwise (relative to where it runs).
 const DEFAULT_DATA_DIR: &str = "qhost-data";
 
-/// How to reach the server: global flags of every remote subcommand.
+/// How to reach the server: flags of every client subcommand, under their own heading
+/// (the local ones, `run`, `serve` and `bench`, have no server to reach).
 #[derive(Debug, Clone, Args)]
 pub struct ConnectArgs {
     /// The qhost server's URL [default: http://127.0.0.1:7700].
-    #[arg(long, global = true, env = "QHOST_SERVER")]
+    #[arg(long, global = true, help_heading = "Connection", env = "QHOST_SERVER")]
     pub server: Option<String>,
     /// The admin token, or a batch handle (default: the local server's `admin-token`).
-    #[arg(long, global = true, env = "QHOST_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Connection",
+        env = "QHOST_TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
     /// The client config file, a TOML file with `server` and `token`
     /// [default: ~/.config/qhost/client.toml].
-    #[arg(long, global = true, env = "QHOST_CLIENT_CONFIG")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Connection",
+        env = "QHOST_CLIENT_CONFIG"
+    )]
     pub client_config: Option<PathBuf>,
 }
 

@@ -18,11 +18,15 @@ const PAGE: usize = 1000;
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// Only this batch (its handle, or its id with the admin token).
     #[arg(long)]
     pub batch: Option<BatchRef>,
+    /// Only this task.
     #[arg(long)]
     pub task: Option<TaskId>,
+    /// Only the tasks of this group.
     #[arg(long)]
     pub group: Option<String>,
     /// Only this outcome: succeeded, guest-error, trap, timeout, memory-limit,
@@ -49,8 +53,8 @@ struct LogPage {
     next: Option<i64>,
 }
 
-pub fn run(args: LogArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let mut client = Client::new(connect)?;
+pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
+    let mut client = Client::new(&args.connect)?;
     let mut filter = Vec::new();
     if let Some(batch) = &args.batch {
         client = batch.client(&client);

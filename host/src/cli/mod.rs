@@ -45,8 +45,6 @@ pub const EXIT_ERROR: u8 = 2;
     about = "A durable task runner for WebAssembly components"
 )]
 pub struct Cli {
-    #[command(flatten)]
-    pub connect: client::ConnectArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -78,18 +76,17 @@ pub enum Command {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let connect = &cli.connect;
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
-        Command::Module(args) => module::run(args, connect),
-        Command::Submit(args) => submit::run(args, connect),
-        Command::Batch(args) => batch::run(args, connect),
-        Command::Task(args) => task::run(args, connect),
-        Command::Group(args) => group::run(args, connect),
-        Command::Status(args) => status::run(args, connect),
-        Command::Log(args) => log::run(args, connect),
+        Command::Module(args) => module::run(args),
+        Command::Submit(args) => submit::run(args),
+        Command::Batch(args) => batch::run(args),
+        Command::Task(args) => task::run(args),
+        Command::Group(args) => group::run(args),
+        Command::Status(args) => status::run(args),
+        Command::Log(args) => log::run(args),
         Command::Completions(args) => completions::run(args),
     }
 }

@@ -11,6 +11,8 @@ use crate::store::ModuleInfo;
 
 #[derive(Debug, Args)]
 pub struct ModuleArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub command: ModuleCommand,
 }
@@ -24,6 +26,7 @@ pub enum ModuleCommand {
         /// The name tasks may use instead of the digest.
         #[arg(long)]
         name: Option<String>,
+        /// A label kept with the module and shown by `module ls`, such as its version.
         #[arg(long)]
         tag: Option<String>,
         /// Print the module as JSON.
@@ -32,6 +35,7 @@ pub enum ModuleCommand {
     },
     /// List the modules.
     Ls {
+        /// Print them as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -39,8 +43,8 @@ pub enum ModuleCommand {
     Rm { module: String },
 }
 
-pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     match args.command {
         ModuleCommand::Add {
             file,

@@ -22,10 +22,11 @@ use crate::units::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
+    /// Address to listen on (default 127.0.0.1:7700).
     #[arg(long, env = "QHOST_LISTEN")]
     pub listen: Option<SocketAddr>,
-    /// Where the database, the admin token and compiled components are kept.
+    /// Where the database, the admin token and compiled components are kept (default
+    /// ./qhost-data).
     #[arg(long, env = "QHOST_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// The database: `sqlite:PATH` (default: qhost.db in the data directory) or
@@ -42,7 +43,8 @@ pub struct ServeArgs {
     /// The admin bearer token (default: generated and kept in the data directory).
     #[arg(long, env = "QHOST_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// How long running tasks may finish after SIGINT/SIGTERM before they are handed back.
+    /// How long running tasks may finish after SIGINT/SIGTERM before they are handed back
+    /// (default 30s).
     #[arg(long, env = "QHOST_GRACE")]
     pub grace: Option<String>,
     /// How long a claimed task stays this node's without a renewal: after a crash, its

@@ -9,12 +9,15 @@ use crate::store::RunningTask;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Print it as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: StatusArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     let running: Vec<RunningTask> = client.get("/v1/running")?;
     if args.json {
         print_json(&running)?;

@@ -12,6 +12,8 @@ use crate::store::{AttemptRecord, TaskId, TaskInfo};
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub command: TaskCommand,
 }
@@ -21,6 +23,7 @@ pub enum TaskCommand {
     /// Show a task and its attempts.
     Show {
         task: TaskId,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -38,8 +41,8 @@ struct TaskView {
     log: Vec<AttemptRecord>,
 }
 
-pub fn run(args: TaskArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     match args.command {
         TaskCommand::Show { task, json } => {
             let view: TaskView = client.get(&format!("/v1/tasks/{task}"))?;
