@@ -701,3 +701,35 @@ fn connection_flags_show_on_client_commands_only_under_their_heading() {
         }
     }
 }
+
+#[test]
+fn a_refused_token_says_where_tokens_come_from() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let wrong = bare_cli()
+        .env("QHOST_SERVER", &server.url)
+        .args(["module", "ls", "--token", "qha_not-the-token"])
+        .output()
+        .unwrap();
+    let missing = bare_cli()
+        .env("QHOST_SERVER", &server.url)
+        .args(["module", "ls"])
+        .output()
+        .unwrap();
+    for output in [wrong, missing] {
+        expect_code(&output, 2);
+        let message = stderr(&output);
+        for source in [
+            "--token",
+            "QHOST_TOKEN",
+            "client.toml",
+            "admin-token",
+            "QHOST_DATA_DIR",
+        ] {
+            assert!(message.contains(source), "no {source}: {message}");
+        }
+    }
+    let help = stdout(&bare_cli().args(["status", "--help"]).output().unwrap());
+    assert!(help.contains("QHOST_DATA_DIR"), "{help}");
+    assert!(server.stop().success());
+}

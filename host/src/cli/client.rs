@@ -26,7 +26,8 @@ pub struct ConnectArgs {
     /// The qhost server's URL [default: http://127.0.0.1:7700].
     #[arg(long, global = true, help_heading = "Connection", env = "QHOST_SERVER")]
     pub server: Option<String>,
-    /// The admin token, or a batch handle (default: the local server's `admin-token`).
+    /// The admin token, or a batch handle (default: the `admin-token` file in the local
+    /// server's data directory, QHOST_DATA_DIR or ./qhost-data).
     #[arg(
         long,
         global = true,
@@ -132,9 +133,26 @@ impl Client {
             .map_err(|e| self.unreachable(e))
             .with_context(context)?;
         if response.status().as_u16() >= 400 {
-            return Err(refusal(response, self.token.is_some()));
+            return Err(refusal(
+                response,
+                self.token.is_some(),
+                &self.token_sources(),
+            ));
         }
         Ok(response)
+    }
+
+    /// Where a token comes from, in the order they are tried.
+    fn token_sources(&self) -> String {
+        let config = match &self.config_path {
+            Some(path) => path.display().to_string(),
+            None => "the client config file".to_owned(),
+        };
+        format!(
+            "give the admin token or a batch handle with --token, QHOST_TOKEN or `token` in \
+             {config}; without them the local server's `admin-token` file is used, in its \
+             data directory (QHOST_DATA_DIR, or ./{DEFAULT_DATA_DIR})"
+        )
     }
 
     fn unreachable(&self, err: ureq::Error) -> anyhow::Error {
@@ -260,7 +278,11 @@ fn read_json<T: DeserializeOwned>(
 }
 
 /// An error answer (`{"error", "detail"}`) as an error message.
-fn refusal(mut response: ureq::http::Response<ureq::Body>, had_token: bool) -> anyhow::Error {
+fn refusal(
+    mut response: ureq::http::Response<ureq::Body>,
+    had_token: bool,
+    token_sources: &str,
+) -> anyhow::Error {
     let status = response.status();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     let (kind, detail) = match serde_json::from_str::<Value>(&text) {
@@ -271,10 +293,13 @@ fn refusal(mut response: ureq::http::Response<ureq::Body>, had_token: bool) -> a
         Err(_) => ("error".to_owned(), text),
     };
     let mut message = format!("the server answered {} {kind}: {detail}", status.as_u16());
-    if status.as_u16() == 401 && !had_token {
-        message.push_str(
-            " (no token was given: use --token, QHOST_TOKEN or `token` in the client config)",
-        );
+    if status.as_u16() == 401 {
+        let what = if had_token {
+            "the token sent was refused"
+        } else {
+            "no token was found"
+        };
+        message.push_str(&format!(" ({what}: {token_sources})"));
     }
     anyhow!(message)
 }
