@@ -733,3 +733,18 @@ fn a_refused_token_says_where_tokens_come_from() {
     assert!(help.contains("QHOST_DATA_DIR"), "{help}");
     assert!(server.stop().success());
 }
+
+#[test]
+fn a_server_without_a_scheme_is_refused_clearly() {
+    let output = bare_cli()
+        .args(["status", "--server", "localhost:7700"])
+        .output()
+        .unwrap();
+    expect_code(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains("`localhost:7700`")
+            && message.contains("give a URL like http://HOST:PORT"),
+        "{message}"
+    );
+}

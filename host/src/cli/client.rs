@@ -75,12 +75,23 @@ impl Client {
                 path => (ClientFile::default(), path),
             },
         };
+        let from = match (&args.server, &config_path) {
+            (Some(_), _) => "--server or QHOST_SERVER".to_owned(),
+            (None, Some(path)) => format!("`server` in {}", path.display()),
+            (None, None) => "the client config file".to_owned(),
+        };
         let server = args
             .server
             .clone()
             .or(file.server)
             .unwrap_or_else(|| DEFAULT_SERVER.to_owned());
         let server = server.trim_end_matches('/').to_owned();
+        // Without a scheme the request fails with no more than "invalid format".
+        anyhow::ensure!(
+            server.starts_with("http://") || server.starts_with("https://"),
+            "the server `{server}` (from {from}) is not a URL: give a URL like \
+             http://HOST:PORT"
+        );
         let token = args.token.clone().or(file.token).or_else(local_admin_token);
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
