@@ -748,3 +748,40 @@ fn a_server_without_a_scheme_is_refused_clearly() {
         "{message}"
     );
 }
+
+#[test]
+fn serve_says_what_it_runs_in_one_line_at_start() {
+    use std::process::Stdio;
+    let data = tempfile::tempdir().unwrap();
+    let mut command = qhost_tests::server::serve_command(data.path(), 3);
+    command.args(["--node", "n-one"]);
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It says it listens on stdout once started; by then the line is logged.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    let found = log
+        .lines()
+        .find(|l| l.contains("listening on"))
+        .map(str::to_owned);
+    let seen = &log;
+    let line = found.unwrap_or_else(|| panic!("no start line in {seen:?}"));
+    for part in [
+        concat!("qhost ", env!("CARGO_PKG_VERSION")),
+        "node n-one",
+        "3 workers",
+        "store sqlite:",
+        "listening on 127.0.0.1:",
+    ] {
+        assert!(line.contains(part), "no `{part}` in {line}");
+    }
+}
