@@ -10,6 +10,7 @@ fn main() -> ExitCode {
     let cli = qhost::cli::Cli::parse();
     match qhost::cli::run(cli) {
         Ok(code) => code,
+        Err(err) if qhost::cli::broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(qhost::cli::EXIT_ERROR)

@@ -218,7 +218,7 @@ fn a_handle_changes_its_own_batch_and_no_other() {
     let output = server.run(&["batch", "priority", mine_handle, "7"]);
     expect_code(&output, 0);
     // Another batch's handle, given as the token for this batch's id, is refused.
-    let output = server.run(&["--token", other_handle, "batch", "priority", &mine_id, "9"]);
+    let output = server.run(&["batch", "priority", &mine_id, "9", "--token", other_handle]);
     expect_code(&output, 2);
     assert!(
         stderr(&output).contains("403 forbidden"),
@@ -357,7 +357,7 @@ fn mistakes_read_clearly_and_exit_2() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), 1);
     let unreachable = bare_cli()
-        .args(["--server", "http://127.0.0.1:1", "status"])
+        .args(["status", "--server", "http://127.0.0.1:1"])
         .output()
         .unwrap();
     expect_code(&unreachable, 2);
@@ -439,9 +439,8 @@ fn the_cli_finds_its_server_by_config_file_or_local_data_dir() {
     )
     .unwrap();
     let output = bare_cli()
-        .arg("--client-config")
+        .args(["module", "ls", "--json", "--client-config"])
         .arg(&config)
-        .args(["module", "ls", "--json"])
         .output()
         .unwrap();
     expect_code(&output, 0);
@@ -604,4 +603,185 @@ fn a_batch_streams_one_event_per_task_then_ends_and_metrics_count_them() {
     assert_eq!(value("qhost_pool_occupancy"), 0.0, "nothing runs now");
     assert!(metrics.contains("# TYPE qhost_claim_latency_seconds histogram"));
     assert!(server.stop().success());
+}
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    // As `qhost completions bash | head -1` does: read one line, then close the pipe.
+    let mut child = bare_cli()
+        .args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Byte by byte, so that no more than the line leaves the pipe: the script is larger
+    // than a pipe holds, so the writer is still writing when the pipe closes.
+    let mut out = child.stdout.take().unwrap();
+    let mut byte = [0u8];
+    while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {}
+    drop(out);
+    let status = child.wait().unwrap();
+    let mut message = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut message)
+        .unwrap();
+    assert!(!message.contains("panicked"), "{message}");
+    assert_ne!(status.code(), Some(101), "{message}");
+    assert!(message.is_empty(), "{message}");
+}
+
+#[test]
+fn connection_flags_show_on_client_commands_only_under_their_heading() {
+    for local in ["serve", "run", "bench"] {
+        let output = bare_cli().args([local, "--help"]).output().unwrap();
+        expect_code(&output, 0);
+        let help = stdout(&output);
+        assert!(
+            !help.contains("--token") && !help.contains("--server"),
+            "{local}: {help}"
+        );
+    }
+    let output = bare_cli().args(["serve", "--help"]).output().unwrap();
+    let help = stdout(&output);
+    for default in ["127.0.0.1:7700", "qhost-data", "30s"] {
+        assert!(help.contains(default), "no default {default}: {help}");
+    }
+
+    for client in [
+        &["module", "--help"][..],
+        &["module", "ls", "--help"],
+        &["status", "--help"],
+    ] {
+        let output = bare_cli().args(client).output().unwrap();
+        expect_code(&output, 0);
+        let help = stdout(&output);
+        let connection = help
+            .split_once("Connection:")
+            .unwrap_or_else(|| panic!("no Connection heading: {help}"))
+            .1;
+        for flag in ["--server", "--token", "--client-config"] {
+            assert!(connection.contains(flag), "{client:?}: {help}");
+        }
+    }
+
+    // Every flag says what it is for: no line of a help is a bare flag.
+    for command in [
+        &["serve", "--help"][..],
+        &["run", "--help"],
+        &["bench", "--help"],
+        &["module", "add", "--help"],
+        &["submit", "--help"],
+        &["batch", "submit", "--help"],
+        &["log", "--help"],
+    ] {
+        let output = bare_cli().args(command).output().unwrap();
+        let help = stdout(&output);
+        let lines: Vec<&str> = help.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.starts_with('-') {
+                let words = line.split_whitespace().count();
+                let flag_words = line
+                    .split_whitespace()
+                    .take_while(|w| w.starts_with('-') || w.starts_with('<'))
+                    .count();
+                // The long help puts a flag's text on the lines below it.
+                let below = lines
+                    .get(i + 1)
+                    .is_some_and(|l| !l.is_empty() && !l.starts_with('-'));
+                assert!(
+                    words > flag_words || below,
+                    "{command:?}: `{line}` has no help"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_refused_token_says_where_tokens_come_from() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let wrong = bare_cli()
+        .env("QHOST_SERVER", &server.url)
+        .args(["module", "ls", "--token", "qha_not-the-token"])
+        .output()
+        .unwrap();
+    let missing = bare_cli()
+        .env("QHOST_SERVER", &server.url)
+        .args(["module", "ls"])
+        .output()
+        .unwrap();
+    for output in [wrong, missing] {
+        expect_code(&output, 2);
+        let message = stderr(&output);
+        for source in [
+            "--token",
+            "QHOST_TOKEN",
+            "client.toml",
+            "admin-token",
+            "QHOST_DATA_DIR",
+        ] {
+            assert!(message.contains(source), "no {source}: {message}");
+        }
+    }
+    let help = stdout(&bare_cli().args(["status", "--help"]).output().unwrap());
+    assert!(help.contains("QHOST_DATA_DIR"), "{help}");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_server_without_a_scheme_is_refused_clearly() {
+    let output = bare_cli()
+        .args(["status", "--server", "localhost:7700"])
+        .output()
+        .unwrap();
+    expect_code(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains("`localhost:7700`")
+            && message.contains("give a URL like http://HOST:PORT"),
+        "{message}"
+    );
+}
+
+#[test]
+fn serve_says_what_it_runs_in_one_line_at_start() {
+    use std::process::Stdio;
+    let data = tempfile::tempdir().unwrap();
+    let mut command = qhost_tests::server::serve_command(data.path(), 3);
+    command.args(["--node", "n-one"]);
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It says it listens on stdout once started; by then the line is logged.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    let found = log
+        .lines()
+        .find(|l| l.contains("listening on"))
+        .map(str::to_owned);
+    let seen = &log;
+    let line = found.unwrap_or_else(|| panic!("no start line in {seen:?}"));
+    for part in [
+        concat!("qhost ", env!("CARGO_PKG_VERSION")),
+        "node n-one",
+        "3 workers",
+        "store sqlite:",
+        "listening on 127.0.0.1:",
+    ] {
+        assert!(line.contains(part), "no `{part}` in {line}");
+    }
 }

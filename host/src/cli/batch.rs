@@ -14,6 +14,8 @@ use crate::store::BatchInfo;
 
 #[derive(Debug, Args)]
 pub struct BatchArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub command: BatchCommand,
 }
@@ -22,8 +24,10 @@ pub struct BatchArgs {
 pub enum BatchCommand {
     /// Open an empty batch and print its id and handle.
     Open {
+        /// A name shown with the batch.
         #[arg(long)]
         name: Option<String>,
+        /// Higher runs first, among ready tasks of all batches.
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         priority: i32,
         /// At most this many of the batch's tasks run at once.
@@ -32,6 +36,7 @@ pub enum BatchCommand {
         /// Cancel the batch's pending tasks when one fails for good.
         #[arg(long)]
         halt_on_failure: bool,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -47,12 +52,14 @@ pub enum BatchCommand {
         /// Show progress until the batch has ended; exit 1 if a task failed.
         #[arg(long)]
         wait: bool,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Show a batch and its progress.
     Show {
         batch: BatchRef,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -69,6 +76,7 @@ pub enum BatchCommand {
     /// Show progress until every task of the batch has ended; exit 1 if one failed.
     Wait {
         batch: BatchRef,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -76,8 +84,8 @@ pub enum BatchCommand {
     Release { batch: BatchRef },
 }
 
-pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     match args.command {
         BatchCommand::Open {
             name,
@@ -97,8 +105,8 @@ pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
             if json {
                 print_json(&opened)?;
             } else {
-                println!("batch {}", opened["batch"]["id"]);
-                println!("handle {}", opened["handle"].as_str().unwrap_or_default());
+                outln!("batch {}", opened["batch"]["id"])?;
+                outln!("handle {}", opened["handle"].as_str().unwrap_or_default())?;
             }
         }
         BatchCommand::Submit {
@@ -126,11 +134,11 @@ pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
             let mut report =
                 json!({ "batch": batch.id, "handle": batch.handle, "tasks": answer["tasks"] });
             if !json {
-                println!("batch {}", batch.id);
+                outln!("batch {}", batch.id)?;
                 if let Some(handle) = &batch.handle {
-                    println!("handle {handle}");
+                    outln!("handle {handle}")?;
                 }
-                println!("submitted {} tasks", plan.tasks.len());
+                outln!("submitted {} tasks", plan.tasks.len())?;
             }
             if !wait {
                 if json {
@@ -143,7 +151,7 @@ pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
                 report["progress"] = serde_json::to_value(info.progress)?;
                 print_json(&report)?;
             } else {
-                print_summary(&info);
+                print_summary(&info)?;
             }
             return Ok(exit_code(&info));
         }
@@ -155,21 +163,27 @@ pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
                 print_json(&info)?;
             } else {
                 let p = info.progress;
-                println!(
+                outln!(
                     "batch {}{}",
                     info.id,
                     info.name.map(|n| format!(" ({n})")).unwrap_or_default()
-                );
-                println!("  created   {}", time(info.created_at));
-                println!("  priority  {}", info.priority);
+                )?;
+                outln!("  created   {}", time(info.created_at))?;
+                outln!("  priority  {}", info.priority)?;
                 if let Some(max) = info.max_parallel {
-                    println!("  max parallel {max}");
+                    outln!("  max parallel {max}")?;
                 }
-                println!("  sealed    {}", if info.sealed { "yes" } else { "no" });
-                println!(
+                outln!("  sealed    {}", if info.sealed { "yes" } else { "no" })?;
+                outln!(
                     "  tasks     {} waiting, {} ready, {} reserved, {} running, {} succeeded, {} failed, {} cancelled",
-                    p.waiting, p.ready, p.reserved, p.running, p.succeeded, p.failed, p.cancelled
-                );
+                    p.waiting,
+                    p.ready,
+                    p.reserved,
+                    p.running,
+                    p.succeeded,
+                    p.failed,
+                    p.cancelled
+                )?;
             }
         }
         BatchCommand::Priority { batch, priority } => {
@@ -178,16 +192,17 @@ pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
                 &format!("/v1/batches/{}/priority", batch.id),
                 Some(&json!({ "priority": priority })),
             )?;
-            println!(
+            outln!(
                 "batch {} priority {priority} ({} pending tasks changed)",
-                batch.id, answer["changed"]
-            );
+                batch.id,
+                answer["changed"]
+            )?;
         }
         BatchCommand::Seal { batch } => {
             batch
                 .client(&client)
                 .call("POST", &format!("/v1/batches/{}/seal", batch.id), None)?;
-            println!("batch {} sealed", batch.id);
+            outln!("batch {} sealed", batch.id)?;
         }
         BatchCommand::Cancel { batch } => {
             let answer = batch.client(&client).call(
@@ -195,17 +210,18 @@ pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
                 &format!("/v1/batches/{}/cancel", batch.id),
                 None,
             )?;
-            println!(
+            outln!(
                 "batch {}: {} tasks cancelled",
-                batch.id, answer["cancelled"]
-            );
+                batch.id,
+                answer["cancelled"]
+            )?;
         }
         BatchCommand::Wait { batch, json } => {
             let info = wait_batch(&batch.client(&client), batch.id, !json)?;
             if json {
                 print_json(&info)?;
             } else {
-                print_summary(&info);
+                print_summary(&info)?;
             }
             return Ok(exit_code(&info));
         }
@@ -213,7 +229,7 @@ pub fn run(args: BatchArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
             batch
                 .client(&client)
                 .call("DELETE", &format!("/v1/batches/{}", batch.id), None)?;
-            println!("batch {} released", batch.id);
+            outln!("batch {} released", batch.id)?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -251,18 +267,22 @@ pub fn wait_batch(client: &Client, batch: i64, bar: bool) -> anyhow::Result<Batc
     Ok(info)
 }
 
-fn print_summary(info: &BatchInfo) {
+fn print_summary(info: &BatchInfo) -> std::io::Result<()> {
     let p = info.progress;
-    println!(
+    outln!(
         "batch {} ended: {} succeeded, {} failed, {} cancelled",
-        info.id, p.succeeded, p.failed, p.cancelled
-    );
+        info.id,
+        p.succeeded,
+        p.failed,
+        p.cancelled
+    )?;
     if p.failed > 0 {
-        println!(
+        outln!(
             "the attempts and their errors: `qhost log --batch {}`",
             info.id
-        );
+        )?;
     }
+    Ok(())
 }
 
 fn exit_code(info: &BatchInfo) -> ExitCode {

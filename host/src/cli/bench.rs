@@ -140,7 +140,7 @@ async fn drain(
         .await?
         .digest;
 
-    println!(
+    outln!(
         "qhost bench: {} {name} tasks, {} node(s) of {} worker(s), {} batch(es), {} order(s) per batch, {} group(s), {}",
         args.tasks,
         args.nodes,
@@ -149,7 +149,7 @@ async fn drain(
         args.orders,
         args.groups,
         crate::store::postgres::redact(shown_db)
-    );
+    )?;
     let submit_started = Instant::now();
     let mut batches = Vec::new();
     let per_batch = args.tasks.div_ceil(args.batches);
@@ -173,12 +173,12 @@ async fn drain(
         batches.push(info.id);
     }
     let submit_time = submit_started.elapsed();
-    println!(
+    outln!(
         "submitted {} tasks in {:.2} s: {:.0} tasks/s",
         args.tasks,
         submit_time.as_secs_f64(),
         args.tasks as f64 / submit_time.as_secs_f64()
-    );
+    )?;
 
     let drain_started = Instant::now();
     let mut nodes = Vec::new();
@@ -200,18 +200,18 @@ async fn drain(
         node.stop(Duration::from_secs(10)).await?;
     }
     let rate = args.tasks as f64 / drain_time.as_secs_f64();
-    println!(
+    outln!(
         "drained {} tasks in {:.2} s: {rate:.0} tasks/s",
         args.tasks,
         drain_time.as_secs_f64(),
-    );
+    )?;
     if args.task_ms > 0 {
         // Every slot of every node busy all the time, with no gap between tasks.
         let ideal = (args.nodes * args.workers) as f64 * 1000.0 / args.task_ms as f64;
-        println!(
+        outln!(
             "the slots were kept {:.1}% busy ({ideal:.0} tasks/s if no slot were ever idle)",
             100.0 * rate / ideal
-        );
+        )?;
     }
     report_run_times(&*store).await?;
     Ok(())
@@ -236,7 +236,7 @@ async fn report_run_times(store: &dyn Store) -> anyhow::Result<()> {
     runs.sort_unstable();
     if !runs.is_empty() {
         let at = |p: usize| runs[(runs.len() - 1) * p / 100];
-        println!("attempt run time: p50 {} µs, p99 {} µs", at(50), at(99));
+        outln!("attempt run time: p50 {} µs, p99 {} µs", at(50), at(99))?;
     }
     Ok(())
 }

@@ -19,18 +19,31 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7700";
 /// Where `qhost serve` keeps its data unless told otherwise (relative to where it runs).
 const DEFAULT_DATA_DIR: &str = "qhost-data";
 
-/// How to reach the server: global flags of every remote subcommand.
+/// How to reach the server: flags of every client subcommand, under their own heading
+/// (the local ones, `run`, `serve` and `bench`, have no server to reach).
 #[derive(Debug, Clone, Args)]
 pub struct ConnectArgs {
     /// The qhost server's URL [default: http://127.0.0.1:7700].
-    #[arg(long, global = true, env = "QHOST_SERVER")]
+    #[arg(long, global = true, help_heading = "Connection", env = "QHOST_SERVER")]
     pub server: Option<String>,
-    /// The admin token, or a batch handle (default: the local server's `admin-token`).
-    #[arg(long, global = true, env = "QHOST_TOKEN", hide_env_values = true)]
+    /// The admin token, or a batch handle (default: the `admin-token` file in the local
+    /// server's data directory, QHOST_DATA_DIR or ./qhost-data).
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Connection",
+        env = "QHOST_TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
     /// The client config file, a TOML file with `server` and `token`
     /// [default: ~/.config/qhost/client.toml].
-    #[arg(long, global = true, env = "QHOST_CLIENT_CONFIG")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Connection",
+        env = "QHOST_CLIENT_CONFIG"
+    )]
     pub client_config: Option<PathBuf>,
 }
 
@@ -62,12 +75,23 @@ impl Client {
                 path => (ClientFile::default(), path),
             },
         };
+        let from = match (&args.server, &config_path) {
+            (Some(_), _) => "--server or QHOST_SERVER".to_owned(),
+            (None, Some(path)) => format!("`server` in {}", path.display()),
+            (None, None) => "the client config file".to_owned(),
+        };
         let server = args
             .server
             .clone()
             .or(file.server)
             .unwrap_or_else(|| DEFAULT_SERVER.to_owned());
         let server = server.trim_end_matches('/').to_owned();
+        // Without a scheme the request fails with no more than "invalid format".
+        anyhow::ensure!(
+            server.starts_with("http://") || server.starts_with("https://"),
+            "the server `{server}` (from {from}) is not a URL: give a URL like \
+             http://HOST:PORT"
+        );
         let token = args.token.clone().or(file.token).or_else(local_admin_token);
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -120,9 +144,26 @@ impl Client {
             .map_err(|e| self.unreachable(e))
             .with_context(context)?;
         if response.status().as_u16() >= 400 {
-            return Err(refusal(response, self.token.is_some()));
+            return Err(refusal(
+                response,
+                self.token.is_some(),
+                &self.token_sources(),
+            ));
         }
         Ok(response)
+    }
+
+    /// Where a token comes from, in the order they are tried.
+    fn token_sources(&self) -> String {
+        let config = match &self.config_path {
+            Some(path) => path.display().to_string(),
+            None => "the client config file".to_owned(),
+        };
+        format!(
+            "give the admin token or a batch handle with --token, QHOST_TOKEN or `token` in \
+             {config}; without them the local server's `admin-token` file is used, in its \
+             data directory (QHOST_DATA_DIR, or ./{DEFAULT_DATA_DIR})"
+        )
     }
 
     fn unreachable(&self, err: ureq::Error) -> anyhow::Error {
@@ -248,7 +289,11 @@ fn read_json<T: DeserializeOwned>(
 }
 
 /// An error answer (`{"error", "detail"}`) as an error message.
-fn refusal(mut response: ureq::http::Response<ureq::Body>, had_token: bool) -> anyhow::Error {
+fn refusal(
+    mut response: ureq::http::Response<ureq::Body>,
+    had_token: bool,
+    token_sources: &str,
+) -> anyhow::Error {
     let status = response.status();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     let (kind, detail) = match serde_json::from_str::<Value>(&text) {
@@ -259,10 +304,13 @@ fn refusal(mut response: ureq::http::Response<ureq::Body>, had_token: bool) -> a
         Err(_) => ("error".to_owned(), text),
     };
     let mut message = format!("the server answered {} {kind}: {detail}", status.as_u16());
-    if status.as_u16() == 401 && !had_token {
-        message.push_str(
-            " (no token was given: use --token, QHOST_TOKEN or `token` in the client config)",
-        );
+    if status.as_u16() == 401 {
+        let what = if had_token {
+            "the token sent was refused"
+        } else {
+            "no token was found"
+        };
+        message.push_str(&format!(" ({what}: {token_sources})"));
     }
     anyhow!(message)
 }
@@ -320,12 +368,12 @@ impl BatchRef {
 
 /// Prints a value as indented JSON.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    outln!("{}", serde_json::to_string_pretty(value)?)?;
     Ok(())
 }
 
 /// Prints rows under a header, each column as wide as its widest cell.
-pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
+pub fn print_table(header: &[&str], rows: &[Vec<String>]) -> std::io::Result<()> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -341,12 +389,13 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
                 out.push_str(&format!("{cell:<width$}  "));
             }
         }
-        println!("{}", out.trim_end());
+        outln!("{}", out.trim_end())
     };
-    line(header.to_vec());
+    line(header.to_vec())?;
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect())?;
     }
+    Ok(())
 }
 
 /// A store timestamp as local-free UTC time, to the millisecond.

@@ -1,5 +1,6 @@
 //! `qhost completions SHELL`: the shell completion script, on stdout.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory};
@@ -13,6 +14,9 @@ pub struct CompletionsArgs {
 
 pub fn run(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut command = super::Cli::command();
-    clap_complete::generate(args.shell, &mut command, "qhost", &mut std::io::stdout());
+    // Into memory first: clap_complete panics when a write fails.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "qhost", &mut script);
+    std::io::stdout().write_all(&script)?;
     Ok(ExitCode::SUCCESS)
 }

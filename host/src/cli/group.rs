@@ -11,6 +11,8 @@ use crate::store::GroupInfo;
 
 #[derive(Debug, Args)]
 pub struct GroupArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub command: GroupCommand,
 }
@@ -22,13 +24,14 @@ pub enum GroupCommand {
         key: String,
         /// At most this many tasks of the group run at once, across batches.
         limit: Option<u32>,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
 }
 
-pub fn run(args: GroupArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     let GroupCommand::Limit { key, limit, json } = args.command;
     let path = format!("/v1/groups/{}", encode(&key));
     let info: GroupInfo = match limit {
@@ -40,10 +43,13 @@ pub fn run(args: GroupArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
     if json {
         print_json(&info)?;
     } else {
-        println!(
+        outln!(
             "group {}: limit {}, {} running, {} waiting",
-            info.key, info.limit, info.running, info.waiting
-        );
+            info.key,
+            info.limit,
+            info.running,
+            info.waiting
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

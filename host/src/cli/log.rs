@@ -18,11 +18,15 @@ const PAGE: usize = 1000;
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// Only this batch (its handle, or its id with the admin token).
     #[arg(long)]
     pub batch: Option<BatchRef>,
+    /// Only this task.
     #[arg(long)]
     pub task: Option<TaskId>,
+    /// Only the tasks of this group.
     #[arg(long)]
     pub group: Option<String>,
     /// Only this outcome: succeeded, guest-error, trap, timeout, memory-limit,
@@ -49,8 +53,8 @@ struct LogPage {
     next: Option<i64>,
 }
 
-pub fn run(args: LogArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let mut client = Client::new(connect)?;
+pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
+    let mut client = Client::new(&args.connect)?;
     let mut filter = Vec::new();
     if let Some(batch) = &args.batch {
         client = batch.client(&client);
@@ -90,10 +94,17 @@ pub fn run(args: LogArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
         let count = page.attempts.len();
         for attempt in &page.attempts {
             if header {
-                println!(
+                outln!(
                     "{:<24}  {:>6}  {:>5}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  OUTCOME",
-                    "STARTED", "TASK", "BATCH", "TRY", "ORDER", "GROUP", "NODE/SLOT", "TOOK"
-                );
+                    "STARTED",
+                    "TASK",
+                    "BATCH",
+                    "TRY",
+                    "ORDER",
+                    "GROUP",
+                    "NODE/SLOT",
+                    "TOOK"
+                )?;
                 header = false;
             }
             print_attempt(attempt, args.json)?;
@@ -112,7 +123,7 @@ pub fn run(args: LogArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
 
 fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string(a)?);
+        outln!("{}", serde_json::to_string(a)?)?;
         return Ok(());
     }
     let place = format!(
@@ -120,7 +131,7 @@ fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
         a.node,
         a.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into())
     );
-    println!(
+    outln!(
         "{:<24}  {:>6}  {:>5}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  {}{}",
         time(a.started_at),
         a.task,
@@ -135,6 +146,6 @@ fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
             .as_deref()
             .map(|e| format!(": {e}"))
             .unwrap_or_default()
-    );
+    )?;
     Ok(())
 }

@@ -6,6 +6,15 @@
 //! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`], [`group`], [`status`],
 //! [`log`]; and [`completions`].
 
+/// `println!` that hands back the write's error instead of panicking, for `?`: a reader
+/// that stopped reading (`| head`) then ends the command quietly (see [`broken_pipe`]).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)
+    }};
+}
+
 mod batch;
 mod bench;
 mod client;
@@ -36,8 +45,6 @@ pub const EXIT_ERROR: u8 = 2;
     about = "A durable task runner for WebAssembly components"
 )]
 pub struct Cli {
-    #[command(flatten)]
-    pub connect: client::ConnectArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -69,20 +76,31 @@ pub enum Command {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let connect = &cli.connect;
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
-        Command::Module(args) => module::run(args, connect),
-        Command::Submit(args) => submit::run(args, connect),
-        Command::Batch(args) => batch::run(args, connect),
-        Command::Task(args) => task::run(args, connect),
-        Command::Group(args) => group::run(args, connect),
-        Command::Status(args) => status::run(args, connect),
-        Command::Log(args) => log::run(args, connect),
+        Command::Module(args) => module::run(args),
+        Command::Submit(args) => submit::run(args),
+        Command::Batch(args) => batch::run(args),
+        Command::Task(args) => task::run(args),
+        Command::Group(args) => group::run(args),
+        Command::Status(args) => status::run(args),
+        Command::Log(args) => log::run(args),
         Command::Completions(args) => completions::run(args),
     }
+}
+
+/// Whether the error is a write to a stdout nobody reads any more. As ripgrep does, that
+/// ends the command quietly with success: Rust ignores SIGPIPE, so a closed pipe arrives
+/// as this error rather than the signal C tools die of silently; and keeping SIGPIPE
+/// ignored lets `serve` outlive whoever stopped reading its stdout.
+pub fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Error values inside wasmtime and anyhow capture a backtrace when `RUST_BACKTRACE` is

@@ -11,6 +11,8 @@ use crate::store::ModuleInfo;
 
 #[derive(Debug, Args)]
 pub struct ModuleArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub command: ModuleCommand,
 }
@@ -24,6 +26,7 @@ pub enum ModuleCommand {
         /// The name tasks may use instead of the digest.
         #[arg(long)]
         name: Option<String>,
+        /// A label kept with the module and shown by `module ls`, such as its version.
         #[arg(long)]
         tag: Option<String>,
         /// Print the module as JSON.
@@ -32,6 +35,7 @@ pub enum ModuleCommand {
     },
     /// List the modules.
     Ls {
+        /// Print them as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -39,8 +43,8 @@ pub enum ModuleCommand {
     Rm { module: String },
 }
 
-pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     match args.command {
         ModuleCommand::Add {
             file,
@@ -62,7 +66,7 @@ pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
             if json {
                 print_json(&module)?;
             } else {
-                println!(
+                outln!(
                     "added {} ({} bytes){}",
                     module.digest,
                     module.size,
@@ -71,7 +75,7 @@ pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
                         .as_deref()
                         .map(|n| format!(" as {n}"))
                         .unwrap_or_default()
-                );
+                )?;
             }
         }
         ModuleCommand::Ls { json } => {
@@ -91,13 +95,13 @@ pub fn run(args: ModuleArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
                         ]
                     })
                     .collect();
-                print_table(&["DIGEST", "NAME", "TAG", "BYTES", "ADDED"], &rows);
+                print_table(&["DIGEST", "NAME", "TAG", "BYTES", "ADDED"], &rows)?;
             }
         }
         ModuleCommand::Rm { module } => {
             let digest = resolve(&client, &module)?;
             client.call("DELETE", &format!("/v1/modules/{digest}"), None)?;
-            println!("deleted {digest}");
+            outln!("deleted {digest}")?;
         }
     }
     Ok(ExitCode::SUCCESS)

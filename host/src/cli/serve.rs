@@ -22,10 +22,11 @@ use crate::units::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
+    /// Address to listen on (default 127.0.0.1:7700).
     #[arg(long, env = "QHOST_LISTEN")]
     pub listen: Option<SocketAddr>,
-    /// Where the database, the admin token and compiled components are kept.
+    /// Where the database, the admin token and compiled components are kept (default
+    /// ./qhost-data).
     #[arg(long, env = "QHOST_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// The database: `sqlite:PATH` (default: qhost.db in the data directory) or
@@ -42,7 +43,8 @@ pub struct ServeArgs {
     /// The admin bearer token (default: generated and kept in the data directory).
     #[arg(long, env = "QHOST_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// How long running tasks may finish after SIGINT/SIGTERM before they are handed back.
+    /// How long running tasks may finish after SIGINT/SIGTERM before they are handed back
+    /// (default 30s).
     #[arg(long, env = "QHOST_GRACE")]
     pub grace: Option<String>,
     /// How long a claimed task stays this node's without a renewal: after a crash, its
@@ -235,12 +237,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         runtime.cache_dir = Some(data_dir.join("artifacts"));
         runtime.mounts = mounts;
         let runtime = Arc::new(Runtime::new(runtime)?);
+        let node_name = node.clone();
         let mut config = SchedulerConfig::new(node);
         config.lease = lease;
         config.retention = retention;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
         let address = listener.local_addr()?;
+        // One line that says what runs, for whoever reads the log after a restart.
+        tracing::info!(
+            "qhost {} node {node_name}, {workers} workers, store {}, listening on {address}",
+            env!("CARGO_PKG_VERSION"),
+            redact_password(&db)
+        );
         // Whoever started us may have stopped reading stdout: that must not stop the server.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "qhost listening on http://{address}");
@@ -388,6 +397,21 @@ fn private_file(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The database URL with its password, if any, replaced by `***`: it goes to the log.
+fn redact_password(db: &str) -> String {
+    let Some((scheme, rest)) = db.split_once("://") else {
+        return db.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return db.to_owned();
+    };
+    match rest[..at].split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        None => db.to_owned(),
+    }
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_owned())
@@ -422,5 +446,26 @@ fn init_logging(json: bool) {
         builder.json().init();
     } else {
         builder.init();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_password;
+
+    #[test]
+    fn the_logged_store_has_no_password() {
+        assert_eq!(
+            redact_password("postgres://qhost:s3cret@db:5432/qhost?sslmode=disable"),
+            "postgres://qhost:***@db:5432/qhost?sslmode=disable"
+        );
+        assert_eq!(
+            redact_password("postgres://qhost@db/qhost"),
+            "postgres://qhost@db/qhost"
+        );
+        assert_eq!(
+            redact_password("sqlite:qhost-data/qhost.db"),
+            "sqlite:qhost-data/qhost.db"
+        );
     }
 }

@@ -9,19 +9,22 @@ use crate::store::RunningTask;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Print it as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: StatusArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     let running: Vec<RunningTask> = client.get("/v1/running")?;
     if args.json {
         print_json(&running)?;
         return Ok(ExitCode::SUCCESS);
     }
     if running.is_empty() {
-        println!("nothing runs on {}", client.server());
+        outln!("nothing runs on {}", client.server())?;
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = running
@@ -44,6 +47,6 @@ pub fn run(args: StatusArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
             "TASK", "BATCH", "NODE", "SLOT", "ATTEMPT", "ORDER", "GROUP", "FOR",
         ],
         &rows,
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -16,6 +16,8 @@ use crate::store::{TaskId, TaskInfo, TaskState};
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// The module to run: a name or a digest.
     #[arg(long)]
     pub module: String,
@@ -110,8 +112,8 @@ impl TaskFields {
     }
 }
 
-pub fn run(args: SubmitArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     let input = match (&args.input, &args.input_file, &args.input_json) {
         (Some(text), _, _) => Input::Text(text.clone()),
         (_, Some(path), _) => Input::Bytes(
@@ -163,9 +165,9 @@ pub fn run(args: SubmitArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> 
         if args.json {
             print_json(&answer)?;
         } else {
-            println!("task {task_id} in batch {}", batch.id);
+            outln!("task {task_id} in batch {}", batch.id)?;
             if let Some(handle) = answer["handle"].as_str() {
-                println!("handle {handle}");
+                outln!("handle {handle}")?;
             }
         }
         return Ok(ExitCode::SUCCESS);

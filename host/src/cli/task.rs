@@ -12,6 +12,8 @@ use crate::store::{AttemptRecord, TaskId, TaskInfo};
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub command: TaskCommand,
 }
@@ -21,6 +23,7 @@ pub enum TaskCommand {
     /// Show a task and its attempts.
     Show {
         task: TaskId,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -38,8 +41,8 @@ struct TaskView {
     log: Vec<AttemptRecord>,
 }
 
-pub fn run(args: TaskArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
-    let client = Client::new(connect)?;
+pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
     match args.command {
         TaskCommand::Show { task, json } => {
             let view: TaskView = client.get(&format!("/v1/tasks/{task}"))?;
@@ -48,28 +51,28 @@ pub fn run(args: TaskArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let t = &view.task;
-            println!("task {} in batch {}", t.id, t.batch);
-            println!("  module    {}", t.module);
-            println!("  state     {}", t.state.as_str());
-            println!("  order     {}", t.order);
-            println!("  group     {}", t.group.as_deref().unwrap_or("-"));
-            println!("  priority  {}", t.priority);
-            println!("  attempts  {} of {}", t.attempts, t.max_attempts);
-            println!("  submitted {}", time(t.submitted_at));
+            outln!("task {} in batch {}", t.id, t.batch)?;
+            outln!("  module    {}", t.module)?;
+            outln!("  state     {}", t.state.as_str())?;
+            outln!("  order     {}", t.order)?;
+            outln!("  group     {}", t.group.as_deref().unwrap_or("-"))?;
+            outln!("  priority  {}", t.priority)?;
+            outln!("  attempts  {} of {}", t.attempts, t.max_attempts)?;
+            outln!("  submitted {}", time(t.submitted_at))?;
             if let Some(ended) = t.ended_at {
-                println!("  ended     {}", time(ended));
+                outln!("  ended     {}", time(ended))?;
             }
             if let Some(outcome) = t.outcome {
-                println!("  outcome   {}", outcome.as_str());
+                outln!("  outcome   {}", outcome.as_str())?;
             }
             if let Some(error) = &t.error {
-                println!("  error     {error}");
+                outln!("  error     {error}")?;
             }
             if let Some(size) = t.output_size {
-                println!("  output    {size} bytes");
+                outln!("  output    {size} bytes")?;
             }
             for a in &view.log {
-                println!(
+                outln!(
                     "  attempt {} on {} slot {}: {} after {}{}",
                     a.attempt,
                     a.node,
@@ -80,7 +83,7 @@ pub fn run(args: TaskArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
                         .as_deref()
                         .map(|e| format!(": {e}"))
                         .unwrap_or_default()
-                );
+                )?;
             }
         }
         TaskCommand::Output { task } => {
@@ -89,10 +92,10 @@ pub fn run(args: TaskArgs, connect: &ConnectArgs) -> anyhow::Result<ExitCode> {
         }
         TaskCommand::Cancel { task } => {
             let answer = client.call("POST", &format!("/v1/tasks/{task}/cancel"), None)?;
-            println!(
+            outln!(
                 "task {task}: {}",
                 answer["result"].as_str().unwrap_or_default()
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
