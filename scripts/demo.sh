@@ -41,6 +41,6 @@ run log --batch "$handle"
 echo
 for task in $("$qhost" log --batch "$handle" --json | sed -n 's/^{"task":\([0-9]*\).*/\1/p'); do
     printf 'output of task %s: ' "$task"
-    "$qhost" --token "$handle" task output "$task"
+    "$qhost" task output "$task" --token "$handle"
     echo
 done
