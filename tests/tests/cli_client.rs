@@ -785,3 +785,42 @@ fn serve_says_what_it_runs_in_one_line_at_start() {
         assert!(line.contains(part), "no `{part}` in {line}");
     }
 }
+
+/// `--listen` takes a host name as well as an address, and a value without a port is
+/// refused with what to give instead.
+#[test]
+fn serve_listens_on_a_host_name() {
+    use std::process::{Command, Stdio};
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(qhost_tests::qhost_binary())
+        .args(["serve", "--listen", "localhost:0", "--data-dir"])
+        .arg(data.path())
+        .env_remove("QHOST_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("qhost listening on ")
+        .map(str::to_owned);
+    let answer = url
+        .as_deref()
+        .map(|url| qhost_tests::server::call("GET", &format!("{url}/healthz"), None, None).0);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(answer, Some(200), "no server on localhost: {first:?}");
+
+    let other = tempfile::tempdir().unwrap();
+    let mut no_port = Command::new(qhost_tests::qhost_binary());
+    no_port
+        .args(["serve", "--listen", "localhost", "--data-dir"])
+        .arg(other.path())
+        .env_remove("QHOST_CONFIG");
+    let err = qhost_tests::server::refused(no_port);
+    assert!(err.contains("give HOST:PORT"), "{err}");
+}

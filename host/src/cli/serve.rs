@@ -4,7 +4,6 @@
 //! in that order of precedence. The admin token is `QHOST_ADMIN_TOKEN` or, when unset, one
 //! generated on first start and kept in the data directory.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -22,9 +21,9 @@ use crate::units::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (default 127.0.0.1:7700).
+    /// Address to listen on, HOST:PORT; host names resolve (default 127.0.0.1:7700).
     #[arg(long, env = "QHOST_LISTEN")]
-    pub listen: Option<SocketAddr>,
+    pub listen: Option<String>,
     /// Where the database, the admin token and compiled components are kept (default
     /// ./qhost-data).
     #[arg(long, env = "QHOST_DATA_DIR")]
@@ -80,7 +79,7 @@ pub struct ServeArgs {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
-    listen: Option<SocketAddr>,
+    listen: Option<String>,
     data_dir: Option<PathBuf>,
     db: Option<String>,
     node: Option<String>,
@@ -109,7 +108,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let listen = args
         .listen
         .or(file.listen)
-        .unwrap_or_else(|| "127.0.0.1:7700".parse().unwrap());
+        .unwrap_or_else(|| "127.0.0.1:7700".to_owned());
     let data_dir = args
         .data_dir
         .or(file.data_dir)
@@ -227,9 +226,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let shutdown = shutdown_signal()?;
         // Listen before touching the queue: a node that cannot serve must not claim work,
         // nor take a node of the same name for its own last run and recover its attempts.
-        let listener = tokio::net::TcpListener::bind(listen)
+        let listener = tokio::net::TcpListener::bind(listen.as_str())
             .await
-            .with_context(|| format!("listening on {listen}"))?;
+            .with_context(|| {
+                format!("listening on `{listen}` (give HOST:PORT, such as localhost:7700)")
+            })?;
         let store = crate::store::open(&db, &node)
             .await
             .context("setting `db`")?;
