@@ -249,7 +249,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tracing::info!(
             "qhost {} node {node_name}, {workers} workers, store {}, listening on {address}",
             env!("CARGO_PKG_VERSION"),
-            redact_password(&db)
+            crate::store::postgres::redact(&db)
         );
         // Whoever started us may have stopped reading stdout: that must not stop the server.
         let mut out = std::io::stdout().lock();
@@ -398,21 +398,6 @@ fn private_file(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The database URL with its password, if any, replaced by `***`: it goes to the log.
-fn redact_password(db: &str) -> String {
-    let Some((scheme, rest)) = db.split_once("://") else {
-        return db.to_owned();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return db.to_owned();
-    };
-    match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => db.to_owned(),
-    }
-}
-
 fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_owned())
@@ -447,26 +432,5 @@ fn init_logging(json: bool) {
         builder.json().init();
     } else {
         builder.init();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_password;
-
-    #[test]
-    fn the_logged_store_has_no_password() {
-        assert_eq!(
-            redact_password("postgres://qhost:s3cret@db:5432/qhost?sslmode=disable"),
-            "postgres://qhost:***@db:5432/qhost?sslmode=disable"
-        );
-        assert_eq!(
-            redact_password("postgres://qhost@db/qhost"),
-            "postgres://qhost@db/qhost"
-        );
-        assert_eq!(
-            redact_password("sqlite:qhost-data/qhost.db"),
-            "sqlite:qhost-data/qhost.db"
-        );
     }
 }

@@ -77,17 +77,19 @@ pub(super) fn pool(config: tokio_postgres::Config, size: usize) -> anyhow::Resul
         .context("creating the connection pool")
 }
 
-/// The URL without its password, for messages.
+/// The URL with its password, if any, replaced by `***`, for messages and logs. Only the
+/// authority is looked at: an `@` in the path or query is not a user's.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    match rest[..at].split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        None => url.to_owned(),
     }
 }
 
@@ -140,4 +142,25 @@ pub(super) async fn measure_clock_offset(client: &impl GenericClient) -> anyhow:
     } else {
         offset
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn a_url_shown_has_no_password() {
+        assert_eq!(
+            redact("postgres://qhost:s3cret@db:5432/qhost?sslmode=disable"),
+            "postgres://qhost:***@db:5432/qhost?sslmode=disable"
+        );
+        assert_eq!(
+            redact("postgres://qhost@db/qhost"),
+            "postgres://qhost@db/qhost"
+        );
+        assert_eq!(
+            redact("sqlite:qhost-data/qhost.db"),
+            "sqlite:qhost-data/qhost.db"
+        );
+    }
 }
