@@ -824,3 +824,94 @@ fn serve_listens_on_a_host_name() {
     let err = qhost_tests::server::refused(no_port);
     assert!(err.contains("give HOST:PORT"), "{err}");
 }
+
+/// The task id of `submit`'s first line, `task ID in batch B`.
+fn submitted_task(output: &Output) -> String {
+    expect_code(output, 0);
+    stdout(output)
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("no task in {}", stdout(output)))
+        .to_owned()
+}
+
+#[test]
+fn task_logs_print_each_attempt_as_text_and_follow_until_the_task_ends() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    add_module(&server, "misbehave");
+    let opened = server.run(&["batch", "open"]);
+    let handle = field(&opened, "handle");
+    let submit = |input: &str, order: &str, attempts: &str| {
+        submitted_task(&server.run(&[
+            "submit",
+            "--module",
+            "misbehave",
+            "--input",
+            input,
+            "--order",
+            order,
+            "--max-attempts",
+            attempts,
+            "--batch",
+            &handle,
+        ]))
+    };
+    // The task to follow waits at the gate behind one that runs until it is cancelled, so
+    // the follower starts before it has any attempt.
+    let blocker = submit("sleep:600000", "0", "1");
+    let panics = submit("panic", "1", "2");
+    let follower = server
+        .cli()
+        .args(["task", "logs", &panics, "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    expect_code(&server.run(&["task", "cancel", &blocker]), 0);
+    let followed = follower.wait_with_output().unwrap();
+    expect_code(&followed, 0);
+    let text = stdout(&followed);
+    let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("== ")).collect();
+    assert_eq!(headers.len(), 2, "{text}");
+    assert!(headers[0].starts_with("== attempt 1 on ") && headers[0].contains(": trap after"));
+    assert!(headers[1].starts_with("== attempt 2 on "), "{text}");
+    let panic_lines = text
+        .lines()
+        .filter(|l| l.starts_with("stderr ") && l.contains("asked to panic"))
+        .count();
+    assert_eq!(panic_lines, 2, "{text}");
+
+    let second = server.run(&["task", "logs", &panics, "--attempt", "2"]);
+    expect_code(&second, 0);
+    assert_eq!(stdout(&second).matches("== attempt").count(), 1);
+    assert!(stdout(&second).starts_with("== attempt 2 on "));
+    let none = server.run(&["task", "logs", &panics, "--attempt", "3"]);
+    expect_code(&none, 2);
+    assert!(
+        stderr(&none).contains("has no attempt 3"),
+        "{}",
+        stderr(&none)
+    );
+
+    // Bytes that are not UTF-8 read as text, and the API keeps them exactly beside it.
+    let binary = submit("binary", "2", "1");
+    let followed = server.run(&["task", "logs", &binary, "--follow"]);
+    expect_code(&followed, 0);
+    assert!(
+        stdout(&followed).contains("\nstdout a\u{fffd}\n"),
+        "{}",
+        stdout(&followed)
+    );
+    let (status, body) = get(
+        &format!("http://{}/v1/tasks/{binary}", server.address()),
+        &server.token,
+    );
+    assert_eq!(status, 200, "{body}");
+    let view: Value = serde_json::from_str(&body).unwrap();
+    let attempt = &view["log"][0];
+    assert_eq!(attempt["stdout"], "a\u{fffd}\n");
+    assert_eq!(attempt["stdout_base64"], "Yf8K");
+    assert_eq!(attempt["stderr"], "");
+    assert!(attempt.get("stderr_base64").is_none(), "{attempt}");
+    assert!(server.stop().success());
+}

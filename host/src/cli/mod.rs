@@ -28,6 +28,7 @@ mod serve;
 mod status;
 mod submit;
 mod task;
+mod task_logs;
 
 use std::process::ExitCode;
 

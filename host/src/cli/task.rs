@@ -1,4 +1,4 @@
-//! `qhost task show|output|cancel`: one task. The token may be the admin token or the
+//! `qhost task show|output|logs|cancel`: one task. The token may be the admin token or the
 //! handle of the task's batch (`--token qhb_...`).
 
 use std::io::Write as _;
@@ -29,6 +29,16 @@ pub enum TaskCommand {
     },
     /// Print a task's output, as it is.
     Output { task: TaskId },
+    /// Print what a task's attempts said: log lines, stdout and stderr, as text.
+    Logs {
+        task: TaskId,
+        /// Only this attempt (1 is the first).
+        #[arg(long)]
+        attempt: Option<u32>,
+        /// Keep printing attempts as they end, until the task has ended.
+        #[arg(long, short)]
+        follow: bool,
+    },
     /// Cancel a pending task, or stop a running one.
     Cancel { task: TaskId },
 }
@@ -90,6 +100,11 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
             let output = client.get_bytes(&format!("/v1/tasks/{task}/output"))?;
             std::io::stdout().lock().write_all(&output)?;
         }
+        TaskCommand::Logs {
+            task,
+            attempt,
+            follow,
+        } => super::task_logs::run(&client, task, attempt, follow)?,
         TaskCommand::Cancel { task } => {
             let answer = client.call("POST", &format!("/v1/tasks/{task}/cancel"), None)?;
             outln!(

@@ -3,7 +3,8 @@
 //! - [`sqlite`]: the embedded default, one file in WAL mode.
 //! - [`postgres`]: several nodes sharing one PostgreSQL database.
 //!
-//! Beside the trait: the vocabulary (`types`, `completion`, `time`), the policies both
+//! Beside the trait: the vocabulary (`types`, `completion`, `time`, and `text`: captured
+//! output as JSON text), the policies both
 //! drivers share (`pick`: claim order and rooms; `admit`: what a submission may add and
 //! where it puts the gate; `fate`: retry or end; `errors`: the refusals), and `open`, which picks the driver a URL names.
 //!
@@ -21,6 +22,7 @@ mod open;
 mod pick;
 pub mod postgres;
 pub mod sqlite;
+pub mod text;
 mod time;
 mod types;
 

@@ -285,7 +285,10 @@ pub struct AttemptRecord {
     pub outcome: Outcome,
     pub error: Option<String>,
     pub logs: Vec<LogLine>,
+    /// What the attempt wrote to stdout, kept up to its limit.
+    #[serde(flatten, with = "super::text::stdout")]
     pub stdout: Vec<u8>,
+    #[serde(flatten, with = "super::text::stderr")]
     pub stderr: Vec<u8>,
 }
 

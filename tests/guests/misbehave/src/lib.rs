@@ -12,6 +12,7 @@
 //! | `error` | returns `err("asked to fail")` |
 //! | `error:N` | returns an error message of N bytes |
 //! | `stdout:N` / `stderr:N` | writes N bytes to stdout / stderr, then returns `ok` |
+//! | `binary` | writes `a`, the byte 0xff (not UTF-8) and a newline to stdout, returns `ok` |
 //! | `log:N` | logs N lines, then returns `ok` |
 //! | `flood` / `flood:N` | logs empty lines without end / N of them, then returns `ok` |
 //! | `output:N` | returns N bytes |
@@ -75,6 +76,12 @@ impl Guest for Misbehave {
                     }
                     left -= n;
                 }
+                Ok(b"ok".to_vec())
+            }
+            "binary" => {
+                std::io::stdout()
+                    .write_all(&[b'a', 0xff, b'\n'])
+                    .map_err(|e| e.to_string())?;
                 Ok(b"ok".to_vec())
             }
             "log" => {
