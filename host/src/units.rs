@@ -1,4 +1,4 @@
-//! Sizes and durations as people write them (`64MiB`, `500ms`, `2m`): parsing, and the
+//! Sizes, durations and times as people write them (`64MiB`, `500ms`, `2m`, RFC 3339): parsing, and the
 //! text form durations take in JSON and TOML. Every setting, field and flag that takes one
 //! goes through here, so each is written and refused alike.
 
@@ -16,6 +16,15 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim())
         .map_err(|e| format!("`{text}` is not a duration like 500ms, 30s or 2m: {e}"))
+}
+
+/// Parses an RFC 3339 time such as `2026-11-24T09:00:00Z` or `2026-11-24T10:00:00+01:00`
+/// into microseconds since the Unix epoch.
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    let at: jiff::Timestamp = text.trim().parse().map_err(|e| {
+        format!("`{text}` is not an RFC 3339 time like 2026-11-24T09:00:00Z (an offset or Z is required): {e}")
+    })?;
+    Ok(at.as_microsecond())
 }
 
 /// Serde adapter: a duration travels as humantime text (`"30s"`).
@@ -44,5 +53,13 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert!(parse_bytes("lots").unwrap_err().contains("`lots`"));
         assert!(parse_duration("soon").unwrap_err().contains("`soon`"));
+        assert_eq!(parse_time("1970-01-01T00:00:01Z").unwrap(), 1_000_000);
+        assert_eq!(parse_time("1970-01-01T01:00:01+01:00").unwrap(), 1_000_000);
+        assert!(parse_time("tomorrow").unwrap_err().contains("`tomorrow`"));
+        assert!(
+            parse_time("2026-11-24T09:00:00")
+                .unwrap_err()
+                .contains("offset")
+        );
     }
 }

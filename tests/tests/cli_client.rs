@@ -915,3 +915,44 @@ fn task_logs_print_each_attempt_as_text_and_follow_until_the_task_ends() {
     assert!(attempt.get("stderr_base64").is_none(), "{attempt}");
     assert!(server.stop().success());
 }
+
+#[test]
+fn a_delayed_task_says_when_it_is_due_and_a_bad_time_is_refused_by_name() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    add_module(&server, "echo");
+    let delayed = submitted_task(&server.run(&[
+        "submit",
+        "--module",
+        "echo",
+        "--run-at",
+        "2999-01-01T00:00:00+01:00",
+    ]));
+    let shown = server.run(&["task", "show", &delayed]);
+    expect_code(&shown, 0);
+    assert!(
+        stdout(&shown).contains("state     ready"),
+        "{}",
+        stdout(&shown)
+    );
+    assert!(
+        stdout(&shown).contains("due at    2998-12-31T23:00:00.000Z"),
+        "{}",
+        stdout(&shown)
+    );
+    let refused = server.run(&["submit", "--module", "echo", "--run-at", "tomorrow"]);
+    expect_code(&refused, 2);
+    assert!(
+        stderr(&refused).contains("field `run_at`: `tomorrow` is not an RFC 3339 time"),
+        "{}",
+        stderr(&refused)
+    );
+    let refused = server.run(&["submit", "--module", "echo", "--delay", "soon"]);
+    expect_code(&refused, 2);
+    assert!(
+        stderr(&refused).contains("field `delay`"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(server.stop().success());
+}

@@ -18,8 +18,8 @@ use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult};
 use crate::runtime::{Digest, MountGrant};
 use crate::scheduler::Access;
-use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec};
-use crate::units::{parse_bytes, parse_duration};
+use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec, now_micros};
+use crate::units::{parse_bytes, parse_duration, parse_time};
 
 /// Most time a wait may ask for; a client waits longer by asking again.
 const MAX_WAIT: Duration = Duration::from_secs(300);
@@ -64,6 +64,10 @@ pub struct TaskRequest {
     pub memory: Option<String>,
     #[serde(default)]
     pub mounts: Vec<MountGrant>,
+    /// Not due before this RFC 3339 time, such as `2026-11-24T09:00:00Z`.
+    pub run_at: Option<String>,
+    /// Not due before this long after submission, such as `90s`.
+    pub delay: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -246,6 +250,16 @@ fn task_spec(
     if let Some(backoff) = task.backoff {
         spec.backoff = parse_duration(&backoff).map_err(|e| format!("field `backoff`: {e}"))?;
     }
+    spec.not_before = match (task.run_at, task.delay) {
+        (None, None) => None,
+        (Some(at), None) => Some(parse_time(&at).map_err(|e| format!("field `run_at`: {e}"))?),
+        (None, Some(delay)) => {
+            let delay = parse_duration(&delay).map_err(|e| format!("field `delay`: {e}"))?;
+            let delay = i64::try_from(delay.as_micros()).unwrap_or(i64::MAX);
+            Some(now_micros().saturating_add(delay))
+        }
+        (Some(_), Some(_)) => return Err("give at most one of `run_at` and `delay`".into()),
+    };
     Ok(spec)
 }
 

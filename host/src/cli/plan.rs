@@ -46,6 +46,9 @@ pub struct PlanTask {
     pub max_attempts: Option<u32>,
     pub timeout: Option<String>,
     pub memory: Option<String>,
+    /// A TOML date-time with an offset, or RFC 3339 text.
+    pub run_at: Option<toml::Value>,
+    pub delay: Option<String>,
 }
 
 impl Plan {
@@ -110,6 +113,16 @@ impl Plan {
                 max_attempts: task.max_attempts,
                 timeout: task.timeout.clone(),
                 memory: task.memory.clone(),
+                run_at: match &task.run_at {
+                    None => None,
+                    Some(toml::Value::String(text)) => Some(text.clone()),
+                    Some(toml::Value::Datetime(at)) => Some(at.to_string()),
+                    Some(other) => anyhow::bail!(
+                        "task {index}: `run_at` is a {}; give a time like 2026-11-24T09:00:00Z",
+                        other.type_str()
+                    ),
+                },
+                delay: task.delay.clone(),
             };
             tasks.push(fields.to_json());
         }

@@ -48,6 +48,12 @@ pub struct SubmitArgs {
     /// Linear memory limit, e.g. `64MiB`.
     #[arg(long)]
     pub memory: Option<String>,
+    /// Not due before this time (RFC 3339, e.g. `2026-11-24T09:00:00Z`).
+    #[arg(long, conflicts_with = "delay")]
+    pub run_at: Option<String>,
+    /// Not due before this long from now, e.g. `90s`.
+    #[arg(long)]
+    pub delay: Option<String>,
     /// Add the task to this batch (its handle, or its id with the admin token) instead of
     /// a batch of its own.
     #[arg(long, value_name = "HANDLE")]
@@ -78,6 +84,10 @@ pub struct TaskFields {
     pub max_attempts: Option<u32>,
     pub timeout: Option<String>,
     pub memory: Option<String>,
+    /// An RFC 3339 time the task is not due before.
+    pub run_at: Option<String>,
+    /// How long after submission the task is due.
+    pub delay: Option<String>,
 }
 
 impl TaskFields {
@@ -108,6 +118,12 @@ impl TaskFields {
         if let Some(memory) = &self.memory {
             task["memory"] = json!(memory);
         }
+        if let Some(at) = &self.run_at {
+            task["run_at"] = json!(at);
+        }
+        if let Some(delay) = &self.delay {
+            task["delay"] = json!(delay);
+        }
         task
     }
 }
@@ -133,6 +149,8 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         max_attempts: args.max_attempts,
         timeout: args.timeout,
         memory: args.memory,
+        run_at: args.run_at,
+        delay: args.delay,
     }
     .to_json();
     let (task_id, batch, answer) = match &args.batch {

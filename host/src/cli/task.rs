@@ -69,6 +69,9 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
             outln!("  priority  {}", t.priority)?;
             outln!("  attempts  {} of {}", t.attempts, t.max_attempts)?;
             outln!("  submitted {}", time(t.submitted_at))?;
+            if let Some(due) = t.due_at {
+                outln!("  due at    {}", time(due))?;
+            }
             if let Some(ended) = t.ended_at {
                 outln!("  ended     {}", time(ended))?;
             }

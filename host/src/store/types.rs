@@ -211,6 +211,10 @@ pub struct TaskInfo {
     pub attempts: u32,
     pub max_attempts: u32,
     pub submitted_at: Micros,
+    /// When a pending task that was delayed (`run_at`, `delay`) or is waiting out a retry's
+    /// backoff becomes due; none when it is due at once or no longer pending.
+    #[serde(default)]
+    pub due_at: Option<Micros>,
     pub ended_at: Option<Micros>,
     pub outcome: Option<Outcome>,
     pub error: Option<String>,

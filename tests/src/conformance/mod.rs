@@ -17,6 +17,7 @@ pub mod batches;
 pub mod cancel;
 pub mod claims;
 pub mod completions;
+pub mod delays;
 pub mod gates;
 pub mod groups;
 pub mod log;
@@ -51,6 +52,7 @@ macro_rules! conformance_tests {
             completions::completions_are_stored_within_bounds,
             cancel::cancelling_pending_and_running_tasks,
             cancel::halting_batches_cancel_their_pending_tasks,
+            delays::a_delayed_task_holds_its_gate_and_keeps_its_place_once_due,
             log::the_execution_log_filters,
             log::release_and_prune_remove_ended_work,
         );

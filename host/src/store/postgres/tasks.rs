@@ -230,6 +230,7 @@ pub(super) async fn info(tx: &impl GenericClient, task: TaskId) -> StoreResult<T
         attempts: r.get::<_, i32>(7) as u32,
         max_attempts: r.get::<_, i32>(8) as u32,
         submitted_at: r.get(9),
+        due_at: r.get(14),
         ended_at: r.get(10),
         outcome: r.get::<_, Option<String>>(11).and_then(|o| o.parse().ok()),
         error: r.get(12),

@@ -110,6 +110,7 @@ pub(super) fn get(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
                 attempts: r.get(7)?,
                 max_attempts: r.get(8)?,
                 submitted_at: r.get(9)?,
+                due_at: r.get(14)?,
                 ended_at: r.get(10)?,
                 outcome: r.get::<_, Option<String>>(11)?.and_then(|o| o.parse().ok()),
                 error: r.get(12)?,

@@ -5,10 +5,12 @@
 -- state: 0 waiting at a gate (a lower order of its batch is still open), 1 ready,
 -- 2 claimed, 3 succeeded, 4 failed, 5 cancelled. A claimed task whose lease has no start
 -- mark is reported as 6 (reserved: its node has not started it); 6 is never stored.
+-- The last column is when a pending (waiting or ready) task is due, if it was delayed.
 SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6 ELSE t.state END,
        t.attempts, t.max_attempts, t.submitted_at, t.ended_at, t.outcome, t.error,
-       octet_length(t.output)
+       octet_length(t.output),
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END
 FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.id
 WHERE t.id = $1
