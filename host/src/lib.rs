@@ -6,6 +6,7 @@
 //! - [`store`]: the durable store: the driver trait, and its SQLite and PostgreSQL drivers.
 //! - [`scheduler`]: batches, tasks and their rules; the node that claims and runs tasks.
 //! - [`api`]: the HTTP JSON API that `qhost serve` offers.
+//! - [`schedules`]: batches opened from a plan on a cron schedule.
 //! - [`cli`]: the `qhost` command line, one file per subcommand.
 //! - [`units`]: sizes and durations as people write them.
 
@@ -13,5 +14,6 @@ pub mod api;
 pub mod cli;
 pub mod runtime;
 pub mod scheduler;
+pub mod schedules;
 pub mod store;
 pub mod units;
