@@ -193,6 +193,40 @@ impl Store for FaultyStore {
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
         self.inner.running_list().await
     }
+    async fn schedule_create(
+        &self,
+        spec: ScheduleSpec,
+        next_due: Option<Micros>,
+        now: Micros,
+    ) -> StoreResult<ScheduleInfo> {
+        self.inner.schedule_create(spec, next_due, now).await
+    }
+    async fn schedule_list(&self) -> StoreResult<Vec<ScheduleInfo>> {
+        self.inner.schedule_list().await
+    }
+    async fn schedule_get(&self, name: String) -> StoreResult<ScheduleInfo> {
+        self.inner.schedule_get(name).await
+    }
+    async fn schedule_ticks(&self, schedule: i64, limit: usize) -> StoreResult<Vec<Tick>> {
+        self.inner.schedule_ticks(schedule, limit).await
+    }
+    async fn schedule_set_paused(
+        &self,
+        name: String,
+        paused: bool,
+        next_due: Option<Micros>,
+    ) -> StoreResult<ScheduleInfo> {
+        self.inner.schedule_set_paused(name, paused, next_due).await
+    }
+    async fn schedule_delete(&self, name: String) -> StoreResult<()> {
+        self.inner.schedule_delete(name).await
+    }
+    async fn schedule_due(&self, now: Micros) -> StoreResult<(Vec<ScheduleInfo>, Option<Micros>)> {
+        self.inner.schedule_due(now).await
+    }
+    async fn schedule_fire(&self, fire: Fire) -> StoreResult<Option<Tick>> {
+        self.inner.schedule_fire(fire).await
+    }
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
         self.inner.prune(before, chunk).await
     }

@@ -33,6 +33,12 @@ impl StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+pub(crate) fn schedule_exists(name: &str) -> StoreError {
+    StoreError::Conflict(format!(
+        "a schedule named `{name}` exists: choose another name, or remove that one first"
+    ))
+}
+
 pub(crate) fn batch_sealed(batch: BatchId) -> StoreError {
     StoreError::Conflict(format!("batch {batch} is sealed: it takes no more tasks"))
 }

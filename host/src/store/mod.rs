@@ -21,6 +21,7 @@ mod fate;
 mod open;
 mod pick;
 pub mod postgres;
+mod schedule;
 pub mod sqlite;
 pub mod text;
 mod time;
@@ -29,6 +30,7 @@ mod types;
 pub use completion::*;
 pub use errors::{StoreError, StoreResult};
 pub use open::open;
+pub use schedule::*;
 pub use time::*;
 pub use types::*;
 
@@ -135,6 +137,33 @@ pub trait Store: Send + Sync + 'static {
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>>;
     /// Deletes up to `chunk` ended tasks (with their attempts) that ended before `before`.
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize>;
+
+    /// Creates a schedule; its name must be new.
+    async fn schedule_create(
+        &self,
+        spec: ScheduleSpec,
+        next_due: Option<Micros>,
+        now: Micros,
+    ) -> StoreResult<ScheduleInfo>;
+    /// Every schedule, by name.
+    async fn schedule_list(&self) -> StoreResult<Vec<ScheduleInfo>>;
+    async fn schedule_get(&self, name: String) -> StoreResult<ScheduleInfo>;
+    /// A schedule's handled ticks, newest first.
+    async fn schedule_ticks(&self, schedule: i64, limit: usize) -> StoreResult<Vec<Tick>>;
+    /// Pauses or resumes a schedule; a resumed one waits for `next_due`.
+    async fn schedule_set_paused(
+        &self,
+        name: String,
+        paused: bool,
+        next_due: Option<Micros>,
+    ) -> StoreResult<ScheduleInfo>;
+    /// Deletes a schedule and its ticks; the batches it opened stay.
+    async fn schedule_delete(&self, name: String) -> StoreResult<()>;
+    /// The schedules not paused whose next tick is due by `now`, and the earliest next
+    /// tick of the others.
+    async fn schedule_due(&self, now: Micros) -> StoreResult<(Vec<ScheduleInfo>, Option<Micros>)>;
+    /// Handles a tick, all or nothing; `None` when another node handled it first.
+    async fn schedule_fire(&self, fire: Fire) -> StoreResult<Option<Tick>>;
 
     /// News from other nodes; `None` for a store only this process uses.
     fn signals(&self) -> Option<broadcast::Receiver<Signal>> {

@@ -23,6 +23,7 @@ pub mod groups;
 pub mod log;
 pub mod modules;
 pub mod priority;
+pub mod schedules;
 
 /// Stamps out one `#[tokio::test]` per conformance case, each on a fresh store from
 /// `$fresh`: an async function returning the store and what must outlive it (its file,
@@ -55,6 +56,9 @@ macro_rules! conformance_tests {
             delays::a_delayed_task_holds_its_gate_and_keeps_its_place_once_due,
             log::the_execution_log_filters,
             log::release_and_prune_remove_ended_work,
+            schedules::a_tick_is_handled_once_however_many_handle_it,
+            schedules::a_refused_tick_changes_nothing,
+            schedules::schedules_pause_list_delete_and_keep_their_last_ticks,
         );
     };
     (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {

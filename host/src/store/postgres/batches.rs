@@ -15,20 +15,30 @@ pub(super) async fn open(
     now: Micros,
 ) -> StoreResult<BatchInfo> {
     let now = store.db_time(now);
+    transaction!(store, Commit::Durable, |tx| {
+        open_in(&tx, &spec, handle_hash, now).await
+    })
+}
+
+/// Opens a batch within the transaction `tx`; `now` is the database's clock.
+pub(super) async fn open_in(
+    tx: &impl GenericClient,
+    spec: &BatchSpec,
+    handle_hash: [u8; 32],
+    now: Micros,
+) -> StoreResult<BatchInfo> {
     let max_parallel = spec.max_parallel.map(to_i32);
     let halt = spec.failure_policy == FailurePolicy::Halt;
-    transaction!(store, Commit::Durable, |tx| {
-        let id: i64 = tx
-            .query_one(
-                "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                &[&&handle_hash[..], &spec.name, &spec.priority, &max_parallel, &halt, &now],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        info(&tx, id).await
-    })
+    let id: i64 = tx
+        .query_one(
+            "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            &[&&handle_hash[..], &spec.name, &spec.priority, &max_parallel, &halt, &now],
+        )
+        .await
+        .map_err(pg)?
+        .get(0);
+    info(tx, id).await
 }
 
 pub(super) async fn set_handle(

@@ -113,6 +113,7 @@ mod log;
 mod modules;
 mod nodes;
 mod notifier;
+mod schedules;
 mod schema;
 mod tasks;
 
@@ -371,6 +372,48 @@ impl Store for PostgresStore {
 
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
         log::prune(self, before, chunk).await
+    }
+
+    async fn schedule_create(
+        &self,
+        spec: ScheduleSpec,
+        next_due: Option<Micros>,
+        now: Micros,
+    ) -> StoreResult<ScheduleInfo> {
+        schedules::create(self, spec, next_due, now).await
+    }
+
+    async fn schedule_list(&self) -> StoreResult<Vec<ScheduleInfo>> {
+        schedules::list(self).await
+    }
+
+    async fn schedule_get(&self, name: String) -> StoreResult<ScheduleInfo> {
+        schedules::get(self, &name).await
+    }
+
+    async fn schedule_ticks(&self, schedule: i64, limit: usize) -> StoreResult<Vec<Tick>> {
+        schedules::ticks(self, schedule, limit).await
+    }
+
+    async fn schedule_set_paused(
+        &self,
+        name: String,
+        paused: bool,
+        next_due: Option<Micros>,
+    ) -> StoreResult<ScheduleInfo> {
+        schedules::set_paused(self, &name, paused, next_due).await
+    }
+
+    async fn schedule_delete(&self, name: String) -> StoreResult<()> {
+        schedules::delete(self, &name).await
+    }
+
+    async fn schedule_due(&self, now: Micros) -> StoreResult<(Vec<ScheduleInfo>, Option<Micros>)> {
+        schedules::due(self, now).await
+    }
+
+    async fn schedule_fire(&self, fire: Fire) -> StoreResult<Option<Tick>> {
+        schedules::fire(self, fire).await
     }
 
     fn signals(&self) -> Option<broadcast::Receiver<Signal>> {

@@ -22,7 +22,8 @@ pub(super) async fn submit(
     })
 }
 
-async fn submit_in(
+/// Submits within the transaction `tx`; `now` is the database's clock.
+pub(super) async fn submit_in(
     store: &PostgresStore,
     tx: &impl GenericClient,
     batch: BatchId,

@@ -30,6 +30,7 @@ mod gate;
 mod log;
 mod modules;
 mod nodes;
+mod schedules;
 mod schema;
 mod tasks;
 
@@ -324,5 +325,50 @@ impl Store for SqliteStore {
 
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
         self.write(move |tx| log::prune(tx, before, chunk)).await
+    }
+
+    async fn schedule_create(
+        &self,
+        spec: ScheduleSpec,
+        next_due: Option<Micros>,
+        now: Micros,
+    ) -> StoreResult<ScheduleInfo> {
+        self.write(move |tx| schedules::create(tx, spec, next_due, now))
+            .await
+    }
+
+    async fn schedule_list(&self) -> StoreResult<Vec<ScheduleInfo>> {
+        self.call(|conn| schedules::list(conn)).await
+    }
+
+    async fn schedule_get(&self, name: String) -> StoreResult<ScheduleInfo> {
+        self.call(move |conn| schedules::get(conn, &name)).await
+    }
+
+    async fn schedule_ticks(&self, schedule: i64, limit: usize) -> StoreResult<Vec<Tick>> {
+        self.call(move |conn| schedules::ticks(conn, schedule, limit))
+            .await
+    }
+
+    async fn schedule_set_paused(
+        &self,
+        name: String,
+        paused: bool,
+        next_due: Option<Micros>,
+    ) -> StoreResult<ScheduleInfo> {
+        self.write(move |tx| schedules::set_paused(tx, &name, paused, next_due))
+            .await
+    }
+
+    async fn schedule_delete(&self, name: String) -> StoreResult<()> {
+        self.write(move |tx| schedules::delete(tx, &name)).await
+    }
+
+    async fn schedule_due(&self, now: Micros) -> StoreResult<(Vec<ScheduleInfo>, Option<Micros>)> {
+        self.call(move |conn| schedules::due(conn, now)).await
+    }
+
+    async fn schedule_fire(&self, fire: Fire) -> StoreResult<Option<Tick>> {
+        self.write(move |tx| schedules::fire(tx, fire)).await
     }
 }

@@ -8,12 +8,13 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
     include_str!("migrations/0004_ids_never_reused.sql"),
     include_str!("migrations/0005_open_groups.sql"),
+    include_str!("migrations/0008_schedules.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

@@ -1,0 +1,4 @@
+-- Every schedule, by name.
+SELECT id, name, cron, timezone, plan, overlap, catch_up, paused, next_due, last_batch, missed,
+       created_at
+FROM schedules ORDER BY name
