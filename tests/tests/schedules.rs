@@ -19,21 +19,23 @@ fn at(text: &str) -> Micros {
 
 /// A tick's batch: one `echo` task, named after the schedule and the tick.
 fn compile(module: qhost::runtime::Digest) -> Compile {
-    Arc::new(move |schedule: &ScheduleInfo, tick: Micros| {
-        Ok(TickBatch {
-            spec: BatchSpec {
-                name: Some(format!("{}@{tick}", schedule.name)),
-                ..BatchSpec::default()
-            },
-            handle_hash: {
-                let mut hash = [0; 32];
-                hash[..8].copy_from_slice(&tick.to_le_bytes());
-                hash
-            },
-            tasks: vec![TaskSpec {
-                max_attempts: 1,
-                ..TaskSpec::new(module, "x")
-            }],
+    Arc::new(move |schedule: ScheduleInfo, tick: Micros| {
+        Box::pin(async move {
+            Ok(TickBatch {
+                spec: BatchSpec {
+                    name: Some(format!("{}@{tick}", schedule.name)),
+                    ..BatchSpec::default()
+                },
+                handle_hash: {
+                    let mut hash = [0; 32];
+                    hash[..8].copy_from_slice(&tick.to_le_bytes());
+                    hash
+                },
+                tasks: vec![TaskSpec {
+                    max_attempts: 1,
+                    ..TaskSpec::new(module, "x")
+                }],
+            })
         })
     })
 }
@@ -43,6 +45,7 @@ fn ticker(store: &Arc<dyn Store>, module: qhost::runtime::Digest) -> Ticker {
         store: store.clone(),
         compile: compile(module),
         wake: Default::default(),
+        opened: Default::default(),
     }
 }
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -12,7 +13,9 @@ use super::timing::{self, CatchUp, Overlap, Timing};
 use crate::store::*;
 
 /// Turns a schedule's plan into the batch a tick opens, or says why it cannot.
-pub type Compile = Arc<dyn Fn(&ScheduleInfo, Micros) -> Result<TickBatch, String> + Send + Sync>;
+pub type Compile = Arc<
+    dyn Fn(ScheduleInfo, Micros) -> BoxFuture<'static, Result<TickBatch, String>> + Send + Sync,
+>;
 
 /// The longest the ticker sleeps: schedules another node created or resumed are seen
 /// within it.
@@ -25,6 +28,8 @@ pub struct Ticker {
     pub compile: Compile,
     /// Wakes the ticker: a schedule was created, resumed or asked to run now.
     pub wake: Arc<Notify>,
+    /// Told when a tick opened a batch: there is new work to claim.
+    pub opened: Arc<Notify>,
 }
 
 impl Ticker {
@@ -125,6 +130,9 @@ impl Ticker {
                 // Another node handled it first: it handles the rest too.
                 return Ok(Handled::Done);
             };
+            if handled.batch.is_some() {
+                self.opened.notify_one();
+            }
             tracing::info!(
                 schedule = schedule.name,
                 tick,
@@ -143,7 +151,7 @@ impl Ticker {
 
     /// Opens the tick's batch; a plan the store refuses records the tick as failed.
     async fn fire(&self, schedule: &ScheduleInfo, fire: Fire) -> StoreResult<Option<Tick>> {
-        let refused = match (self.compile)(schedule, fire.tick) {
+        let refused = match (self.compile)(schedule.clone(), fire.tick).await {
             Ok(batch) => {
                 let opening = Fire {
                     batch: Some(batch),
