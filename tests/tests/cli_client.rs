@@ -956,3 +956,125 @@ fn a_delayed_task_says_when_it_is_due_and_a_bad_time_is_refused_by_name() {
     );
     assert!(server.stop().success());
 }
+
+#[test]
+fn a_schedule_opens_batches_from_its_plan_and_is_steered_by_name() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    add_module(&server, "echo");
+    let plan = write_plan(
+        data.path(),
+        "tick.toml",
+        "[[task]]\nmodule = \"echo\"\ninput = \"tick\"\n",
+    );
+    let refused = server.run(&[
+        "schedule",
+        "add",
+        "bad",
+        "--cron",
+        "61 * * * *",
+        "--plan",
+        &plan,
+    ]);
+    expect_code(&refused, 2);
+    assert!(
+        stderr(&refused).contains("field `cron`"),
+        "{}",
+        stderr(&refused)
+    );
+    let unknown = write_plan(data.path(), "unknown.toml", "[[task]]\nmodule = \"ecko\"\n");
+    let refused = server.run(&[
+        "schedule",
+        "add",
+        "bad",
+        "--cron",
+        "* * * * *",
+        "--plan",
+        &unknown,
+    ]);
+    expect_code(&refused, 2);
+    assert!(stderr(&refused).contains("task 0"), "{}", stderr(&refused));
+
+    // Every second, in a named zone.
+    let added = server.run(&[
+        "schedule",
+        "add",
+        "often",
+        "--cron",
+        "* * * * * *",
+        "--timezone",
+        "Europe/Berlin",
+        "--plan",
+        &plan,
+    ]);
+    expect_code(&added, 0);
+    assert!(
+        stdout(&added).starts_with("schedule often: next tick "),
+        "{}",
+        stdout(&added)
+    );
+    let again = server.run(&[
+        "schedule",
+        "add",
+        "often",
+        "--cron",
+        "* * * * *",
+        "--plan",
+        &plan,
+    ]);
+    expect_code(&again, 2);
+
+    // The first tick's batch: the schedule names it, and its task runs.
+    let show = |name: &str| -> Value {
+        let output = server.run(&["schedule", "show", name, "--json"]);
+        expect_code(&output, 0);
+        serde_json::from_str(&stdout(&output)).unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let batch = loop {
+        if let Some(batch) = show("often")["last_batch"].as_i64() {
+            break batch;
+        }
+        assert!(std::time::Instant::now() < deadline, "no tick fired");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    expect_code(&server.run(&["batch", "wait", &batch.to_string()]), 0);
+    let (_, body) = get(
+        &format!("http://{}/v1/batches/{batch}", server.address()),
+        &server.token,
+    );
+    let info: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        info["name"].as_str().unwrap().starts_with("often@"),
+        "{info}"
+    );
+    assert_eq!(info["progress"]["succeeded"], 1, "{info}");
+
+    let paused = server.run(&["schedule", "pause", "often"]);
+    expect_code(&paused, 0);
+    assert_eq!(stdout(&paused), "schedule often: paused\n");
+    let listed = server.run(&["schedule", "ls"]);
+    assert!(stdout(&listed).contains("paused"), "{}", stdout(&listed));
+
+    // Out of turn, even while paused.
+    let ran = server.run(&["schedule", "run-now", "often"]);
+    expect_code(&ran, 0);
+    assert!(
+        stdout(&ran).starts_with("schedule often: opened batch "),
+        "{}",
+        stdout(&ran)
+    );
+    let view = show("often");
+    assert_eq!(view["ticks"][0]["detail"], "run now", "{view}");
+
+    expect_code(&server.run(&["schedule", "resume", "often"]), 0);
+    expect_code(&server.run(&["schedule", "rm", "often"]), 0);
+    let gone = server.run(&["schedule", "show", "often"]);
+    expect_code(&gone, 2);
+    assert!(
+        stderr(&gone).contains("schedule often does not exist"),
+        "{}",
+        stderr(&gone)
+    );
+    assert!(server.stop().success());
+}

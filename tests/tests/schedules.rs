@@ -45,7 +45,7 @@ fn ticker(store: &Arc<dyn Store>, module: qhost::runtime::Digest) -> Ticker {
         store: store.clone(),
         compile: compile(module),
         wake: Default::default(),
-        opened: Default::default(),
+        opened: Arc::new(|| {}),
     }
 }
 

@@ -128,13 +128,7 @@ pub async fn submit(
     body: Result<Json<Submit>, JsonRejection>,
 ) -> ApiResult<(StatusCode, Json<Submitted>)> {
     let body = json_body(body)?;
-    let modules = resolve_modules(&state, &body.tasks).await?;
-    let mut specs = Vec::with_capacity(body.tasks.len());
-    for (index, task) in body.tasks.into_iter().enumerate() {
-        let spec = task_spec(task, &modules, &state)
-            .map_err(|e| ApiError::bad_request(format!("task {index}: {e}")))?;
-        specs.push(spec);
-    }
+    let specs = task_specs(&state, body.tasks).await?;
     let tasks = state
         .scheduler
         .submit(&caller.access, caller.batch, specs)
@@ -182,6 +176,21 @@ pub async fn submit_alone(
             Err(err.into())
         }
     }
+}
+
+/// The tasks of a submission as the store takes them; a refusal names the task by index.
+pub(super) async fn task_specs(
+    state: &AppState,
+    tasks: Vec<TaskRequest>,
+) -> ApiResult<Vec<TaskSpec>> {
+    let modules = resolve_modules(state, &tasks).await?;
+    let mut specs = Vec::with_capacity(tasks.len());
+    for (index, task) in tasks.into_iter().enumerate() {
+        let spec = task_spec(task, &modules, state)
+            .map_err(|e| ApiError::bad_request(format!("task {index}: {e}")))?;
+        specs.push(spec);
+    }
+    Ok(specs)
 }
 
 /// Digests for the module references of a submission: a digest stands for itself, a name

@@ -24,6 +24,11 @@ impl ApiError {
         }
     }
 
+    /// What went wrong, as the body's `detail` says it.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
     pub fn bad_request(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad-request", detail)
     }

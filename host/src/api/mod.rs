@@ -6,6 +6,7 @@
 //! - [`body`]: permits that bound how many large bodies are read at once.
 //! - [`listen`]: accepting connections, with a cap on them and timeouts for slow clients.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
+//! - [`schedules`]: schedules that open batches on a cron expression.
 //! - [`observe`]: the execution log, the running-now view, health and metrics.
 //! - [`events`]: a batch's task completions as server-sent events.
 //! - `openapi.json`: the API described for clients and their generators.
@@ -19,6 +20,7 @@ pub mod events;
 pub mod listen;
 pub mod modules;
 pub mod observe;
+pub mod schedules;
 pub mod state;
 pub mod tasks;
 
@@ -71,6 +73,14 @@ pub fn router(state: AppState) -> Router {
         .route("/attempts", get(observe::log))
         .route("/running", get(observe::running))
         .route("/nodes", get(observe::nodes))
+        .route("/schedules", post(schedules::create).get(schedules::list))
+        .route(
+            "/schedules/{name}",
+            get(schedules::show).delete(schedules::delete),
+        )
+        .route("/schedules/{name}/pause", post(schedules::pause))
+        .route("/schedules/{name}/resume", post(schedules::resume))
+        .route("/schedules/{name}/run", post(schedules::run_now))
         .route("/openapi.json", get(openapi));
     Router::new()
         .nest("/v1", v1)

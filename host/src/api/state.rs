@@ -1,5 +1,5 @@
-//! What every handler is given: the scheduler, the admin token and the permits for large
-//! bodies.
+//! What every handler is given: the scheduler, the admin token, the permits for large
+//! bodies, and the schedule ticker's wake-up.
 
 use std::sync::Arc;
 
@@ -11,6 +11,8 @@ pub struct AppState {
     pub scheduler: Arc<Scheduler>,
     pub admin_token: Arc<str>,
     pub large_bodies: body::LargeBodies,
+    /// Wakes this node's schedule ticker: a schedule was created or resumed.
+    pub schedules_wake: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {
@@ -19,6 +21,7 @@ impl AppState {
             scheduler,
             admin_token: admin_token.into(),
             large_bodies: body::LargeBodies::default(),
+            schedules_wake: Default::default(),
         }
     }
 }

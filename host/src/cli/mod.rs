@@ -24,6 +24,7 @@ mod log;
 mod module;
 mod plan;
 mod run;
+mod schedule;
 mod serve;
 mod status;
 mod submit;
@@ -68,6 +69,8 @@ pub enum Command {
     Task(task::TaskArgs),
     /// Set or show a group's limit.
     Group(group::GroupArgs),
+    /// Schedules that open a batch from a plan on a cron expression.
+    Schedule(schedule::ScheduleArgs),
     /// What runs now, where.
     Status(status::StatusArgs),
     /// The execution log.
@@ -86,6 +89,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Batch(args) => batch::run(args),
         Command::Task(args) => task::run(args),
         Command::Group(args) => group::run(args),
+        Command::Schedule(args) => schedule::run(args),
         Command::Status(args) => status::run(args),
         Command::Log(args) => log::run(args),
         Command::Completions(args) => completions::run(args),

@@ -260,12 +260,24 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         let _ = out.flush();
         drop(out);
-        let state = AppState::new(scheduler, &admin_token);
+        let state = AppState::new(scheduler.clone(), &admin_token);
+        let stop_ticking = tokio_util::sync::CancellationToken::new();
+        let ticker = tokio::spawn(
+            crate::schedules::ticker::Ticker {
+                store: scheduler.store.clone(),
+                compile: api::schedules::compiler(state.clone()),
+                wake: state.schedules_wake.clone(),
+                opened: Arc::new(move || scheduler.wake.notify_one()),
+            }
+            .run(stop_ticking.clone()),
+        );
         let limits = api::listen::Limits {
             max_connections,
             client_timeout,
         };
         api::serve(listener, state, limits, shutdown).await;
+        stop_ticking.cancel();
+        let _ = ticker.await;
         tracing::info!(
             "stopping: running tasks have {} to finish",
             humantime::format_duration(grace)

@@ -15,6 +15,7 @@ pub mod node;
 mod reads;
 mod reserved;
 pub mod rules;
+mod schedules;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

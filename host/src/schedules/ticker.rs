@@ -28,8 +28,8 @@ pub struct Ticker {
     pub compile: Compile,
     /// Wakes the ticker: a schedule was created, resumed or asked to run now.
     pub wake: Arc<Notify>,
-    /// Told when a tick opened a batch: there is new work to claim.
-    pub opened: Arc<Notify>,
+    /// Called when a tick opened a batch: there is new work to claim.
+    pub opened: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl Ticker {
@@ -131,7 +131,7 @@ impl Ticker {
                 return Ok(Handled::Done);
             };
             if handled.batch.is_some() {
-                self.opened.notify_one();
+                (self.opened)();
             }
             tracing::info!(
                 schedule = schedule.name,
