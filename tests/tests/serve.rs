@@ -839,7 +839,8 @@ fn a_client_that_does_not_read_its_answer_is_disconnected() {
         "misbehave",
     );
     let (batch, handle) = open(&server);
-    let tasks: Vec<Value> = (0..50)
+    // 64 KiB of stdout each, kept as text: 150 of them make about 10 MB of log.
+    let tasks: Vec<Value> = (0..150)
         .map(|_| json!({"module": "misbehave", "input": "stdout:65536"}))
         .collect();
     let url = format!("{}/v1/batches/{batch}/tasks", server.url);
