@@ -11,11 +11,13 @@ use axum::{Extension, Json};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
+use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::{Admin, BatchCaller};
 use super::body::BodyPermit;
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::whole;
 use crate::runtime::{Digest, MountGrant};
 use crate::scheduler::Access;
 use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec, now_micros};
@@ -24,44 +26,72 @@ use crate::units::{parse_bytes, parse_duration, parse_time};
 /// Most time a wait may ask for; a client waits longer by asking again.
 const MAX_WAIT: Duration = Duration::from_secs(300);
 
-#[derive(Debug, Default, Deserialize)]
+/// A batch to open.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenBatch {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: Option<String>,
-    #[serde(default)]
+    /// The priority of its tasks that give none; higher first.
+    #[serde(default, deserialize_with = "whole::int")]
     pub priority: i32,
+    /// At most this many of its tasks run at once; none: no limit.
+    #[serde(default, deserialize_with = "whole::option")]
+    #[schema(format = Int64, minimum = 1, maximum = 4294967295_u64)]
     pub max_parallel: Option<u32>,
     #[serde(default)]
     pub failure_policy: FailurePolicy,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Opened {
     pub batch: BatchInfo,
     /// The capability to use this batch: keep it secret.
     pub handle: String,
 }
 
-/// One task of a submission. The input is `input` (text), `input_base64` or `input_json`.
-#[derive(Debug, Deserialize)]
+/// One task of a submission. Its input is at most one of `input` (text), `input_base64`
+/// and `input_json`; none gives it an empty input.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskRequest {
     /// A module's digest, or its name.
     pub module: String,
+    /// The input as text.
     pub input: Option<String>,
+    /// The input as bytes, in standard base64 with padding.
+    #[schema(
+        pattern = "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$",
+        content_encoding = "base64"
+    )]
     pub input_base64: Option<String>,
+    /// The input as a JSON value, which the task receives serialized.
+    #[schema(value_type = Option<Value>)]
     pub input_json: Option<serde_json::Value>,
-    #[serde(default)]
+    /// Its place in the batch's order: no task starts before every task of a lower
+    /// order in its batch has ended.
+    #[serde(default, deserialize_with = "whole::int")]
     pub order: i64,
+    /// At most the group's limit of tasks of a group run at once, across batches.
+    #[schema(min_length = 1, max_length = 200)]
     pub group: Option<String>,
+    /// Higher first; none: the batch's priority.
+    #[serde(default, deserialize_with = "whole::option")]
     pub priority: Option<i32>,
+    /// How many times it may run, retries included; none: 3.
+    #[serde(default, deserialize_with = "whole::option")]
+    #[schema(minimum = 1, maximum = 100)]
     pub max_attempts: Option<u32>,
-    /// A duration such as `500ms`.
+    /// The delay before the first retry, doubled for each further one: a duration such
+    /// as `500ms`, at most `1h`; none: `1s`.
     pub backoff: Option<String>,
-    /// A duration such as `30s`.
+    /// The longest one attempt may run: a duration such as `30s`, within the server's
+    /// maximum; none: the server's default.
     pub timeout: Option<String>,
-    /// A size such as `64MiB`.
+    /// Its memory limit: a size such as `64MiB`, at least `64KiB`, within the server's
+    /// maximum; none: the server's default.
     pub memory: Option<String>,
+    /// Mounts of the server's the task may use.
     #[serde(default)]
     pub mounts: Vec<MountGrant>,
     /// Not due before this RFC 3339 time, such as `2026-11-24T09:00:00Z`.
@@ -70,26 +100,48 @@ pub struct TaskRequest {
     pub delay: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// Tasks to submit, all or none.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Submit {
+    #[schema(min_items = 1, max_items = 100000)]
     pub tasks: Vec<TaskRequest>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Submitted {
+    /// The tasks' ids, in the order submitted.
     pub tasks: Vec<TaskId>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetPriority {
+    /// Higher first.
+    #[serde(deserialize_with = "whole::int")]
     pub priority: i32,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PriorityChanged {
+    /// How many of its tasks that had not started took the new priority.
+    pub changed: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchCancelled {
+    /// How many of its pending tasks were cancelled (its running ones are asked to stop,
+    /// and are not counted).
+    pub cancelled: u64,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct WaitQuery {
+    /// The longest to wait, at most `5m`, in milliseconds (`500ms`), seconds (`30s`) or
+    /// minutes (`2m`); none: `30s`.
+    #[param(pattern = "^(0|[0-9]{1,5}ms|([0-9]{1,2}|[12][0-9]{2}|300)s|[0-5]m)$")]
     pub timeout: Option<String>,
 }
 
@@ -98,6 +150,19 @@ pub fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
         .map_err(|rejection| ApiError::rejected(rejection.status(), rejection.body_text()))
 }
 
+/// Open a batch. The answer carries its handle, the capability to use it.
+#[utoipa::path(
+    post,
+    path = "/batches",
+    operation_id = "open_batch",
+    tag = "batches",
+    request_body = OpenBatch,
+    responses(
+        (status = 201, description = "The batch, and its handle", body = Opened),
+        (status = 400, description = "The server's checks refuse a field (`invalid`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn open(
     State(state): State<AppState>,
     _: Admin,
@@ -114,6 +179,19 @@ pub async fn open(
     Ok((StatusCode::CREATED, Json(Opened { batch, handle })))
 }
 
+/// A batch and its progress.
+#[utoipa::path(
+    get,
+    path = "/batches/{id}",
+    operation_id = "show_batch",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    responses(
+        (status = 200, description = "The batch", body = BatchInfo),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn show(
     State(state): State<AppState>,
     caller: BatchCaller,
@@ -121,6 +199,28 @@ pub async fn show(
     Ok(Json(state.scheduler.batch_get(caller.batch).await?))
 }
 
+/// Submit tasks into a batch, all or none.
+#[utoipa::path(
+    post,
+    path = "/batches/{id}/tasks",
+    operation_id = "submit_tasks",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    request_body = Submit,
+    responses(
+        (status = 201, description = "The tasks' ids", body = Submitted),
+        (status = 400, description = "The server's checks refuse a task (`bad-request` or \
+            `invalid`, naming the task and field): no module has the digest or name given, \
+            more than one input, a duration or size it cannot read or beyond the server's \
+            maximum, a mount the server does not have, an order lower than one that has \
+            started in the batch.", body = ErrorBody),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+        (status = 409, description = "The batch is sealed (`conflict`).", body = ErrorBody),
+        (status = 503, description = "Four large uploads are being read already; try again \
+            shortly (`busy`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn submit(
     State(state): State<AppState>,
     caller: BatchCaller,
@@ -136,7 +236,7 @@ pub async fn submit(
     Ok((StatusCode::CREATED, Json(Submitted { tasks })))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SubmittedAlone {
     pub task: TaskId,
     pub batch: BatchId,
@@ -144,7 +244,23 @@ pub struct SubmittedAlone {
     pub handle: String,
 }
 
-/// `POST /v1/tasks`: a task submitted alone gets a batch of its own.
+/// Submit one task alone: it gets a batch of its own, whose handle opens this task and
+/// nothing else.
+#[utoipa::path(
+    post,
+    path = "/tasks",
+    operation_id = "submit_task",
+    tag = "tasks",
+    request_body = TaskRequest,
+    responses(
+        (status = 201, description = "The task, its batch and the batch's handle", body = SubmittedAlone),
+        (status = 400, description = "The server's checks refuse the task (`bad-request` or \
+            `invalid`, naming the field): no module has the digest or name given, more than \
+            one input, a duration or size it cannot read or beyond the server's maximum, a \
+            mount the server does not have.", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn submit_alone(
     State(state): State<AppState>,
     _: Admin,
@@ -272,19 +388,46 @@ fn task_spec(
     Ok(spec)
 }
 
+/// Change the priority of a batch and of its tasks that have not started.
+#[utoipa::path(
+    put,
+    path = "/batches/{id}/priority",
+    operation_id = "set_batch_priority",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    request_body = SetPriority,
+    responses(
+        (status = 200, description = "How many tasks took it", body = PriorityChanged),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn set_priority(
     State(state): State<AppState>,
     caller: BatchCaller,
     body: Result<Json<SetPriority>, JsonRejection>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<PriorityChanged>> {
     let body = json_body(body)?;
     let changed = state
         .scheduler
         .batch_set_priority(&caller.access, caller.batch, body.priority)
         .await?;
-    Ok(Json(serde_json::json!({ "changed": changed })))
+    Ok(Json(PriorityChanged { changed }))
 }
 
+/// Seal a batch: it takes no more tasks.
+#[utoipa::path(
+    post,
+    path = "/batches/{id}/seal",
+    operation_id = "seal_batch",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    responses(
+        (status = 204, description = "Sealed"),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn seal(State(state): State<AppState>, caller: BatchCaller) -> ApiResult<StatusCode> {
     state
         .scheduler
@@ -293,17 +436,46 @@ pub async fn seal(State(state): State<AppState>, caller: BatchCaller) -> ApiResu
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Cancel a batch's pending tasks and stop its running ones.
+#[utoipa::path(
+    post,
+    path = "/batches/{id}/cancel",
+    operation_id = "cancel_batch",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    responses(
+        (status = 200, description = "How many were cancelled", body = BatchCancelled),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn cancel(
     State(state): State<AppState>,
     caller: BatchCaller,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<BatchCancelled>> {
     let cancelled = state
         .scheduler
         .batch_cancel(&caller.access, caller.batch)
         .await?;
-    Ok(Json(serde_json::json!({ "cancelled": cancelled })))
+    Ok(Json(BatchCancelled { cancelled }))
 }
 
+/// Wait until every task of the batch has ended, or the timeout passes (a long poll):
+/// the batch and its progress either way.
+#[utoipa::path(
+    get,
+    path = "/batches/{id}/wait",
+    operation_id = "wait_batch",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id"), WaitQuery),
+    responses(
+        (status = 200, description = "The batch", body = BatchInfo),
+        (status = 400, description = "A timeout it cannot read, or longer than `5m` \
+            (`bad-request`).", body = ErrorBody),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn wait(
     State(state): State<AppState>,
     caller: BatchCaller,
@@ -329,6 +501,21 @@ pub async fn wait(
     }
 }
 
+/// Release a batch whose tasks have all ended: forget it, its tasks and their records.
+#[utoipa::path(
+    delete,
+    path = "/batches/{id}",
+    operation_id = "release_batch",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    responses(
+        (status = 204, description = "Released"),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+        (status = 409, description = "Some of its tasks have not ended; cancel it first \
+            (`conflict`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn release(State(state): State<AppState>, caller: BatchCaller) -> ApiResult<StatusCode> {
     state
         .scheduler

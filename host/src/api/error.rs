@@ -4,9 +4,23 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::scheduler::Error;
+
+/// The body of every failure.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    /// What kind of failure, for programs: `bad-request` (a malformed request, or a
+    /// parameter not of its type), `invalid` (a request the server's checks refuse),
+    /// `unauthorized`, `forbidden`, `not-found`, `no-output`, `method-not-allowed`,
+    /// `conflict`, `too-large`, `unsupported-media-type`, `busy` or `internal`.
+    pub error: String,
+    /// What was wrong and what is allowed, for people.
+    pub detail: String,
+}
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -33,12 +47,22 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "bad-request", detail)
     }
 
-    /// A body axum could not take (malformed, too large, wrong content type).
-    pub fn rejected(status: StatusCode, detail: String) -> Self {
-        let error = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            "too-large"
-        } else {
-            "bad-request"
+    /// A request axum could not take (a malformed body or parameter, a body too large or
+    /// of the wrong content type, a method the path does not answer): its status, with
+    /// the error that names it.
+    pub fn rejected(status: StatusCode, detail: impl Into<String>) -> Self {
+        let error = match status {
+            StatusCode::UNAUTHORIZED => "unauthorized",
+            StatusCode::FORBIDDEN => "forbidden",
+            StatusCode::NOT_FOUND => "not-found",
+            StatusCode::METHOD_NOT_ALLOWED => "method-not-allowed",
+            StatusCode::CONFLICT => "conflict",
+            StatusCode::PAYLOAD_TOO_LARGE => "too-large",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type",
+            StatusCode::UNPROCESSABLE_ENTITY => "invalid",
+            StatusCode::SERVICE_UNAVAILABLE => "busy",
+            status if status.is_server_error() => "internal",
+            _ => "bad-request",
         };
         Self::new(status, error, detail)
     }
@@ -87,11 +111,11 @@ impl From<crate::store::StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({ "error": self.error, "detail": self.detail })),
-        )
-            .into_response()
+        let body = ErrorBody {
+            error: self.error.to_owned(),
+            detail: self.detail,
+        };
+        (self.status, Json(body)).into_response()
     }
 }
 

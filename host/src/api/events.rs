@@ -16,16 +16,79 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 
 use super::AppState;
 use super::auth::BatchCaller;
-use super::error::ApiResult;
+use super::error::{ApiResult, ErrorBody};
 use crate::scheduler::BatchEvent;
-use crate::store::{AttemptFilter, BatchId, TaskId};
+use crate::store::{AttemptFilter, BatchId, BatchInfo, TaskId, TaskInfo};
+
+/// One event of the stream, as the document gives it: its name, and its data, the JSON
+/// of the schema that name says (`task`: a task; `end`: the batch; `error`: a failure
+/// that ends the stream).
+pub struct StreamEvent;
+
+impl StreamEvent {
+    fn event<T: ToSchema>(name: &str) -> Object {
+        let data = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .content_media_type("application/json")
+            .content_schema(Some(Ref::from_schema_name(T::name())));
+        ObjectBuilder::new()
+            .property(
+                "event",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some([name])),
+            )
+            .property("data", data)
+            .required("event")
+            .required("data")
+            .build()
+    }
+}
+
+impl PartialSchema for StreamEvent {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(Self::event::<TaskInfo>("task"))
+            .item(Self::event::<BatchInfo>("end"))
+            .item(Self::event::<ErrorBody>("error"))
+            .into()
+    }
+}
+
+impl ToSchema for StreamEvent {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((TaskInfo::name().into(), TaskInfo::schema()));
+        <TaskInfo as ToSchema>::schemas(schemas);
+        schemas.push((BatchInfo::name().into(), BatchInfo::schema()));
+        <BatchInfo as ToSchema>::schemas(schemas);
+        schemas.push((ErrorBody::name().into(), ErrorBody::schema()));
+    }
+}
 
 /// Attempts read from the log at a time.
 const PAGE: usize = 1000;
 
+/// The batch's task completions as server-sent events: a `task` event (a task as
+/// `show_task` gives it, without its log) for each task that has ended after running,
+/// then an `end` event (the batch) once all have ended, and the stream closes.
+#[utoipa::path(
+    get,
+    path = "/batches/{id}/events",
+    operation_id = "batch_events",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    responses(
+        (status = 200, description = "The event stream", content_type = "text/event-stream", body = StreamEvent),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn events(
     State(state): State<AppState>,
     caller: BatchCaller,
@@ -81,8 +144,11 @@ impl Follow {
                 Err(err) => {
                     tracing::error!("event stream of batch {}: {err:#}", self.batch);
                     self.ended = true;
-                    let data = serde_json::json!({"error": "internal", "detail": "internal error; see the server log"});
-                    return Some(Event::default().event("error").data(data.to_string()));
+                    let data = ErrorBody {
+                        error: "internal".into(),
+                        detail: "internal error; see the server log".into(),
+                    };
+                    return Some(json_event("error", &data));
                 }
             }
             // Caught up: wait until something happens to this batch.

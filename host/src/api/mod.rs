@@ -9,28 +9,40 @@
 //! - [`schedules`]: schedules that open batches on a cron expression.
 //! - [`observe`]: the execution log, the running-now view, health and metrics.
 //! - [`events`]: a batch's task completions as server-sent events.
-//! - `openapi.json`: the API described for clients and their generators.
-//! - [`error`]: every error as `{"error", "detail"}` with its status.
+//! - [`error`]: every error as `{"error", "detail"}` with its status; [`fallback`]: the
+//!   same for unknown routes, wrong methods and what axum rejects before a handler runs.
+//! - [`whole`]: integer fields that take `3.0` as JSON Schema's `integer` does.
+//! - [`doc`]: the OpenAPI document's frame. The document itself is generated from the
+//!   handlers' `#[utoipa::path]` annotations and the wire types' `ToSchema`, by the same
+//!   [`routes`] that route requests: a route added there is documented, or does not
+//!   compile. `GET /v1/openapi.json` serves it.
 
 pub mod auth;
 pub mod batches;
 pub mod body;
+pub mod doc;
 pub mod error;
 pub mod events;
+pub mod fallback;
 pub mod listen;
 pub mod modules;
 pub mod observe;
 pub mod schedules;
 pub mod state;
 pub mod tasks;
+pub mod whole;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::header::CONTENT_TYPE;
-use axum::routing::{get, post, put};
+use axum::response::IntoResponse;
 use axum::{Extension, Router};
 use tokio_util::sync::CancellationToken;
+use utoipa::openapi::OpenApi;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt as _};
+use utoipa_axum::routes;
 
 pub use state::AppState;
 
@@ -42,67 +54,78 @@ pub const MAX_SUBMIT_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 pub fn router(state: AppState) -> Router {
-    let v1 = Router::new()
-        .route(
-            "/modules",
-            post(modules::add)
-                .get(modules::list)
-                .layer(DefaultBodyLimit::max(MAX_MODULE_BYTES)),
-        )
-        .route("/modules/{digest}", axum::routing::delete(modules::delete))
-        .route("/batches", post(batches::open))
-        .route("/batches/{id}", get(batches::show).delete(batches::release))
-        .route(
-            "/batches/{id}/tasks",
-            post(batches::submit).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)),
-        )
-        .route("/batches/{id}/priority", put(batches::set_priority))
-        .route("/batches/{id}/seal", post(batches::seal))
-        .route("/batches/{id}/cancel", post(batches::cancel))
-        .route("/batches/{id}/wait", get(batches::wait))
-        .route("/batches/{id}/events", get(events::events))
-        .route("/tasks", post(batches::submit_alone))
-        .route("/tasks/{id}", get(tasks::show))
-        .route("/tasks/{id}/output", get(tasks::output))
-        .route("/tasks/{id}/cancel", post(tasks::cancel))
-        .route("/tasks/{id}/priority", put(tasks::set_priority))
-        .route(
-            "/groups/{key}",
-            get(tasks::show_group).put(tasks::set_group_limit),
-        )
-        .route("/attempts", get(observe::log))
-        .route("/running", get(observe::running))
-        .route("/nodes", get(observe::nodes))
-        .route("/schedules", post(schedules::create).get(schedules::list))
-        .route(
-            "/schedules/{name}",
-            get(schedules::show).delete(schedules::delete),
-        )
-        .route("/schedules/{name}/pause", post(schedules::pause))
-        .route("/schedules/{name}/resume", post(schedules::resume))
-        .route("/schedules/{name}/run", post(schedules::run_now))
-        .route("/openapi.json", get(openapi));
-    Router::new()
-        .nest("/v1", v1)
-        .route("/healthz", get(observe::healthz))
-        .route("/metrics", get(observe::metrics))
+    let (router, document) = routes().split_for_parts();
+    let document = Document(
+        doc::finish(document)
+            .to_json()
+            .expect("the OpenAPI document serializes")
+            .into(),
+    );
+    let api = router
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .fallback(|| async {
-            error::ApiError::new(
-                axum::http::StatusCode::NOT_FOUND,
-                "not-found",
-                "no such endpoint",
-            )
-        })
-        .with_state(state)
+        .layer(Extension(document))
+        .fallback(fallback::not_found)
+        .with_state(state);
+    // Around the whole router, not each route: a 405 gets its `Allow` header outside the
+    // route's own layers.
+    Router::new()
+        .fallback_service(api)
+        .layer(axum::middleware::from_fn(fallback::json_failures))
 }
 
-/// `GET /v1/openapi.json`: the OpenAPI 3 description of this API.
-async fn openapi() -> impl axum::response::IntoResponse {
-    (
-        [(CONTENT_TYPE, "application/json")],
-        include_str!("openapi.json"),
-    )
+/// The OpenAPI document of this API, as `GET /v1/openapi.json` serves it.
+pub fn document() -> OpenApi {
+    doc::finish(routes().into_openapi())
+}
+
+/// Every route, each with its operation in the document.
+fn routes() -> OpenApiRouter<AppState> {
+    let v1 = OpenApiRouter::new()
+        .routes(routes!(modules::add, modules::list).layer(DefaultBodyLimit::max(MAX_MODULE_BYTES)))
+        .routes(routes!(modules::delete))
+        .routes(routes!(batches::open))
+        .routes(routes!(batches::show, batches::release))
+        .routes(routes!(batches::submit).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)))
+        .routes(routes!(batches::set_priority))
+        .routes(routes!(batches::seal))
+        .routes(routes!(batches::cancel))
+        .routes(routes!(batches::wait))
+        .routes(routes!(events::events))
+        .routes(routes!(batches::submit_alone))
+        .routes(routes!(tasks::show))
+        .routes(routes!(tasks::output))
+        .routes(routes!(tasks::cancel))
+        .routes(routes!(tasks::set_priority))
+        .routes(routes!(tasks::show_group, tasks::set_group_limit))
+        .routes(routes!(observe::log))
+        .routes(routes!(observe::running))
+        .routes(routes!(observe::nodes))
+        .routes(routes!(schedules::create, schedules::list))
+        .routes(routes!(schedules::show, schedules::delete))
+        .routes(routes!(schedules::pause))
+        .routes(routes!(schedules::resume))
+        .routes(routes!(schedules::run_now))
+        .routes(routes!(openapi));
+    OpenApiRouter::with_openapi(doc::frame())
+        .nest("/v1", v1)
+        .routes(routes!(observe::healthz))
+        .routes(routes!(observe::metrics))
+}
+
+/// The document as served, serialized once.
+#[derive(Clone)]
+struct Document(Arc<str>);
+
+/// This API as an OpenAPI 3.1 document, generated from the code that serves it.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    operation_id = "openapi",
+    tag = "observe",
+    responses((status = 200, description = "This document", content_type = "application/json", body = Object)),
+)]
+async fn openapi(Extension(document): Extension<Document>) -> impl IntoResponse {
+    ([(CONTENT_TYPE, "application/json")], document.0.to_string())
 }
 
 /// Serves the API on `listener` within `limits` until `shutdown` resolves, then finishes

@@ -5,39 +5,67 @@ use axum::extract::{Query, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::{Admin, Caller};
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::Outcome;
 use crate::scheduler::Access;
 use crate::store::{AttemptFilter, AttemptRecord, BatchId, NodeInfo, RunningTask, TaskId};
 
-const MAX_PAGE: usize = 10_000;
+/// Most attempts in a page of the log.
+pub const MAX_PAGE: usize = 10_000;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct LogQuery {
+    /// Only this batch's attempts; a batch handle must give its own batch.
     pub batch: Option<BatchId>,
+    /// Only this task's attempts.
     pub task: Option<TaskId>,
+    /// Only the attempts of this group's tasks.
     pub group: Option<String>,
+    /// Only attempts that ended so.
+    #[param(value_type = Option<Outcome>)]
     pub outcome: Option<String>,
-    /// Microseconds since the Unix epoch.
+    /// Only attempts that started at or after this time (microseconds since the Unix
+    /// epoch).
     pub since: Option<i64>,
+    /// Only attempts that started before this time.
     pub until: Option<i64>,
     /// The `next` of the previous page.
     pub after: Option<i64>,
+    /// The most attempts in a page; none: 1000.
+    #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<usize>,
 }
 
-#[derive(Debug, Serialize)]
+/// A page of the execution log, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct LogPage {
     pub attempts: Vec<AttemptRecord>,
-    /// Pass as `after` for the next page (and to follow the log).
+    /// Pass as `after` for the next page (and to follow the log); none when the log has
+    /// nothing yet and no `after` was given.
+    #[schema(required = true)]
     pub next: Option<i64>,
 }
 
 /// The execution log. A batch handle sees its own batch's attempts only.
+#[utoipa::path(
+    get,
+    path = "/attempts",
+    operation_id = "list_attempts",
+    tag = "observe",
+    params(LogQuery),
+    responses(
+        (status = 200, description = "A page of attempts", body = LogPage),
+        (status = 400, description = "An outcome it does not know, or a limit out of range \
+            (`bad-request`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn log(
     State(state): State<AppState>,
     caller: Caller,
@@ -78,21 +106,53 @@ pub async fn log(
     }))
 }
 
+/// What runs now: every task started on a slot, on which node and slot.
+#[utoipa::path(
+    get,
+    path = "/running",
+    operation_id = "list_running",
+    tag = "observe",
+    responses((status = 200, description = "The running tasks", body = Vec<RunningTask>)),
+    security(("admin_token" = [])),
+)]
 pub async fn running(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Vec<RunningTask>>> {
     Ok(Json(state.scheduler.running_now().await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/nodes",
+    operation_id = "list_nodes",
+    tag = "observe",
+    responses((status = 200, description = "The nodes", body = Vec<NodeInfo>)),
+    security(("admin_token" = [])),
+)]
 /// The nodes sharing the store, with their heartbeats.
 pub async fn nodes(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Vec<NodeInfo>>> {
     Ok(Json(state.scheduler.nodes().await?))
 }
 
+/// Health: `ok` while the server answers.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "health",
+    tag = "observe",
+    responses((status = 200, description = "It answers", content_type = "text/plain", body = String, example = "ok")),
+)]
 pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Prometheus text format: tasks by state, slots busy, pool occupancy, and the node's
-/// claim and run latencies and attempts by outcome.
+/// Prometheus metrics: tasks by state, slots busy, pool occupancy, and the node's claim
+/// and run latencies and attempts by outcome.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    tag = "observe",
+    responses((status = 200, description = "The Prometheus text format", content_type = "text/plain", body = String)),
+)]
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
     let counts = state.scheduler.task_counts().await?;
     let runtime = state.scheduler.runtime();

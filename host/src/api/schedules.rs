@@ -8,16 +8,17 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Admin;
 use super::batches::{TaskRequest, json_body, task_specs};
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::schedules::ticker::Compile;
 use crate::store::{BatchSpec, FailurePolicy, Micros, ScheduleInfo, ScheduleSpec, Tick, TickBatch};
 
 /// `POST /v1/schedules`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSchedule {
     pub name: String,
@@ -26,7 +27,9 @@ pub struct CreateSchedule {
     /// An IANA time zone name; UTC when absent.
     #[serde(default = "utc")]
     pub timezone: String,
-    /// The plan each tick opens a batch from: batch settings and `tasks`, as a submission.
+    /// The plan each tick opens a batch from: `priority`, `max_parallel`,
+    /// `failure_policy` and `tasks` (as a submission's).
+    #[schema(value_type = Object)]
     pub plan: serde_json::Value,
     /// `skip` (default), `queue` or `allow`.
     #[serde(default = "skip")]
@@ -104,6 +107,22 @@ pub fn compiler(state: AppState) -> Compile {
     })
 }
 
+#[utoipa::path(
+    post,
+    path = "/schedules",
+    operation_id = "create_schedule",
+    tag = "schedules",
+    request_body = CreateSchedule,
+    responses(
+        (status = 201, description = "The schedule, with its first tick", body = ScheduleInfo),
+        (status = 400, description = "A field is refused (`bad-request` or `invalid`, naming \
+            it): a cron expression or time zone it cannot read, a policy it does not know, a \
+            plan that does not compile (a module unknown, say).", body = ErrorBody),
+        (status = 409, description = "A schedule has this name, or there are 1,000 \
+            (`conflict`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn create(
     State(state): State<AppState>,
     _: Admin,
@@ -139,18 +158,28 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
-#[derive(Debug, Serialize)]
+/// Every schedule, by name.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ScheduleList {
     pub schedules: Vec<ScheduleInfo>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/schedules",
+    operation_id = "list_schedules",
+    tag = "schedules",
+    responses((status = 200, description = "Every schedule", body = ScheduleList)),
+    security(("admin_token" = [])),
+)]
 pub async fn list(State(state): State<AppState>, _: Admin) -> ApiResult<Json<ScheduleList>> {
     Ok(Json(ScheduleList {
         schedules: state.scheduler.schedule_list().await?,
     }))
 }
 
-#[derive(Debug, Serialize)]
+/// A schedule and its last ticks.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ScheduleView {
     #[serde(flatten)]
     pub schedule: ScheduleInfo,
@@ -158,6 +187,18 @@ pub struct ScheduleView {
     pub ticks: Vec<Tick>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/schedules/{name}",
+    operation_id = "show_schedule",
+    tag = "schedules",
+    params(("name" = String, Path, description = "The schedule's name")),
+    responses(
+        (status = 200, description = "The schedule and its last ticks", body = ScheduleView),
+        (status = 404, description = "No schedule has this name (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn show(
     State(state): State<AppState>,
     _: Admin,
@@ -167,6 +208,18 @@ pub async fn show(
     Ok(Json(ScheduleView { schedule, ticks }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/schedules/{name}/pause",
+    operation_id = "pause_schedule",
+    tag = "schedules",
+    params(("name" = String, Path, description = "The schedule's name")),
+    responses(
+        (status = 200, description = "The schedule, paused", body = ScheduleInfo),
+        (status = 404, description = "No schedule has this name (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn pause(
     State(state): State<AppState>,
     _: Admin,
@@ -175,6 +228,18 @@ pub async fn pause(
     Ok(Json(state.scheduler.schedule_pause(name).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/schedules/{name}/resume",
+    operation_id = "resume_schedule",
+    tag = "schedules",
+    params(("name" = String, Path, description = "The schedule's name")),
+    responses(
+        (status = 200, description = "The schedule, waiting for its next tick", body = ScheduleInfo),
+        (status = 404, description = "No schedule has this name (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn resume(
     State(state): State<AppState>,
     _: Admin,
@@ -185,6 +250,19 @@ pub async fn resume(
     Ok(Json(resumed))
 }
 
+#[utoipa::path(
+    post,
+    path = "/schedules/{name}/run",
+    operation_id = "run_schedule_now",
+    tag = "schedules",
+    params(("name" = String, Path, description = "The schedule's name")),
+    responses(
+        (status = 201, description = "The tick out of turn, with the batch it opened", body = Tick),
+        (status = 400, description = "The plan no longer compiles (a module removed, say).", body = ErrorBody),
+        (status = 404, description = "No schedule has this name (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn run_now(
     State(state): State<AppState>,
     _: Admin,
@@ -196,6 +274,18 @@ pub async fn run_now(
     Ok((StatusCode::CREATED, Json(tick)))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/schedules/{name}",
+    operation_id = "delete_schedule",
+    tag = "schedules",
+    params(("name" = String, Path, description = "The schedule's name")),
+    responses(
+        (status = 204, description = "Deleted; the batches it opened stay"),
+        (status = 404, description = "No schedule has this name (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn delete(
     State(state): State<AppState>,
     _: Admin,

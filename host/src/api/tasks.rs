@@ -7,14 +7,17 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::{Admin, TaskCaller};
 use super::batches::{SetPriority, json_body};
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::whole;
 use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskInfo};
 
-#[derive(Debug, Serialize)]
+/// A task with its entries of the execution log.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TaskView {
     #[serde(flatten)]
     pub task: TaskInfo,
@@ -22,6 +25,19 @@ pub struct TaskView {
     pub log: Vec<AttemptRecord>,
 }
 
+/// A task and its attempts.
+#[utoipa::path(
+    get,
+    path = "/tasks/{id}",
+    operation_id = "show_task",
+    tag = "tasks",
+    params(("id" = i64, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The task", body = TaskView),
+        (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Json<TaskView>> {
     let info = caller.task;
     let task = info.id;
@@ -38,13 +54,27 @@ pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResul
     Ok(Json(TaskView { task: info, log }))
 }
 
+/// A task's output, the bytes its `run` returned.
+#[utoipa::path(
+    get,
+    path = "/tasks/{id}/output",
+    operation_id = "task_output",
+    tag = "tasks",
+    params(("id" = i64, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The output", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 404, description = "No task has this id (`not-found`), or it has no output: \
+            it has not succeeded (`no-output`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn output(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Response> {
     let info = caller.task;
     let task = info.id;
     let output = state.scheduler.task_output(task).await?;
     Ok(match output {
         Some(bytes) => bytes.into_response(),
-        None => super::error::ApiError::new(
+        None => ApiError::new(
             StatusCode::NOT_FOUND,
             "no-output",
             format!("task {task} has no output: it is {}", info.state.as_str()),
@@ -53,22 +83,65 @@ pub async fn output(State(state): State<AppState>, caller: TaskCaller) -> ApiRes
     })
 }
 
+/// Cancel a task that has not started, or stop a running one.
+#[utoipa::path(
+    post,
+    path = "/tasks/{id}/cancel",
+    operation_id = "cancel_task",
+    tag = "tasks",
+    params(("id" = i64, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "What became of it", body = TaskCancelled),
+        (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn cancel(
     State(state): State<AppState>,
     caller: TaskCaller,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<TaskCancelled>> {
     let result = state
         .scheduler
         .task_cancel(&caller.access, caller.task.id)
         .await?;
     let result = match result {
-        CancelResult::Cancelled => "cancelled",
-        CancelResult::Requested => "stopping",
-        CancelResult::AlreadyEnded => "already-ended",
+        CancelResult::Cancelled => CancelOutcome::Cancelled,
+        CancelResult::Requested => CancelOutcome::Stopping,
+        CancelResult::AlreadyEnded => CancelOutcome::AlreadyEnded,
     };
-    Ok(Json(serde_json::json!({ "result": result })))
+    Ok(Json(TaskCancelled { result }))
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskCancelled {
+    pub result: CancelOutcome,
+}
+
+/// What a cancel did: `cancelled` (it had not started), `stopping` (it runs, and its node
+/// was asked to stop it) or `already-ended`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CancelOutcome {
+    Cancelled,
+    Stopping,
+    AlreadyEnded,
+}
+
+/// Change the priority of a task that has not started.
+#[utoipa::path(
+    put,
+    path = "/tasks/{id}/priority",
+    operation_id = "set_task_priority",
+    tag = "tasks",
+    params(("id" = i64, Path, description = "The task's id")),
+    request_body = SetPriority,
+    responses(
+        (status = 204, description = "Changed"),
+        (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
+        (status = 409, description = "It has started (`conflict`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn set_priority(
     State(state): State<AppState>,
     caller: TaskCaller,
@@ -82,12 +155,29 @@ pub async fn set_priority(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetLimit {
+    /// At most this many of the group's tasks run at once.
+    #[serde(deserialize_with = "whole::int")]
+    #[schema(format = Int64, minimum = 1, maximum = 4294967295_u64)]
     pub limit: u32,
 }
 
+/// Set how many tasks of a group run at once, across batches.
+#[utoipa::path(
+    put,
+    path = "/groups/{key}",
+    operation_id = "set_group_limit",
+    tag = "tasks",
+    params(("key" = String, Path, description = "The group's key", min_length = 1, max_length = 200)),
+    request_body = SetLimit,
+    responses(
+        (status = 200, description = "The group", body = GroupInfo),
+        (status = 400, description = "The server's checks refuse the key (`invalid`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn set_group_limit(
     State(state): State<AppState>,
     _: Admin,
@@ -102,6 +192,20 @@ pub async fn set_group_limit(
     Ok(Json(state.scheduler.group_get(key).await?))
 }
 
+/// A group's limit, and how many of its tasks run and wait.
+#[utoipa::path(
+    get,
+    path = "/groups/{key}",
+    operation_id = "show_group",
+    tag = "tasks",
+    params(("key" = String, Path, description = "The group's key", min_length = 1, max_length = 200)),
+    responses(
+        (status = 200, description = "The group", body = GroupInfo),
+        (status = 404, description = "No task has named this group, and no limit was set \
+            for it (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
 pub async fn show_group(
     State(state): State<AppState>,
     _: Admin,

@@ -45,6 +45,19 @@ impl<'de> serde::Deserialize<'de> for Digest {
     }
 }
 
+/// In the API: 64 hex digits (written lowercase, read in either case).
+impl utoipa::PartialSchema for Digest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some("^[0-9a-fA-F]{64}$"))
+            .description(Some("The sha256 of a component's bytes, in hex"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Digest {}
+
 impl fmt::Debug for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Digest({})", self.to_hex())

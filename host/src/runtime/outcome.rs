@@ -5,11 +5,12 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// How an attempt ended. The runtime produces every variant but `Cancelled` and `Lost`
 /// on its own; the scheduler records `Cancelled` when a caller cancels a running task
 /// and `Lost` when the node that ran it died.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// `run` returned `ok` within every limit.
@@ -126,7 +127,7 @@ fn cut_mark(bytes: usize) -> String {
 }
 
 /// Severity of a task's log line, as the `qhost:task/host` interface defines it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
     Trace,
@@ -149,7 +150,7 @@ impl LogLevel {
 }
 
 /// One line a task logged through `qhost:task/host.log`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct LogLine {
     /// Time since the attempt started.
     pub at_micros: u64,

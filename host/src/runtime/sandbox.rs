@@ -73,9 +73,11 @@ pub fn check_mount_name(name: &str) -> Result<(), String> {
 }
 
 /// A task's request to use one of the operator's mounts, seen by the guest at `/NAME`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MountGrant {
+    /// One of the server's mounts.
     pub name: String,
+    /// Whether the task may write to it: only to a mount the server gave as writable.
     #[serde(default)]
     pub writable: bool,
 }

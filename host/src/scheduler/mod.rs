@@ -142,8 +142,10 @@ impl BatchEvent {
 pub const MAX_TASKS_PER_SUBMIT: usize = 100_000;
 pub const MAX_INPUT: usize = 16 * 1024 * 1024;
 pub const MAX_ATTEMPTS: u32 = 100;
-const MAX_GROUP_KEY: usize = 200;
-const MAX_NAME: usize = 200;
+/// Longest group key, in characters.
+pub const MAX_GROUP_KEY: usize = 200;
+/// Longest module or batch name or tag, in characters.
+pub const MAX_NAME: usize = 200;
 
 pub struct Scheduler {
     pub(crate) store: Arc<dyn Store>,
@@ -340,9 +342,11 @@ impl Scheduler {
             ));
         }
         if let Some(group) = &task.group
-            && (group.is_empty() || group.len() > MAX_GROUP_KEY)
+            && !(1..=MAX_GROUP_KEY).contains(&group.chars().count())
         {
-            return Err(format!("field `group` must be 1 to {MAX_GROUP_KEY} bytes"));
+            return Err(format!(
+                "field `group` must be 1 to {MAX_GROUP_KEY} characters"
+            ));
         }
         if !(1..=MAX_ATTEMPTS).contains(&task.max_attempts) {
             return Err(format!(
@@ -453,9 +457,9 @@ impl Scheduler {
     }
 
     pub async fn group_set_limit(&self, key: String, limit: u32) -> Result<()> {
-        if key.is_empty() || key.len() > MAX_GROUP_KEY {
+        if !(1..=MAX_GROUP_KEY).contains(&key.chars().count()) {
             return Err(Error::Invalid(format!(
-                "group key must be 1 to {MAX_GROUP_KEY} bytes"
+                "group key must be 1 to {MAX_GROUP_KEY} characters"
             )));
         }
         if limit == 0 {
@@ -482,10 +486,10 @@ pub fn handle_batch(handle: &str) -> Option<BatchId> {
 
 fn check_name(field: &str, value: Option<&str>) -> Result<()> {
     if let Some(value) = value
-        && (value.is_empty() || value.len() > MAX_NAME)
+        && !(1..=MAX_NAME).contains(&value.chars().count())
     {
         return Err(Error::Invalid(format!(
-            "field `{field}` must be 1 to {MAX_NAME} bytes"
+            "field `{field}` must be 1 to {MAX_NAME} characters"
         )));
     }
     Ok(())

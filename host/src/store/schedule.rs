@@ -2,6 +2,7 @@
 //! handled, and what handling a tick writes, all or nothing.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::{BatchId, BatchSpec, Micros, TaskSpec};
 
@@ -19,19 +20,22 @@ pub struct ScheduleSpec {
 }
 
 /// A schedule as it is kept.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ScheduleInfo {
     pub id: i64,
     pub name: String,
     pub cron: String,
     pub timezone: String,
+    #[schema(value_type = Object)]
     pub plan: serde_json::Value,
     pub overlap: String,
     pub catch_up: String,
     pub paused: bool,
     /// The first tick not yet handled; none once the expression matches no more.
+    #[schema(required = true)]
     pub next_due: Option<Micros>,
     /// The batch the last fired tick opened.
+    #[schema(required = true)]
     pub last_batch: Option<BatchId>,
     /// Ticks missed while no node ran and not fired (`catch_up`).
     pub missed: u64,
@@ -39,7 +43,7 @@ pub struct ScheduleInfo {
 }
 
 /// What became of a tick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TickResult {
     /// It opened its batch.
@@ -70,12 +74,14 @@ impl TickResult {
 }
 
 /// One handled tick, as recorded (the last [`TICKS_KEPT`] per schedule).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Tick {
     pub due_at: Micros,
     pub fired_at: Micros,
     pub result: TickResult,
+    #[schema(required = true)]
     pub batch: Option<BatchId>,
+    #[schema(required = true)]
     pub detail: Option<String>,
 }
 

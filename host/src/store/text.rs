@@ -5,6 +5,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// Decodes a `_base64` twin, when there is one; otherwise the text is the bytes.
 fn bytes_of<E: serde::de::Error>(
@@ -31,35 +33,60 @@ fn text_of(bytes: &[u8]) -> (String, Option<String>) {
     }
 }
 
+/// `stdout` as it travels.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct StdoutText {
+    /// What the attempt wrote to stdout, kept up to its limit, as text (bytes that are not
+    /// UTF-8 replaced by U+FFFD).
+    #[serde(rename = "stdout", default)]
+    #[schema(required = true)]
+    text: String,
+    /// The exact bytes in base64, only when `stdout` is not UTF-8.
+    #[serde(
+        rename = "stdout_base64",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    base64: Option<String>,
+}
+
+/// `stderr` as it travels.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct StderrText {
+    /// What the attempt wrote to stderr, as `stdout` is.
+    #[serde(rename = "stderr", default)]
+    #[schema(required = true)]
+    text: String,
+    /// The exact bytes in base64, only when `stderr` is not UTF-8.
+    #[serde(
+        rename = "stderr_base64",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    base64: Option<String>,
+}
+
 macro_rules! text_field {
-    ($module:ident, $name:literal, $twin:literal) => {
-        #[doc = concat!("`", $name, "` as text, and `", $twin, "` when it is not UTF-8.")]
+    ($module:ident, $wire:ident, $name:literal) => {
+        #[doc = concat!("`", $name, "` as text, with its `_base64` twin when not UTF-8.")]
         pub mod $module {
             use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-            #[derive(Serialize, Deserialize)]
-            struct Wire {
-                #[serde(rename = $name, default)]
-                text: String,
-                #[serde(rename = $twin, default, skip_serializing_if = "Option::is_none")]
-                base64: Option<String>,
-            }
-
             pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
                 let (text, base64) = super::text_of(bytes);
-                Wire { text, base64 }.serialize(s)
+                super::$wire { text, base64 }.serialize(s)
             }
 
             pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-                let wire = Wire::deserialize(d)?;
+                let wire = super::$wire::deserialize(d)?;
                 super::bytes_of(wire.text, wire.base64, $name)
             }
         }
     };
 }
 
-text_field!(stdout, "stdout", "stdout_base64");
-text_field!(stderr, "stderr", "stderr_base64");
+text_field!(stdout, StdoutText, "stdout");
+text_field!(stderr, StderrText, "stderr");
 
 #[cfg(test)]
 mod tests {

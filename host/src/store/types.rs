@@ -4,12 +4,13 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::{BatchId, Micros, TaskId};
 use crate::runtime::{Digest, LogLine, MountGrant, Outcome, TaskLimits};
 
 /// Where a task is in its life. Each variant says who moves a task into it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskState {
     /// Submitted, behind its batch's gate: a lower order is still open. Moved to `Ready`
@@ -87,7 +88,7 @@ impl TaskState {
 }
 
 /// What a batch does when one of its tasks fails for good.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FailurePolicy {
     /// Later orders still run.
@@ -140,20 +141,24 @@ impl TaskSpec {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ModuleInfo {
     pub digest: Digest,
+    #[schema(required = true)]
     pub name: Option<String>,
+    #[schema(required = true)]
     pub tag: Option<String>,
     pub size: u64,
     pub added_at: Micros,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct BatchInfo {
     pub id: BatchId,
+    #[schema(required = true)]
     pub name: Option<String>,
     pub priority: i32,
+    #[schema(required = true, format = Int64, maximum = 4294967295_u64)]
     pub max_parallel: Option<u32>,
     pub failure_policy: FailurePolicy,
     pub sealed: bool,
@@ -162,7 +167,7 @@ pub struct BatchInfo {
 }
 
 /// How many of a batch's tasks are in each state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Progress {
     pub waiting: u64,
     pub ready: u64,
@@ -199,31 +204,38 @@ impl Progress {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TaskInfo {
     pub id: TaskId,
     pub batch: BatchId,
     pub module: Digest,
     pub order: i64,
+    #[schema(required = true)]
     pub group: Option<String>,
     pub priority: i32,
     pub state: TaskState,
     pub attempts: u32,
     pub max_attempts: u32,
     pub submitted_at: Micros,
+    #[schema(required = true)]
     /// When a pending task that was delayed (`run_at`, `delay`) or is waiting out a retry's
     /// backoff becomes due; none when it is due at once or no longer pending.
     #[serde(default)]
     pub due_at: Option<Micros>,
+    #[schema(required = true)]
     pub ended_at: Option<Micros>,
+    #[schema(required = true)]
     pub outcome: Option<Outcome>,
+    #[schema(required = true)]
     pub error: Option<String>,
+    #[schema(required = true)]
     pub output_size: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct GroupInfo {
     pub key: String,
+    #[schema(format = Int64, maximum = 4294967295_u64)]
     pub limit: u32,
     pub running: u64,
     pub waiting: u64,
@@ -275,24 +287,29 @@ pub struct Start {
 }
 
 /// One attempt in the execution log.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AttemptRecord {
     pub task: TaskId,
     pub batch: BatchId,
     pub attempt: u32,
     pub node: String,
+    #[schema(required = true)]
     pub slot: Option<usize>,
+    #[schema(required = true)]
     pub group: Option<String>,
     pub order: i64,
     pub started_at: Micros,
     pub ended_at: Micros,
     pub outcome: Outcome,
+    #[schema(required = true)]
     pub error: Option<String>,
     pub logs: Vec<LogLine>,
     /// What the attempt wrote to stdout, kept up to its limit.
     #[serde(flatten, with = "super::text::stdout")]
+    #[schema(value_type = super::text::StdoutText)]
     pub stdout: Vec<u8>,
     #[serde(flatten, with = "super::text::stderr")]
+    #[schema(value_type = super::text::StderrText)]
     pub stderr: Vec<u8>,
 }
 
@@ -310,14 +327,16 @@ pub struct AttemptFilter {
 }
 
 /// A task running now (started on a slot, not only reserved), for the live view.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RunningTask {
     pub task: TaskId,
     pub batch: BatchId,
     pub node: String,
     /// The slot running it, when it runs on this node.
+    #[schema(required = true)]
     pub slot: Option<usize>,
     pub attempt: u32,
+    #[schema(required = true)]
     pub group: Option<String>,
     pub order: i64,
     /// When it started on its slot.
@@ -362,7 +381,7 @@ pub struct NodeBeat {
 }
 
 /// A node in the registry.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct NodeInfo {
     pub node: String,
     pub workers: usize,

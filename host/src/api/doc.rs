@@ -1,0 +1,392 @@
+//! The OpenAPI document's frame: what the handlers' annotations do not say each for
+//! itself. The routes and the document come from one place (the router in `mod.rs`, built
+//! with utoipa-axum); this adds the title, the two credentials, and the failures that
+//! whole classes of operations share, each answered as [`ErrorBody`] by the code that
+//! rejects them (the credential extractors in `auth.rs`, the parameter, body and route
+//! rejections in `error.rs` and `fallback.rs`).
+
+use utoipa::openapi::path::{Operation, Parameter, ParameterIn, PathItem};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{Schema, Type};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response};
+use utoipa::{Modify, OpenApi as _, ToSchema};
+
+use super::error::ErrorBody;
+
+/// The security scheme of the server's admin token.
+pub const ADMIN: &str = "admin_token";
+/// The security scheme of a batch handle.
+pub const HANDLE: &str = "batch_handle";
+
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "qhost",
+        description = "The HTTP JSON API of `qhost serve`: a durable queue of tasks, each run \
+            as a sandboxed WebAssembly component. Times are microseconds since the Unix \
+            epoch. Send `Authorization: Bearer <admin token or batch handle>`. Every failure \
+            is JSON `{\"error\", \"detail\"}` with the status of its kind.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&Credentials),
+    tags(
+        (name = "modules", description = "Components tasks run"),
+        (name = "batches", description = "Batches: submit, follow, change, release"),
+        (name = "tasks", description = "One task, its output, its group"),
+        (name = "observe", description = "The execution log, what runs now, health"),
+        (name = "schedules", description = "Batches opened from a plan on a cron expression"),
+    )
+)]
+struct Frame;
+
+struct Credentials;
+
+impl Modify for Credentials {
+    fn modify(&self, openapi: &mut OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let bearer = |description: &str| {
+            let mut http = Http::new(HttpAuthScheme::Bearer);
+            http.description = Some(description.to_owned());
+            SecurityScheme::Http(http)
+        };
+        components.add_security_scheme(
+            ADMIN,
+            bearer(
+                "The server's admin token (`qha_...`): it opens everything. `qhost serve` \
+                 writes it to `admin-token` in its data directory unless given one.",
+            ),
+        );
+        components.add_security_scheme(
+            HANDLE,
+            bearer(
+                "A batch handle (`qhb_<batch>_<secret>`), returned when the batch is opened: \
+                 it opens that batch and its tasks, and nothing else.",
+            ),
+        );
+    }
+}
+
+/// The document's frame, to which the router adds its operations.
+pub fn frame() -> OpenApi {
+    Frame::openapi()
+}
+
+/// Adds to every operation the failures its class shares. Where the operation documents
+/// that status itself (with its own reasons), the shared reasons are added to its
+/// description.
+pub fn finish(mut openapi: OpenApi) -> OpenApi {
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            for (status, description) in shared_failures(operation) {
+                let responses = &mut operation.responses.responses;
+                match responses.get_mut(status) {
+                    Some(RefOr::T(response)) => {
+                        response.description = format!("{} {description}", response.description);
+                    }
+                    Some(RefOr::Ref(_)) => {}
+                    None => {
+                        responses.insert(status.to_owned(), failure(description));
+                    }
+                }
+            }
+        }
+    }
+    openapi
+}
+
+/// A failure answered as [`ErrorBody`].
+fn failure(description: &str) -> RefOr<Response> {
+    let content = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name(ErrorBody::name())))
+        .build();
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/json", content)
+        .build()
+        .into()
+}
+
+/// The failures `operation` can answer by its shape: credentials, parameters, body.
+fn shared_failures(operation: &Operation) -> Vec<(&'static str, &'static str)> {
+    let mut failures = Vec::new();
+    if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
+        failures.push((
+            "401",
+            "No `Authorization: Bearer` header, or a token that is neither the admin token \
+             nor shaped like a batch handle (`unauthorized`).",
+        ));
+        failures.push((
+            "403",
+            "These credentials do not open this (`forbidden`): a batch handle for an admin \
+             operation, or for another batch. A handle is answered alike for a batch or \
+             task that does not exist.",
+        ));
+    }
+    if operation.parameters.iter().flatten().any(may_not_parse) {
+        failures.push((
+            "400",
+            "A path or query parameter is not of its documented type, or is unknown \
+             (`bad-request`).",
+        ));
+    }
+    let body = operation.request_body.as_ref().and_then(|body| match body {
+        RefOr::T(body) => Some(body),
+        RefOr::Ref(_) => None,
+    });
+    if let Some(body) = body {
+        if body.content.contains_key("application/json") {
+            failures.push(("400", "The body is not JSON (`bad-request`)."));
+            failures.push((
+                "415",
+                "The body was not sent as `Content-Type: application/json` \
+                 (`unsupported-media-type`).",
+            ));
+            failures.push((
+                "422",
+                "The body is JSON but not of the documented shape: a missing or unknown \
+                 field, or a value of another type (`invalid`).",
+            ));
+        }
+        failures.push((
+            "413",
+            "The body is larger than this operation takes (`too-large`): 64 MiB for a \
+             component or a submission of tasks, 64 KiB for any other.",
+        ));
+    }
+    let stateless = ["health", "openapi"];
+    if !operation
+        .operation_id
+        .as_deref()
+        .is_some_and(|id| stateless.contains(&id))
+    {
+        failures.push((
+            "500",
+            "The store failed (`internal`); the server log says how.",
+        ));
+    }
+    failures
+}
+
+/// Whether a parameter's value can fail to parse: any in the query (where an unknown
+/// one fails too), one in the path that is not plain text.
+fn may_not_parse(parameter: &RefOr<Parameter>) -> bool {
+    let RefOr::T(parameter) = parameter else {
+        return true;
+    };
+    let text = matches!(
+        &parameter.schema,
+        Some(RefOr::T(Schema::Object(object))) if object.schema_type == Type::String.into()
+    );
+    parameter.parameter_in == ParameterIn::Query || !text
+}
+
+/// The operations of a path.
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::Value;
+
+    use crate::scheduler::{MAX_ATTEMPTS, MAX_GROUP_KEY, MAX_NAME, MAX_TASKS_PER_SUBMIT};
+
+    fn document() -> Value {
+        serde_json::to_value(crate::api::document()).unwrap()
+    }
+
+    /// (method, path, operation) of every operation.
+    fn operations(document: &Value) -> Vec<(String, String, Value)> {
+        let mut all = Vec::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                all.push((method.clone(), path.clone(), operation.clone()));
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_operation_has_its_own_id_and_every_failure_the_error_schema() {
+        let document = document();
+        let mut ids = BTreeSet::new();
+        for (method, path, operation) in operations(&document) {
+            let id = operation["operationId"].as_str();
+            assert!(
+                id.is_some_and(|id| ids.insert(id.to_owned())),
+                "{method} {path}: no operationId, or one another operation has: {id:?}"
+            );
+            let responses = operation["responses"].as_object().unwrap();
+            assert!(
+                responses.keys().any(|s| s.starts_with('2')),
+                "{method} {path}"
+            );
+            for (status, response) in responses {
+                if status.as_str() >= "400" {
+                    assert_eq!(
+                        response["content"]["application/json"]["schema"]["$ref"],
+                        "#/components/schemas/Error",
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+        }
+        // Every schema a document refers to is in it.
+        let text = document.to_string();
+        for reference in text.split(r##""$ref":"#/components/schemas/"##).skip(1) {
+            let name = &reference[..reference.find('"').unwrap()];
+            assert!(
+                document["components"]["schemas"][name].is_object(),
+                "no schema {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_operation_names_its_credentials_and_what_refusing_them_answers() {
+        let document = document();
+        let schemes = document["components"]["securitySchemes"]
+            .as_object()
+            .unwrap();
+        assert_eq!(
+            schemes.keys().collect::<Vec<_>>(),
+            [super::ADMIN, super::HANDLE]
+        );
+        let public = ["health", "metrics", "openapi"];
+        for (method, path, operation) in operations(&document) {
+            let id = operation["operationId"].as_str().unwrap();
+            let security = &operation["security"];
+            if public.contains(&id) {
+                assert!(security.is_null(), "{method} {path} is public");
+                continue;
+            }
+            let names: Vec<&str> = security
+                .as_array()
+                .unwrap_or_else(|| panic!("{method} {path} has no security"))
+                .iter()
+                .flat_map(|requirement| requirement.as_object().unwrap().keys())
+                .map(String::as_str)
+                .collect();
+            assert!(names.contains(&super::ADMIN), "{method} {path}: {names:?}");
+            for status in ["401", "403", "500"] {
+                assert!(
+                    operation["responses"][status].is_object(),
+                    "{method} {path} does not document {status}"
+                );
+            }
+        }
+    }
+
+    /// The schemas `value` refers to, and those they refer to.
+    fn referred(document: &Value, value: &Value, found: &mut BTreeSet<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(reference)) = map.get("$ref") {
+                    let name = reference.trim_start_matches("#/components/schemas/");
+                    if found.insert(name.to_owned()) {
+                        referred(document, &document["components"]["schemas"][name], found);
+                    }
+                }
+                map.values().for_each(|v| referred(document, v, found));
+            }
+            Value::Array(items) => items.iter().for_each(|v| referred(document, v, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn a_field_every_answer_carries_is_required() {
+        // serde writes every field of a response (none is skipped when empty): each is
+        // required, `null` where it may be absent. Should one ever be skipped, name it here.
+        let document = document();
+        let mut answered = BTreeSet::new();
+        for (_, _, operation) in operations(&document) {
+            referred(&document, &operation["responses"], &mut answered);
+        }
+        assert!(answered.contains("TaskInfo") && answered.contains("AttemptRecord"));
+        let schemas = &document["components"]["schemas"];
+        for name in &answered {
+            let mut objects = vec![&schemas[name]];
+            objects.extend(schemas[name]["allOf"].as_array().into_iter().flatten());
+            for object in objects {
+                let Some(properties) = object["properties"].as_object() else {
+                    continue;
+                };
+                let required = object["required"].as_array();
+                for property in properties.keys() {
+                    assert!(
+                        required.is_some_and(|r| r.contains(&Value::from(property.as_str()))),
+                        "{name}.{property} is in every answer but not required"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_documented_bounds_are_the_servers() {
+        let document = document();
+        let schemas = &document["components"]["schemas"];
+        let parameter = |path: &str, method: &str, name: &str| {
+            document["paths"][path][method]["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == name)
+                .unwrap()["schema"]
+                .clone()
+        };
+        let bounds = [
+            (
+                schemas["OpenBatch"]["properties"]["name"]["maxLength"].clone(),
+                MAX_NAME,
+            ),
+            (
+                schemas["TaskRequest"]["properties"]["group"]["maxLength"].clone(),
+                MAX_GROUP_KEY,
+            ),
+            (
+                schemas["TaskRequest"]["properties"]["max_attempts"]["maximum"].clone(),
+                MAX_ATTEMPTS as usize,
+            ),
+            (
+                schemas["Submit"]["properties"]["tasks"]["maxItems"].clone(),
+                MAX_TASKS_PER_SUBMIT,
+            ),
+            (
+                parameter("/v1/modules", "post", "name")["maxLength"].clone(),
+                MAX_NAME,
+            ),
+            (
+                parameter("/v1/modules", "post", "tag")["maxLength"].clone(),
+                MAX_NAME,
+            ),
+            (
+                parameter("/v1/groups/{key}", "put", "key")["maxLength"].clone(),
+                MAX_GROUP_KEY,
+            ),
+            (
+                parameter("/v1/attempts", "get", "limit")["maximum"].clone(),
+                crate::api::observe::MAX_PAGE,
+            ),
+        ];
+        for (documented, server) in bounds {
+            assert_eq!(documented, Value::from(server));
+        }
+    }
+}
