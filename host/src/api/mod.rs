@@ -5,7 +5,10 @@
 //!   open, decided before a request's body is read.
 //! - [`body`]: permits that bound how many large bodies are read at once.
 //! - [`listen`]: accepting connections, with a cap on them and timeouts for slow clients.
-//! - [`modules`], [`batches`], [`tasks`]: what callers change.
+//! - [`modules`], [`batches`], [`tasks`]: what callers change; [`keys`]: the
+//!   `Idempotency-Key` of openings and submissions.
+//! - [`pause`]: pauses and limits changed after the fact; [`redrive`]: failed and
+//!   cancelled tasks run again, and bulk actions on the tasks a filter names.
 //! - [`observe`]: the execution log, the running-now view, health and metrics.
 //! - [`events`]: a batch's task completions as server-sent events.
 //! - `openapi.json`: the API described for clients and their generators.
@@ -16,9 +19,12 @@ pub mod batches;
 pub mod body;
 pub mod error;
 pub mod events;
+pub mod keys;
 pub mod listen;
 pub mod modules;
 pub mod observe;
+pub mod pause;
+pub mod redrive;
 pub mod state;
 pub mod tasks;
 
@@ -48,7 +54,10 @@ pub fn router(state: AppState) -> Router {
                 .layer(DefaultBodyLimit::max(MAX_MODULE_BYTES)),
         )
         .route("/modules/{digest}", axum::routing::delete(modules::delete))
-        .route("/batches", post(batches::open))
+        .route(
+            "/batches",
+            post(batches::open).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)),
+        )
         .route("/batches/{id}", get(batches::show).delete(batches::release))
         .route(
             "/batches/{id}/tasks",
@@ -58,16 +67,26 @@ pub fn router(state: AppState) -> Router {
         .route("/batches/{id}/seal", post(batches::seal))
         .route("/batches/{id}/cancel", post(batches::cancel))
         .route("/batches/{id}/wait", get(batches::wait))
+        .route("/batches/{id}/retry", post(redrive::retry_batch))
+        .route("/batches/{id}/pause", post(pause::pause_batch))
+        .route("/batches/{id}/resume", post(pause::resume_batch))
+        .route("/batches/{id}/max_parallel", put(pause::set_max_parallel))
         .route("/batches/{id}/events", get(events::events))
         .route("/tasks", post(batches::submit_alone))
         .route("/tasks/{id}", get(tasks::show))
         .route("/tasks/{id}/output", get(tasks::output))
         .route("/tasks/{id}/cancel", post(tasks::cancel))
         .route("/tasks/{id}/priority", put(tasks::set_priority))
+        .route("/tasks/{id}/retry", post(redrive::retry_task))
+        .route("/tasks/retry", post(redrive::retry_where))
+        .route("/tasks/cancel", post(redrive::cancel_where))
+        .route("/tasks/priority", put(redrive::priority_where))
         .route(
             "/groups/{key}",
             get(tasks::show_group).put(tasks::set_group_limit),
         )
+        .route("/groups/{key}/pause", post(pause::pause_group))
+        .route("/groups/{key}/resume", post(pause::resume_group))
         .route("/attempts", get(observe::log))
         .route("/running", get(observe::running))
         .route("/nodes", get(observe::nodes))
