@@ -1,5 +1,5 @@
-//! `qhost task show|output|cancel`: one task. The token may be the admin token or the
-//! handle of the task's batch (`--token qhb_...`).
+//! `qhost task show|output|cancel|retry`: one task. The token may be the admin token or
+//! the handle of the task's batch (`--token qhb_...`).
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -31,6 +31,8 @@ pub enum TaskCommand {
     Output { task: TaskId },
     /// Cancel a pending task, or stop a running one.
     Cancel { task: TaskId },
+    /// Run a failed or cancelled task again, with fresh attempts.
+    Retry { task: TaskId },
 }
 
 /// `GET /v1/tasks/{id}`: the task with its attempts.
@@ -89,6 +91,19 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
         TaskCommand::Output { task } => {
             let output = client.get_bytes(&format!("/v1/tasks/{task}/output"))?;
             std::io::stdout().lock().write_all(&output)?;
+        }
+        TaskCommand::Retry { task } => {
+            let info: TaskInfo = serde_json::from_value(client.call(
+                "POST",
+                &format!("/v1/tasks/{task}/retry"),
+                None,
+            )?)?;
+            outln!(
+                "task {task}: {}, attempts {} of {}",
+                info.state.as_str(),
+                info.attempts,
+                info.max_attempts
+            )?;
         }
         TaskCommand::Cancel { task } => {
             let answer = client.call("POST", &format!("/v1/tasks/{task}/cancel"), None)?;
