@@ -88,7 +88,8 @@ pub async fn retry_batch(
 }
 
 /// `POST /v1/tasks/retry?...`: runs the failed tasks the filter names again (with
-/// `outcome`, those that ended so, `cancelled` included).
+/// `outcome`, those that ended so, `cancelled` included; a `task` named runs again
+/// whether it failed or was cancelled).
 pub async fn retry_where(
     State(state): State<AppState>,
     caller: Caller,

@@ -43,7 +43,8 @@ impl Scheduler {
 
     /// Runs the tasks `select` names that failed, or ended with one of its `outcomes`,
     /// again; returns how many. With no outcome named, only failed tasks run again
-    /// ([`FAILURES`]); name `cancelled` to run cancelled ones again.
+    /// ([`FAILURES`]), but for a task named by its id, which runs again whether it failed
+    /// or was cancelled; name `cancelled` to run cancelled ones again.
     pub async fn tasks_retry(&self, access: &Access, mut select: TaskSelect) -> Result<u64> {
         self.authorize_select(access, &select).await?;
         if select.outcomes.is_empty() && select.task.is_none() {
