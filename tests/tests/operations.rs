@@ -233,7 +233,10 @@ fn a_stream_sends_a_task_again_when_it_ends_again() {
     let failing = opened["tasks"][0].as_i64().unwrap();
     let mut events = stream(&server, batch);
     let (name, task) = events.next().unwrap();
-    assert_eq!((name.as_str(), task["id"].as_i64()), ("task", Some(failing)));
+    assert_eq!(
+        (name.as_str(), task["id"].as_i64()),
+        ("task", Some(failing))
+    );
     assert_eq!(task["attempts"].as_u64(), Some(1));
 
     let (status, _) = call(
@@ -245,7 +248,11 @@ fn a_stream_sends_a_task_again_when_it_ends_again() {
     assert_eq!(status, 200);
     let (name, task) = events.next().unwrap();
     assert_eq!(
-        (name.as_str(), task["id"].as_i64(), task["attempts"].as_u64()),
+        (
+            name.as_str(),
+            task["id"].as_i64(),
+            task["attempts"].as_u64()
+        ),
         ("task", Some(failing), Some(2)),
         "sent again for its second end"
     );
