@@ -175,6 +175,40 @@ impl Store for FaultyStore {
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
         self.inner.group_get(key).await
     }
+    async fn group_set_paused(&self, key: String, paused: bool) -> StoreResult<()> {
+        self.inner.group_set_paused(key, paused).await
+    }
+    async fn batch_set_paused(&self, batch: BatchId, paused: bool) -> StoreResult<()> {
+        self.inner.batch_set_paused(batch, paused).await
+    }
+    async fn batch_set_max_parallel(
+        &self,
+        batch: BatchId,
+        max_parallel: Option<u32>,
+    ) -> StoreResult<()> {
+        self.inner.batch_set_max_parallel(batch, max_parallel).await
+    }
+    async fn task_retry(&self, select: TaskSelect) -> StoreResult<u64> {
+        self.inner.task_retry(select).await
+    }
+    async fn task_cancel_where(&self, select: TaskSelect, now: Micros) -> StoreResult<BulkCancel> {
+        self.inner.task_cancel_where(select, now).await
+    }
+    async fn task_set_priority_where(&self, select: TaskSelect, priority: i32) -> StoreResult<u64> {
+        self.inner.task_set_priority_where(select, priority).await
+    }
+    async fn batch_create(&self, new: NewBatch, now: Micros) -> StoreResult<Answer<Created>> {
+        self.inner.batch_create(new, now).await
+    }
+    async fn task_submit_keyed(
+        &self,
+        batch: BatchId,
+        tasks: Vec<TaskSpec>,
+        key: RequestKey,
+        now: Micros,
+    ) -> StoreResult<Answer<Vec<TaskId>>> {
+        self.inner.task_submit_keyed(batch, tasks, key, now).await
+    }
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
         self.inner.task_claim(params).await
     }

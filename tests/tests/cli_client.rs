@@ -407,10 +407,10 @@ fn mistakes_read_clearly_and_exit_2() {
         "{}",
         stderr(&output)
     );
-    let output = server.run(&["group", "limit", "g", "0"]);
+    let output = server.run(&["batch", "limit", "1", "many"]);
     expect_code(&output, 2);
     assert!(
-        stderr(&output).contains("at least 1"),
+        stderr(&output).contains("give a number of tasks (0 holds them all), or `none`"),
         "{}",
         stderr(&output)
     );

@@ -7,6 +7,9 @@
 //! The sequences mix small submissions over a few groups, orders and priorities with
 //! large ones (a queue longer than a claim reads at once, in one group or one limited
 //! batch), so the drivers' bounded scans and their look behind a full scan are exercised.
+//! Groups and batches are paused and resumed and their limits changed (0 included);
+//! failed and cancelled tasks are re-driven, and tasks cancelled and reprioritized in
+//! bulk, by task, batch or group and by outcome.
 //!
 //! A failure prints the shortest sequence proptest shrank it to, with what each step did,
 //! and saves the case's seed in `target/tmp/proptest-regressions/model.txt`, which later
@@ -65,6 +68,38 @@ impl Pick {
 
 fn pick() -> impl Strategy<Value = Pick> {
     (0..64usize).prop_map(Pick)
+}
+
+/// What a bulk action's selection is anchored on, as generated. A selection of the whole
+/// store is left to the conformance suite: a store here may hold earlier cases' tasks.
+#[derive(Debug, Clone)]
+enum Anchor {
+    Task(Pick),
+    Batch(Pick),
+    Group(u8),
+}
+
+/// A bulk action's selection, as generated.
+#[derive(Debug, Clone)]
+struct Sel {
+    anchor: Anchor,
+    outcomes: Vec<Outcome>,
+}
+
+fn sel() -> impl Strategy<Value = Sel> {
+    let anchor = prop_oneof![
+        2 => pick().prop_map(Anchor::Task),
+        2 => pick().prop_map(Anchor::Batch),
+        1 => (0..GROUPS).prop_map(Anchor::Group),
+    ];
+    let outcomes = prop_oneof![
+        4 => Just(Vec::new()),
+        1 => Just(vec![Outcome::GuestError]),
+        1 => Just(vec![Outcome::Lost]),
+        1 => Just(vec![Outcome::Cancelled]),
+        1 => Just(vec![Outcome::GuestError, Outcome::Lost]),
+    ];
+    (anchor, outcomes).prop_map(|(anchor, outcomes)| Sel { anchor, outcomes })
 }
 
 /// An operation as generated, before the model resolves what it acts on.
@@ -136,6 +171,29 @@ enum Op {
     SetGroupLimit {
         group: u8,
         limit: u32,
+    },
+    PauseGroup {
+        group: u8,
+        paused: bool,
+    },
+    PauseBatch {
+        batch: Pick,
+        paused: bool,
+    },
+    SetMaxParallel {
+        batch: Pick,
+        max_parallel: Option<u32>,
+    },
+    /// Failed and cancelled tasks run again.
+    Retry {
+        select: Sel,
+    },
+    CancelWhere {
+        select: Sel,
+    },
+    PriorityWhere {
+        select: Sel,
+        priority: i32,
     },
     Wait {
         seconds: i64,
@@ -209,6 +267,33 @@ enum Step {
     SetGroupLimit {
         key: String,
         limit: u32,
+    },
+    SetGroupPaused {
+        key: String,
+        paused: bool,
+    },
+    SetBatchPaused {
+        batch: BatchId,
+        paused: bool,
+    },
+    SetMaxParallel {
+        batch: BatchId,
+        max_parallel: Option<u32>,
+    },
+    /// The selection names the model's tasks, batches and groups.
+    Retry {
+        select: TaskSelect,
+        expect: u64,
+    },
+    CancelWhere {
+        select: TaskSelect,
+        now: Micros,
+        expect: BulkCancel,
+    },
+    PriorityWhere {
+        select: TaskSelect,
+        priority: i32,
+        expect: u64,
     },
     Wait {
         now: Micros,
@@ -298,6 +383,23 @@ fn describe(step: &Step) -> String {
             expect,
         } => format!("set batch {batch} priority {priority} -> {expect} tasks changed"),
         Step::SetGroupLimit { key, limit } => format!("set group {key} limit {limit}"),
+        Step::SetGroupPaused { key, paused } => {
+            format!("{} group {key}", if *paused { "pause" } else { "resume" })
+        }
+        Step::SetBatchPaused { batch, paused } => {
+            format!("{} batch {batch}", if *paused { "pause" } else { "resume" })
+        }
+        Step::SetMaxParallel {
+            batch,
+            max_parallel,
+        } => format!("set batch {batch} max_parallel {max_parallel:?}"),
+        Step::Retry { select, expect } => format!("retry {select:?} -> {expect} run again"),
+        Step::CancelWhere { select, expect, .. } => format!("cancel {select:?} -> {expect:?}"),
+        Step::PriorityWhere {
+            select,
+            priority,
+            expect,
+        } => format!("set priority {priority} of {select:?} -> {expect} changed"),
         Step::Wait { now } => format!("wait until T0+{}s", (now - T0) / SECOND),
         Step::Skip => "nothing to act on".into(),
     }
@@ -352,6 +454,21 @@ fn claim_size() -> impl Strategy<Value = usize> {
     ]
 }
 
+/// A generated selection against the model's tasks and batches; `None` when what it is
+/// anchored on is gone (a shrunk sequence dropped it).
+fn resolve(sel: &Sel, tasks: &[TaskId], batches: &[BatchId]) -> Option<TaskSelect> {
+    let mut select = TaskSelect {
+        outcomes: sel.outcomes.clone(),
+        ..TaskSelect::default()
+    };
+    match sel.anchor {
+        Anchor::Task(pick) => select.task = Some(pick.of(tasks)?),
+        Anchor::Batch(pick) => select.batch = Some(pick.of(batches)?),
+        Anchor::Group(group) => select.group = Some(group_key(group)),
+    }
+    Some(select)
+}
+
 struct Scheduling;
 
 impl ReferenceStateMachine for Scheduling {
@@ -376,8 +493,14 @@ impl ReferenceStateMachine for Scheduling {
             (10, claim_size().prop_map(|max| Op::Claim { max }).boxed()),
             (
                 2,
-                (0..GROUPS, 1..=3u32)
+                (0..GROUPS, 0..=3u32)
                     .prop_map(|(group, limit)| Op::SetGroupLimit { group, limit })
+                    .boxed(),
+            ),
+            (
+                1,
+                (0..GROUPS, prop::bool::weighted(0.6))
+                    .prop_map(|(group, paused)| Op::PauseGroup { group, paused })
                     .boxed(),
             ),
             (
@@ -422,6 +545,16 @@ impl ReferenceStateMachine for Scheduling {
                 1,
                 pick().prop_map(|batch| Op::CancelBatch { batch }).boxed(),
             ));
+            let pause = (pick(), prop::bool::weighted(0.6))
+                .prop_map(|(batch, paused)| Op::PauseBatch { batch, paused });
+            ops.push((1, pause.boxed()));
+            let limit = (pick(), prop::option::weighted(0.7, 0..=3u32)).prop_map(
+                |(batch, max_parallel)| Op::SetMaxParallel {
+                    batch,
+                    max_parallel,
+                },
+            );
+            ops.push((1, limit.boxed()));
         }
         if !r.model.tasks.is_empty() {
             let priority = (pick(), -1..=3i32)
@@ -430,6 +563,16 @@ impl ReferenceStateMachine for Scheduling {
             ops.push((1, pick().prop_map(|task| Op::CancelAny { task }).boxed()));
             let stale = pick().prop_map(|task| Op::CompleteStale { task });
             ops.push((1, stale.boxed()));
+        }
+        if !r.model.tasks.is_empty() {
+            ops.push((2, sel().prop_map(|select| Op::Retry { select }).boxed()));
+            ops.push((
+                1,
+                sel().prop_map(|select| Op::CancelWhere { select }).boxed(),
+            ));
+            let priority = (sel(), -1..=3i32)
+                .prop_map(|(select, priority)| Op::PriorityWhere { select, priority });
+            ops.push((1, priority.boxed()));
         }
         if has_pending {
             ops.push((
@@ -576,7 +719,7 @@ impl ReferenceStateMachine for Scheduling {
             }
             Op::Rescue => {
                 // Lost attempts, in id order; they are retried while attempts remain.
-                match complete(m, claimed.iter().map(|&t| (t, Ending::Failure)).collect()) {
+                match complete(m, claimed.iter().map(|&t| (t, Ending::Lost)).collect()) {
                     Step::Complete {
                         now,
                         ended,
@@ -665,6 +808,60 @@ impl ReferenceStateMachine for Scheduling {
                 m.set_group_limit(&key, *limit);
                 Step::SetGroupLimit { key, limit: *limit }
             }
+            Op::PauseGroup { group, paused } => {
+                let key = group_key(*group);
+                m.set_group_paused(&key, *paused);
+                Step::SetGroupPaused {
+                    key,
+                    paused: *paused,
+                }
+            }
+            Op::PauseBatch { batch, paused } => match batch.of(&batches) {
+                None => Step::Skip,
+                Some(batch) => {
+                    m.set_batch_paused(batch, *paused);
+                    Step::SetBatchPaused {
+                        batch,
+                        paused: *paused,
+                    }
+                }
+            },
+            Op::SetMaxParallel {
+                batch,
+                max_parallel,
+            } => match batch.of(&batches) {
+                None => Step::Skip,
+                Some(batch) => {
+                    m.set_batch_max_parallel(batch, *max_parallel);
+                    Step::SetMaxParallel {
+                        batch,
+                        max_parallel: *max_parallel,
+                    }
+                }
+            },
+            Op::Retry { select } => match resolve(select, &all, &batches) {
+                None => Step::Skip,
+                Some(select) => Step::Retry {
+                    expect: m.retry(&select),
+                    select,
+                },
+            },
+            Op::CancelWhere { select } => match resolve(select, &all, &batches) {
+                None => Step::Skip,
+                Some(select) => Step::CancelWhere {
+                    expect: m.cancel_where(&select),
+                    select,
+                    now,
+                },
+            },
+            Op::PriorityWhere { select, priority } => match resolve(select, &all, &batches) {
+                None => Step::Skip,
+                Some(select) => Step::PriorityWhere {
+                    expect: m.set_priority_where(&select, *priority),
+                    select,
+                    priority: *priority,
+                },
+            },
             Op::Wait { seconds } => {
                 r.now += seconds * SECOND;
                 Step::Wait { now: r.now }
@@ -823,6 +1020,16 @@ impl Sut {
         format!("{}{key}", self.group_prefix)
     }
 
+    /// A selection of the model's tasks, batches and groups, as the store names them.
+    fn select(&self, select: &TaskSelect) -> TaskSelect {
+        TaskSelect {
+            task: select.task.map(|t| self.task(t)),
+            batch: select.batch.map(|b| self.batch(b)),
+            group: select.group.as_deref().map(|g| self.group(g)),
+            outcomes: select.outcomes.clone(),
+        }
+    }
+
     /// The store's counts per state, less those of earlier cases.
     async fn counts(&self) -> Progress {
         let now = self.store.task_counts().await.unwrap();
@@ -830,6 +1037,7 @@ impl Sut {
         Progress {
             waiting: now.waiting - base.waiting,
             ready: now.ready - base.ready,
+            held: now.held - base.held,
             reserved: now.reserved - base.reserved,
             running: now.running - base.running,
             succeeded: now.succeeded - base.succeeded,
@@ -870,10 +1078,11 @@ impl Sut {
             }
             for (key, limit) in &m.groups {
                 let group = self.store.group_get(self.group(key)).await.unwrap();
+                let paused = m.paused_groups.contains(key);
                 assert_eq!(
-                    (group.limit, group.running, group.waiting),
-                    (*limit, m.group_claimed(key), m.group_pending(key)),
-                    "group {key}: (limit, running, waiting), store left, model right\n{}",
+                    (group.limit, group.paused, group.running, group.waiting),
+                    (*limit, paused, m.group_claimed(key), m.group_pending(key)),
+                    "group {key}: (limit, paused, running, waiting), store left, model right\n{}",
                     self.history()
                 );
             }
@@ -969,11 +1178,7 @@ impl Sut {
 }
 
 fn outcome(ending: Ending) -> Outcome {
-    match ending {
-        Ending::Success => Outcome::Succeeded,
-        Ending::Failure => Outcome::GuestError,
-        Ending::Stopped => Outcome::Cancelled,
-    }
+    ending.outcome()
 }
 
 /// The model's counts per state of the tasks `which` selects.
@@ -986,6 +1191,7 @@ fn model_counts(m: &Model, which: impl Fn(&model::Task) -> bool) -> Progress {
         match state {
             TaskState::Waiting => counts.waiting += 1,
             TaskState::Ready => counts.ready += 1,
+            TaskState::Held => counts.held += 1,
             TaskState::Reserved => counts.reserved += 1,
             TaskState::Running => counts.running += 1,
             TaskState::Succeeded => counts.succeeded += 1,
@@ -1203,6 +1409,53 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     .block_on(store.group_set_limit(sut.group(key), *limit))
                     .unwrap();
             }
+            Step::SetGroupPaused { key, paused } => {
+                sut.runtime
+                    .block_on(store.group_set_paused(sut.group(key), *paused))
+                    .unwrap();
+            }
+            Step::SetBatchPaused { batch, paused } => {
+                sut.runtime
+                    .block_on(store.batch_set_paused(sut.batch(*batch), *paused))
+                    .unwrap();
+            }
+            Step::SetMaxParallel {
+                batch,
+                max_parallel,
+            } => {
+                sut.runtime
+                    .block_on(store.batch_set_max_parallel(sut.batch(*batch), *max_parallel))
+                    .unwrap();
+            }
+            Step::Retry { select, expect } => {
+                let got = sut
+                    .runtime
+                    .block_on(store.task_retry(sut.select(select)))
+                    .unwrap();
+                assert_eq!(got, *expect, "tasks run again\n{at}");
+            }
+            Step::CancelWhere {
+                select,
+                now,
+                expect,
+            } => {
+                let got = sut
+                    .runtime
+                    .block_on(store.task_cancel_where(sut.select(select), *now))
+                    .unwrap();
+                assert_eq!(got, *expect, "tasks cancelled and stopping\n{at}");
+            }
+            Step::PriorityWhere {
+                select,
+                priority,
+                expect,
+            } => {
+                let got = sut
+                    .runtime
+                    .block_on(store.task_set_priority_where(sut.select(select), *priority))
+                    .unwrap();
+                assert_eq!(got, *expect, "tasks whose priority changed\n{at}");
+            }
         }
         sut
     }
@@ -1232,22 +1485,42 @@ impl Sut {
         self.runtime.block_on(async {
             for &batch in m.batches.keys() {
                 let expected = model_counts(m, |t| t.batch == batch);
-                let progress = store.batch_get(self.batch(batch)).await.unwrap().progress;
+                let info = store.batch_get(self.batch(batch)).await.unwrap();
                 assert_eq!(
-                    progress,
+                    info.progress,
                     expected,
                     "batch {batch}'s progress, store left, model right\n{}",
+                    self.history()
+                );
+                let b = &m.batches[&batch];
+                assert_eq!(
+                    (info.paused, info.max_parallel),
+                    (b.paused, b.max_parallel),
+                    "batch {batch}: (paused, max_parallel), store left, model right\n{}",
                     self.history()
                 );
             }
             let stride = m.tasks.len().div_ceil(100).max(1);
             for (task, (_, state)) in m.tasks.iter().zip(m.states()).step_by(stride) {
                 let info = store.task_get(self.task(task.id)).await.unwrap();
-                let expected = (state, task.attempts, task.priority);
+                let expected = (
+                    state,
+                    task.attempts,
+                    task.redriven_after + task.max_attempts,
+                    task.priority,
+                    task.outcome,
+                );
                 assert_eq!(
-                    (info.state, info.attempts, info.priority),
+                    (
+                        info.state,
+                        info.attempts,
+                        info.max_attempts,
+                        info.priority,
+                        info.outcome
+                    ),
                     expected,
-                    "task {}: (state, attempts, priority), store left, model right\n{}",
+                    "task {}: (state, attempts, max attempts, priority, outcome), store left, \
+                     model right\n{}",
                     task.id,
                     self.history()
                 );
@@ -1411,6 +1684,114 @@ fn lost_attempts_end_in_id_order() -> Vec<Op> {
     ]
 }
 
+/// A failed lower order re-driven while a higher order runs: the running task runs on,
+/// the reserved one handed back waits, and the ready one waits again.
+fn a_retried_lower_order_closes_the_gate_for_what_has_not_started() -> Vec<Op> {
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![task(0, 1), task(1, 1), task(1, 1), task(1, 1)],
+        },
+        Op::Claim { max: 1 },
+        Op::Fail { task: Pick(0) },
+        Op::Claim { max: 2 },
+        Op::Retry {
+            select: Sel {
+                anchor: Anchor::Task(Pick(0)),
+                outcomes: Vec::new(),
+            },
+        },
+        Op::HandBack {
+            tasks: vec![Pick(1)],
+        },
+        Op::Claim { max: 4 },
+    ]
+}
+
+/// A task claimed above a gate that a re-drive then reopened fails with attempts left: it
+/// goes back waiting behind the gate, not ready.
+fn a_failure_above_a_reopened_gate_waits() -> Vec<Op> {
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![task(0, 1), task(1, 2)],
+        },
+        Op::Claim { max: 1 },
+        Op::Fail { task: Pick(0) },
+        Op::Claim { max: 1 },
+        Op::Retry {
+            select: Sel {
+                anchor: Anchor::Task(Pick(0)),
+                outcomes: vec![Outcome::GuestError],
+            },
+        },
+        Op::Fail { task: Pick(0) },
+        Op::Claim { max: 2 },
+    ]
+}
+
+/// A paused batch with a limit holds its tasks, takes a new limit while paused, and
+/// resumes with it; a paused group holds its tasks across batches.
+fn pauses_hold_and_resumes_keep_the_order() -> Vec<Op> {
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: Some(1),
+            halt: false,
+        },
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::SubmitMany {
+            batch: Pick(0),
+            count: 40,
+            order: 0,
+            group: None,
+        },
+        Op::SubmitMany {
+            batch: Pick(1),
+            count: 40,
+            order: 0,
+            group: Some(0),
+        },
+        Op::PauseBatch {
+            batch: Pick(0),
+            paused: true,
+        },
+        Op::PauseGroup {
+            group: 0,
+            paused: true,
+        },
+        Op::Claim { max: 8 },
+        Op::SetMaxParallel {
+            batch: Pick(0),
+            max_parallel: Some(3),
+        },
+        Op::PauseBatch {
+            batch: Pick(0),
+            paused: false,
+        },
+        Op::Claim { max: 8 },
+        Op::PauseGroup {
+            group: 0,
+            paused: false,
+        },
+        Op::Claim { max: 8 },
+    ]
+}
+
 /// Each sequence above, run on each driver: one named test per case and driver.
 macro_rules! regressions {
     ($($case:ident),* $(,)?) => {
@@ -1435,6 +1816,9 @@ regressions!(
     a_task_handed_back_has_started_its_order,
     completions_in_one_call_apply_in_order,
     lost_attempts_end_in_id_order,
+    a_retried_lower_order_closes_the_gate_for_what_has_not_started,
+    a_failure_above_a_reopened_gate_waits,
+    pauses_hold_and_resumes_keep_the_order,
 );
 
 /// Cases per driver: `PROPTEST_CASES`, or 1,000. Shrinking a failure stops after a

@@ -313,20 +313,20 @@ fn out_of_range_settings_and_wrong_credentials_are_refused() {
     let admin = Some(server.token.as_str());
     let cases = [
         (
-            "PUT",
-            url("/v1/groups/g"),
-            admin,
-            Some(json!({"limit": 0})),
+            "POST",
+            url(&format!("/v1/batches/{batch}/retry?outcome=gone")),
+            Some(handle.as_str()),
+            None,
             400,
-            "at least 1",
+            "unknown outcome `gone`",
         ),
         (
             "POST",
-            url("/v1/batches"),
-            admin,
-            Some(json!({"max_parallel": 0})),
+            url("/v1/tasks/cancel?group=g"),
+            Some(handle.as_str()),
+            None,
             400,
-            "max_parallel",
+            "within its own batch only",
         ),
         (
             "POST",

@@ -1,5 +1,6 @@
-//! `/v1/batches`: open a batch, submit tasks into it, follow, reprioritize, seal, cancel,
-//! wait for and release it.
+//! `/v1/batches`: open a batch (with its tasks, in one request), submit tasks into it,
+//! follow, reprioritize, seal, cancel, wait for and release it. Openings and submissions
+//! take an `Idempotency-Key` ([`super::keys`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -17,9 +19,9 @@ use super::AppState;
 use super::auth::{Admin, BatchCaller};
 use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult, ErrorBody};
+use super::keys::{KeyHeader, replayed};
 use super::whole;
 use crate::runtime::{Digest, MountGrant};
-use crate::scheduler::Access;
 use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec, now_micros};
 use crate::units::{parse_bytes, parse_duration, parse_time};
 
@@ -41,6 +43,10 @@ pub struct OpenBatch {
     pub max_parallel: Option<u32>,
     #[serde(default)]
     pub failure_policy: FailurePolicy,
+    /// Tasks submitted with the opening, in the same transaction: if one is refused, no
+    /// batch is opened.
+    #[serde(default)]
+    pub tasks: Vec<TaskRequest>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -48,6 +54,9 @@ pub struct Opened {
     pub batch: BatchInfo,
     /// The capability to use this batch: keep it secret.
     pub handle: String,
+    /// The ids of the tasks submitted with the opening, if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskId>,
 }
 
 /// One task of a submission. Its input is at most one of `input` (text), `input_base64`
@@ -166,8 +175,10 @@ pub fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
 pub async fn open(
     State(state): State<AppState>,
     _: Admin,
+    KeyHeader(key): KeyHeader,
+    _permit: BodyPermit,
     body: Result<Json<OpenBatch>, JsonRejection>,
-) -> ApiResult<(StatusCode, Json<Opened>)> {
+) -> ApiResult<impl IntoResponse> {
     let body = json_body(body)?;
     let spec = BatchSpec {
         name: body.name,
@@ -175,8 +186,35 @@ pub async fn open(
         max_parallel: body.max_parallel,
         failure_policy: body.failure_policy,
     };
-    let (batch, handle) = state.scheduler.batch_open(spec).await?;
-    Ok((StatusCode::CREATED, Json(Opened { batch, handle })))
+    let specs = task_specs(&state, body.tasks).await?;
+    let opened = state
+        .scheduler
+        .batch_create(spec, specs, key.as_ref())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        replayed(opened.repeated),
+        Json(Opened {
+            batch: opened.batch,
+            handle: opened.handle,
+            tasks: opened.tasks,
+        }),
+    ))
+}
+
+/// The specs of a submission's tasks, their modules resolved.
+pub(super) async fn task_specs(
+    state: &AppState,
+    tasks: Vec<TaskRequest>,
+) -> ApiResult<Vec<TaskSpec>> {
+    let modules = resolve_modules(state, &tasks).await?;
+    let mut specs = Vec::with_capacity(tasks.len());
+    for (index, task) in tasks.into_iter().enumerate() {
+        let spec = task_spec(task, &modules, state)
+            .map_err(|e| ApiError::bad_request(format!("task {index}: {e}")))?;
+        specs.push(spec);
+    }
+    Ok(specs)
 }
 
 /// A batch and its progress.
@@ -224,16 +262,32 @@ pub async fn show(
 pub async fn submit(
     State(state): State<AppState>,
     caller: BatchCaller,
+    KeyHeader(key): KeyHeader,
     _permit: BodyPermit,
     body: Result<Json<Submit>, JsonRejection>,
-) -> ApiResult<(StatusCode, Json<Submitted>)> {
+) -> ApiResult<impl IntoResponse> {
     let body = json_body(body)?;
     let specs = task_specs(&state, body.tasks).await?;
-    let tasks = state
-        .scheduler
-        .submit(&caller.access, caller.batch, specs)
-        .await?;
-    Ok((StatusCode::CREATED, Json(Submitted { tasks })))
+    let (tasks, repeated) = match key {
+        Some(key) => {
+            state
+                .scheduler
+                .submit_keyed(&caller.access, caller.batch, specs, &key)
+                .await?
+        }
+        None => {
+            let ids = state
+                .scheduler
+                .submit(&caller.access, caller.batch, specs)
+                .await?;
+            (ids, false)
+        }
+    };
+    Ok((
+        StatusCode::CREATED,
+        replayed(repeated),
+        Json(Submitted { tasks }),
+    ))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -264,49 +318,25 @@ pub struct SubmittedAlone {
 pub async fn submit_alone(
     State(state): State<AppState>,
     _: Admin,
+    KeyHeader(key): KeyHeader,
     body: Result<Json<TaskRequest>, JsonRejection>,
-) -> ApiResult<(StatusCode, Json<SubmittedAlone>)> {
+) -> ApiResult<impl IntoResponse> {
     let task = json_body(body)?;
     let modules = resolve_modules(&state, std::slice::from_ref(&task)).await?;
     let spec = task_spec(task, &modules, &state).map_err(ApiError::bad_request)?;
-    let (batch, handle) = state.scheduler.batch_open(BatchSpec::default()).await?;
-    match state
+    let opened = state
         .scheduler
-        .submit(&Access::Admin, batch.id, vec![spec])
-        .await
-    {
-        Ok(ids) => Ok((
-            StatusCode::CREATED,
-            Json(SubmittedAlone {
-                task: ids[0],
-                batch: batch.id,
-                handle,
-            }),
-        )),
-        Err(err) => {
-            // Nothing of a refused submission stays: not even its empty batch.
-            let _ = state
-                .scheduler
-                .batch_release(&Access::Admin, batch.id)
-                .await;
-            Err(err.into())
-        }
-    }
-}
-
-/// The tasks of a submission as the store takes them; a refusal names the task by index.
-pub(super) async fn task_specs(
-    state: &AppState,
-    tasks: Vec<TaskRequest>,
-) -> ApiResult<Vec<TaskSpec>> {
-    let modules = resolve_modules(state, &tasks).await?;
-    let mut specs = Vec::with_capacity(tasks.len());
-    for (index, task) in tasks.into_iter().enumerate() {
-        let spec = task_spec(task, &modules, state)
-            .map_err(|e| ApiError::bad_request(format!("task {index}: {e}")))?;
-        specs.push(spec);
-    }
-    Ok(specs)
+        .batch_create(BatchSpec::default(), vec![spec], key.as_ref())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        replayed(opened.repeated),
+        Json(SubmittedAlone {
+            task: opened.tasks[0],
+            batch: opened.batch.id,
+            handle: opened.handle,
+        }),
+    ))
 }
 
 /// Digests for the module references of a submission: a digest stands for itself, a name

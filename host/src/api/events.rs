@@ -3,11 +3,13 @@
 //!
 //! Each task that has ended after running is sent once as a `task` event (the task as
 //! `GET /v1/tasks/{id}` shows it, without its attempts), those that ended before the
-//! stream was opened first. When every task of the batch has ended, an `end` event carries
-//! the batch with its progress (which also counts tasks cancelled before they ran) and the
-//! stream closes. The stream also closes when the server stops.
+//! stream was opened first; a task re-driven and ended again after running is sent again.
+//! When every task of the batch has ended, an `end` event carries the batch with its
+//! progress (which also counts tasks cancelled before they ran) and the stream closes; a
+//! re-drive after that reopens the batch, and a new stream follows it to its next `end`.
+//! The stream also closes when the server stops.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 
 use axum::Extension;
@@ -104,7 +106,7 @@ pub async fn events(
         events,
         stopping: stopping.map(|Extension(t)| t).unwrap_or_default(),
         after: None,
-        sent: HashSet::new(),
+        sent: HashMap::new(),
         pending: VecDeque::new(),
         ended: false,
     };
@@ -123,8 +125,9 @@ struct Follow {
     stopping: CancellationToken,
     /// The log position read up to.
     after: Option<i64>,
-    /// Tasks already sent: a task with several attempts is sent once.
-    sent: HashSet<TaskId>,
+    /// Tasks already sent, with their attempts then: a task with several attempts is sent
+    /// once per end.
+    sent: HashMap<TaskId, u32>,
     pending: VecDeque<Event>,
     ended: bool,
 }
@@ -183,12 +186,16 @@ impl Follow {
         if let Some((position, _)) = page.last() {
             self.after = Some(*position);
             for (_, attempt) in page {
-                if self.sent.contains(&attempt.task) {
+                if self
+                    .sent
+                    .get(&attempt.task)
+                    .is_some_and(|&sent| sent >= attempt.attempt)
+                {
                     continue;
                 }
                 let task = scheduler.task_get(attempt.task).await?;
                 if task.state.is_ended() {
-                    self.sent.insert(task.id);
+                    self.sent.insert(task.id, task.attempts);
                     self.pending.push_back(json_event("task", &task));
                 }
             }

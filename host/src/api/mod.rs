@@ -7,6 +7,9 @@
 //! - [`listen`]: accepting connections, with a cap on them and timeouts for slow clients.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
 //! - [`schedules`]: schedules that open batches on a cron expression.
+//! - [`keys`]: the `Idempotency-Key` of openings and submissions.
+//! - [`pause`]: pauses and limits changed after the fact; [`redrive`]: failed and
+//!   cancelled tasks run again, and bulk actions on the tasks a filter names.
 //! - [`observe`]: the execution log, the running-now view, health and metrics.
 //! - [`events`]: a batch's task completions as server-sent events.
 //! - [`error`]: every error as `{"error", "detail"}` with its status; [`fallback`]: the
@@ -24,9 +27,12 @@ pub mod doc;
 pub mod error;
 pub mod events;
 pub mod fallback;
+pub mod keys;
 pub mod listen;
 pub mod modules;
 pub mod observe;
+pub mod pause;
+pub mod redrive;
 pub mod schedules;
 pub mod state;
 pub mod tasks;
@@ -43,6 +49,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::openapi::OpenApi;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt as _};
 use utoipa_axum::routes;
+use axum::routing::{post, put};
 
 pub use state::AppState;
 
@@ -83,7 +90,7 @@ fn routes() -> OpenApiRouter<AppState> {
     let v1 = OpenApiRouter::new()
         .routes(routes!(modules::add, modules::list).layer(DefaultBodyLimit::max(MAX_MODULE_BYTES)))
         .routes(routes!(modules::delete))
-        .routes(routes!(batches::open))
+        .routes(routes!(batches::open).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)))
         .routes(routes!(batches::show, batches::release))
         .routes(routes!(batches::submit).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)))
         .routes(routes!(batches::set_priority))
@@ -105,6 +112,16 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(schedules::pause))
         .routes(routes!(schedules::resume))
         .routes(routes!(schedules::run_now))
+        .route("/batches/{id}/retry", post(redrive::retry_batch))
+        .route("/batches/{id}/pause", post(pause::pause_batch))
+        .route("/batches/{id}/resume", post(pause::resume_batch))
+        .route("/batches/{id}/max_parallel", put(pause::set_max_parallel))
+        .route("/tasks/{id}/retry", post(redrive::retry_task))
+        .route("/tasks/retry", post(redrive::retry_where))
+        .route("/tasks/cancel", post(redrive::cancel_where))
+        .route("/tasks/priority", put(redrive::priority_where))
+        .route("/groups/{key}/pause", post(pause::pause_group))
+        .route("/groups/{key}/resume", post(pause::resume_group))
         .routes(routes!(openapi));
     OpenApiRouter::with_openapi(doc::frame())
         .nest("/v1", v1)

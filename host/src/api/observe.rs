@@ -161,6 +161,7 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoRespon
     for (name, value) in [
         ("waiting", counts.waiting),
         ("ready", counts.ready),
+        ("held", counts.held),
         ("reserved", counts.reserved),
         ("running", counts.running),
         ("succeeded", counts.succeeded),

@@ -1,5 +1,5 @@
-//! `qhost batch open|submit|show|priority|seal|cancel|wait|release`: a batch, named by its
-//! handle (or by its id, with the admin token).
+//! `qhost batch open|submit|show|priority|pause|resume|limit|retry|seal|cancel|wait|release`:
+//! a batch, named by its handle (or by its id, with the admin token).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,7 +40,9 @@ pub enum BatchCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Open a batch and submit a plan file's tasks into it, all in one request.
+    /// Open a batch and submit a plan file's tasks into it, all in one request: a refused
+    /// plan leaves no batch. A request that does not get through is sent again, and done
+    /// once all the same.
     Submit {
         /// The plan: TOML with `[[task]]` tables (module, input | input_file | input_json,
         /// order, group, priority) and optional batch settings (name, priority,
@@ -68,6 +70,38 @@ pub enum BatchCommand {
         batch: BatchRef,
         #[arg(allow_negative_numbers = true)]
         priority: i32,
+    },
+    /// Hold the batch's tasks that have not started, until it is resumed.
+    Pause {
+        batch: BatchRef,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a paused batch's tasks run again, in the order they had.
+    Resume {
+        batch: BatchRef,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show how many of the batch's tasks may run at once, or set it (`none`: no limit;
+    /// 0 holds them all).
+    Limit {
+        batch: BatchRef,
+        /// A number, or `none`.
+        limit: Option<Limit>,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the batch's failed tasks again, with fresh attempts.
+    Retry {
+        batch: BatchRef,
+        /// Only tasks that ended so: outcomes, comma-separated (`trap,lost`); `cancelled`
+        /// runs cancelled tasks again too.
+        #[arg(long, value_delimiter = ',')]
+        outcome: Vec<String>,
     },
     /// Refuse further submissions into the batch.
     Seal { batch: BatchRef },
@@ -118,21 +152,27 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
             let plan = Plan::read(&path)?;
             let base = path.parent().unwrap_or(std::path::Path::new("."));
             let tasks = plan.tasks_json(base)?;
-            let batch = match batch {
-                Some(batch) => batch,
+            // One request, under an idempotency key: sent again if it does not get
+            // through, and done once.
+            let (batch, ids) = match batch {
+                Some(batch) => {
+                    let answer = batch.client(&client).call_once(
+                        "POST",
+                        &format!("/v1/batches/{}/tasks", batch.id),
+                        &tasks,
+                    )?;
+                    (batch, answer["tasks"].clone())
+                }
                 None => {
-                    let opened = client.call("POST", "/v1/batches", Some(&plan.batch_json()))?;
+                    let mut body = plan.batch_json();
+                    body["tasks"] = tasks["tasks"].clone();
+                    let opened = client.call_once("POST", "/v1/batches", &body)?;
                     let handle = opened["handle"].as_str().unwrap_or_default();
-                    handle.parse().map_err(|e: String| anyhow::anyhow!(e))?
+                    let batch: BatchRef = handle.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+                    (batch, opened["tasks"].clone())
                 }
             };
-            let answer = batch.client(&client).call(
-                "POST",
-                &format!("/v1/batches/{}/tasks", batch.id),
-                Some(&tasks),
-            )?;
-            let mut report =
-                json!({ "batch": batch.id, "handle": batch.handle, "tasks": answer["tasks"] });
+            let mut report = json!({ "batch": batch.id, "handle": batch.handle, "tasks": ids });
             if !json {
                 outln!("batch {}", batch.id)?;
                 if let Some(handle) = &batch.handle {
@@ -174,10 +214,14 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
                     outln!("  max parallel {max}")?;
                 }
                 outln!("  sealed    {}", if info.sealed { "yes" } else { "no" })?;
+                if info.paused {
+                    outln!("  paused    yes (`qhost batch resume {}`)", info.id)?;
+                }
                 outln!(
-                    "  tasks     {} waiting, {} ready, {} reserved, {} running, {} succeeded, {} failed, {} cancelled",
+                    "  tasks     {} waiting, {} ready, {} held, {} reserved, {} running, {} succeeded, {} failed, {} cancelled",
                     p.waiting,
                     p.ready,
+                    p.held,
                     p.reserved,
                     p.running,
                     p.succeeded,
@@ -197,6 +241,36 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
                 batch.id,
                 answer["changed"]
             )?;
+        }
+        BatchCommand::Pause { batch, json } => pause(&client, &batch, true, json)?,
+        BatchCommand::Resume { batch, json } => pause(&client, &batch, false, json)?,
+        BatchCommand::Limit { batch, limit, json } => {
+            let path = format!("/v1/batches/{}", batch.id);
+            let info: BatchInfo = match limit {
+                Some(limit) => serde_json::from_value(batch.client(&client).call(
+                    "PUT",
+                    &format!("{path}/max_parallel"),
+                    Some(&json!({ "max_parallel": limit.0 })),
+                )?)?,
+                None => batch.client(&client).get(&path)?,
+            };
+            if json {
+                print_json(&info)?;
+            } else {
+                let limit = info
+                    .max_parallel
+                    .map_or("no limit".to_owned(), |n| format!("max parallel {n}"));
+                let paused = if info.paused { ", paused" } else { "" };
+                outln!("batch {}: {limit}{paused}", info.id)?;
+            }
+        }
+        BatchCommand::Retry { batch, outcome } => {
+            let mut path = format!("/v1/batches/{}/retry", batch.id);
+            if !outcome.is_empty() {
+                path.push_str(&format!("?outcome={}", outcome.join(",")));
+            }
+            let answer = batch.client(&client).call("POST", &path, None)?;
+            outln!("batch {}: {} tasks run again", batch.id, answer["retried"])?;
         }
         BatchCommand::Seal { batch } => {
             batch
@@ -233,6 +307,46 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Pauses (`pause`) or resumes a batch, and says how its tasks stand then.
+fn pause(client: &Client, batch: &BatchRef, pause: bool, json: bool) -> anyhow::Result<()> {
+    let verb = if pause { "pause" } else { "resume" };
+    let info: BatchInfo = serde_json::from_value(batch.client(client).call(
+        "POST",
+        &format!("/v1/batches/{}/{verb}", batch.id),
+        None,
+    )?)?;
+    if json {
+        return print_json(&info);
+    }
+    let p = info.progress;
+    let state = if info.paused { "paused" } else { "resumed" };
+    outln!(
+        "batch {} {state}: {} held, {} ready, {} running",
+        info.id,
+        p.held,
+        p.ready,
+        p.running + p.reserved
+    )?;
+    Ok(())
+}
+
+/// A batch limit as given: a number, or `none`.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit(Option<u32>);
+
+impl std::str::FromStr for Limit {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text == "none" {
+            return Ok(Limit(None));
+        }
+        text.parse()
+            .map(|n| Limit(Some(n)))
+            .map_err(|_| "give a number of tasks (0 holds them all), or `none`".to_owned())
+    }
 }
 
 /// Long-polls the batch until all its tasks have ended, drawing a progress bar on a

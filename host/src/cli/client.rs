@@ -207,6 +207,56 @@ impl Client {
         read_json(&mut response)
     }
 
+    /// A request that must be done once: sent with a fresh `Idempotency-Key`, and sent
+    /// again under the same key when the server could not be reached or said it was
+    /// unavailable (up to [`ONCE_TRIES`] times, waiting longer each time). A request or an
+    /// answer lost on the way is then done once all the same: the server answers a repeat
+    /// with the first answer.
+    pub fn call_once(&self, method: &str, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let key = new_idempotency_key()?;
+        let bytes = serde_json::to_vec(body)?;
+        let context = || format!("{method} {path}");
+        let mut pause = Duration::from_millis(250);
+        for attempt in 1..=ONCE_TRIES {
+            let mut request = ureq::http::Request::builder()
+                .method(method)
+                .uri(format!("{}{path}", self.server))
+                .header("content-type", "application/json")
+                .header("idempotency-key", &key);
+            if let Some(token) = &self.token {
+                request = request.header("Authorization", format!("Bearer {token}"));
+            }
+            let sent = self
+                .agent
+                .run(request.body(bytes.clone()).with_context(context)?);
+            let again = match &sent {
+                Err(_) => true,
+                Ok(response) => matches!(response.status().as_u16(), 502..=504),
+            };
+            if again && attempt < ONCE_TRIES {
+                eprintln!(
+                    "qhost: {method} {path} did not get through; sending it again ({} of                      {ONCE_TRIES})",
+                    attempt + 1
+                );
+                std::thread::sleep(pause);
+                pause *= 2;
+                continue;
+            }
+            let mut response = sent
+                .map_err(|e| self.unreachable(e))
+                .with_context(context)?;
+            if response.status().as_u16() >= 400 {
+                return Err(refusal(
+                    response,
+                    self.token.is_some(),
+                    &self.token_sources(),
+                ));
+            }
+            return read_json(&mut response);
+        }
+        unreachable!("the last try returns")
+    }
+
     /// A request with a raw body, answered with JSON.
     pub fn upload<T: DeserializeOwned>(&self, path: &str, bytes: Vec<u8>) -> anyhow::Result<T> {
         let mut response = self.send("POST", path, Some("application/wasm"), Some(bytes))?;
@@ -231,6 +281,16 @@ impl Client {
             lines: Box::new(std::io::BufReader::new(response.into_body().into_reader())),
         })
     }
+}
+
+/// How many times [`Client::call_once`] sends a request that did not get through.
+pub const ONCE_TRIES: u32 = 5;
+
+/// A random idempotency key: 128 bits, in hex.
+fn new_idempotency_key() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow!("the system random source: {e}"))?;
+    Ok(format!("qhost-{}", hex::encode(bytes)))
 }
 
 /// Events read from a `text/event-stream` answer.

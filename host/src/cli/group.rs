@@ -1,4 +1,5 @@
-//! `qhost group limit KEY [N]`: set or show how many tasks of a group run at once.
+//! `qhost group limit KEY [N]`, `qhost group pause|resume KEY`: how many tasks of a group
+//! run at once, and holding them all for a while.
 
 use std::process::ExitCode;
 
@@ -22,8 +23,24 @@ pub enum GroupCommand {
     /// Show a group's limit and counts, or set its limit when one is given.
     Limit {
         key: String,
-        /// At most this many tasks of the group run at once, across batches.
+        /// At most this many tasks of the group run at once, across batches; 0 holds them
+        /// all.
         limit: Option<u32>,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hold the group's tasks that have not started, keeping its limit, until it is
+    /// resumed.
+    Pause {
+        key: String,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a paused group's tasks run again, in the order they had.
+    Resume {
+        key: String,
         /// Print it as JSON.
         #[arg(long)]
         json: bool,
@@ -32,19 +49,40 @@ pub enum GroupCommand {
 
 pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
     let client = Client::new(&args.connect)?;
-    let GroupCommand::Limit { key, limit, json } = args.command;
-    let path = format!("/v1/groups/{}", encode(&key));
-    let info: GroupInfo = match limit {
-        Some(limit) => {
-            serde_json::from_value(client.call("PUT", &path, Some(&json!({ "limit": limit })))?)?
+    let (info, json): (GroupInfo, bool) = match args.command {
+        GroupCommand::Limit { key, limit, json } => {
+            let path = format!("/v1/groups/{}", encode(&key));
+            let info = match limit {
+                Some(limit) => serde_json::from_value(client.call(
+                    "PUT",
+                    &path,
+                    Some(&json!({ "limit": limit })),
+                )?)?,
+                None => client.get(&path)?,
+            };
+            (info, json)
         }
-        None => client.get(&path)?,
+        GroupCommand::Pause { key, json } => {
+            let path = format!("/v1/groups/{}/pause", encode(&key));
+            (
+                serde_json::from_value(client.call("POST", &path, None)?)?,
+                json,
+            )
+        }
+        GroupCommand::Resume { key, json } => {
+            let path = format!("/v1/groups/{}/resume", encode(&key));
+            (
+                serde_json::from_value(client.call("POST", &path, None)?)?,
+                json,
+            )
+        }
     };
     if json {
         print_json(&info)?;
     } else {
+        let paused = if info.paused { " (paused)" } else { "" };
         outln!(
-            "group {}: limit {}, {} running, {} waiting",
+            "group {}: limit {}{paused}, {} running, {} waiting",
             info.key,
             info.limit,
             info.running,

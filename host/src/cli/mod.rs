@@ -63,11 +63,12 @@ pub enum Command {
     Module(module::ModuleArgs),
     /// Submit one task to the server.
     Submit(submit::SubmitArgs),
-    /// Open batches, submit plans, follow, reprioritize, cancel and release them.
+    /// Open batches, submit plans, follow, reprioritize, pause, re-drive, cancel and
+    /// release them.
     Batch(batch::BatchArgs),
-    /// Show a task, print its output, cancel it.
+    /// Show a task, print its output, cancel it, run it again.
     Task(task::TaskArgs),
-    /// Set or show a group's limit.
+    /// Set or show a group's limit; pause and resume a group.
     Group(group::GroupArgs),
     /// Schedules that open a batch from a plan on a cron expression.
     Schedule(schedule::ScheduleArgs),

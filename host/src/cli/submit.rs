@@ -155,7 +155,8 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
     .to_json();
     let (task_id, batch, answer) = match &args.batch {
         None => {
-            let answer = client.call("POST", "/v1/tasks", Some(&task))?;
+            // Sent again if it does not get through, and done once.
+            let answer = client.call_once("POST", "/v1/tasks", &task)?;
             let task_id = answer["task"]
                 .as_i64()
                 .context("the answer has no task id")?;
@@ -167,10 +168,10 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
             (task_id, batch, answer)
         }
         Some(batch) => {
-            let answer = batch.client(&client).call(
+            let answer = batch.client(&client).call_once(
                 "POST",
                 &format!("/v1/batches/{}/tasks", batch.id),
-                Some(&json!({ "tasks": [task] })),
+                &json!({ "tasks": [task] }),
             )?;
             let task_id = answer["tasks"][0]
                 .as_i64()

@@ -1,5 +1,5 @@
-//! `qhost task show|output|logs|cancel`: one task. The token may be the admin token or the
-//! handle of the task's batch (`--token qhb_...`).
+//! `qhost task show|output|logs|cancel|retry`: one task. The token may be the admin token
+//! or the handle of the task's batch (`--token qhb_...`).
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -41,6 +41,8 @@ pub enum TaskCommand {
     },
     /// Cancel a pending task, or stop a running one.
     Cancel { task: TaskId },
+    /// Run a failed or cancelled task again, with fresh attempts.
+    Retry { task: TaskId },
 }
 
 /// `GET /v1/tasks/{id}`: the task with its attempts.
@@ -108,6 +110,19 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
             attempt,
             follow,
         } => super::task_logs::run(&client, task, attempt, follow)?,
+        TaskCommand::Retry { task } => {
+            let info: TaskInfo = serde_json::from_value(client.call(
+                "POST",
+                &format!("/v1/tasks/{task}/retry"),
+                None,
+            )?)?;
+            outln!(
+                "task {task}: {}, attempts {} of {}",
+                info.state.as_str(),
+                info.attempts,
+                info.max_attempts
+            )?;
+        }
         TaskCommand::Cancel { task } => {
             let answer = client.call("POST", &format!("/v1/tasks/{task}/cancel"), None)?;
             outln!(

@@ -8,14 +8,23 @@
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
 //! - [`reserved`]: the tasks a node claimed and has not started, in claim order.
 //! - [`metrics`]: latencies and outcomes the node records, for `/metrics`.
+//! - `keys`: a batch opened with its tasks at once, and requests done once per
+//!   idempotency key; `pause`: pauses and limits changed after the fact; `redrive`:
+//!   failed and cancelled tasks run again, and bulk actions.
 
+mod keys;
 pub mod metrics;
 pub mod model;
 pub mod node;
+mod pause;
 mod reads;
+mod redrive;
 mod reserved;
 pub mod rules;
 mod schedules;
+
+pub use keys::{IdempotencyKey, MAX_KEY_LEN, Opened};
+pub use redrive::FAILURES;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -258,23 +267,8 @@ impl Scheduler {
 
     /// Opens a batch; returns it with its handle, the capability to use it.
     pub async fn batch_open(&self, spec: BatchSpec) -> Result<(BatchInfo, String)> {
-        check_name("name", spec.name.as_deref())?;
-        if spec.max_parallel == Some(0) {
-            return Err(Error::Invalid(
-                "field `max_parallel` must be at least 1 (or absent for no limit)".into(),
-            ));
-        }
-        // A placeholder hash until the id is known: the handle names its batch.
-        let mut secret = [0u8; 32];
-        getrandom::fill(&mut secret)
-            .map_err(|e| Error::Internal(anyhow::anyhow!("random source: {e}")))?;
-        let mut info = self.store.batch_open(spec, secret, now_micros()).await?;
-        let handle = format!("qhb_{}_{}", info.id, hex::encode(secret));
-        self.store
-            .batch_set_handle(info.id, hash_handle(&handle))
-            .await?;
-        info.progress = Progress::default();
-        Ok((info, handle))
+        let opened = self.batch_create(spec, Vec::new(), None).await?;
+        Ok((opened.batch, opened.handle))
     }
 
     /// Checks that `access` may change `batch`. A handle is refused alike for a batch that
@@ -314,6 +308,16 @@ impl Scheduler {
         tasks: Vec<TaskSpec>,
     ) -> Result<Vec<TaskId>> {
         self.authorize(access, batch).await?;
+        self.check_tasks(&tasks)?;
+        let now = now_micros();
+        let ids = self.store.task_submit(batch, tasks, now).await?;
+        self.metrics.submitted(&ids, now);
+        self.wake.notify_one();
+        Ok(ids)
+    }
+
+    /// Refuses a submission of no tasks, of too many, or with a task out of bounds.
+    fn check_tasks(&self, tasks: &[TaskSpec]) -> Result<()> {
         if tasks.is_empty() {
             return Err(Error::Invalid("no tasks to submit".into()));
         }
@@ -327,11 +331,7 @@ impl Scheduler {
             self.check_task(task)
                 .map_err(|e| Error::Invalid(format!("task {index}: {e}")))?;
         }
-        let now = now_micros();
-        let ids = self.store.task_submit(batch, tasks, now).await?;
-        self.metrics.submitted(&ids, now);
-        self.wake.notify_one();
-        Ok(ids)
+        Ok(())
     }
 
     fn check_task(&self, task: &TaskSpec) -> Result<(), String> {
@@ -456,15 +456,10 @@ impl Scheduler {
         Ok(result)
     }
 
+    /// Sets a group's limit; 0 holds its tasks (as a pause does, see
+    /// [`Scheduler::group_set_paused`]).
     pub async fn group_set_limit(&self, key: String, limit: u32) -> Result<()> {
-        if !(1..=MAX_GROUP_KEY).contains(&key.chars().count()) {
-            return Err(Error::Invalid(format!(
-                "group key must be 1 to {MAX_GROUP_KEY} characters"
-            )));
-        }
-        if limit == 0 {
-            return Err(Error::Invalid("field `limit` must be at least 1".into()));
-        }
+        check_group_key(&key)?;
         self.store.group_set_limit(key, limit).await?;
         self.reclaim.notify_one();
         Ok(())
@@ -482,6 +477,15 @@ pub fn handle_batch(handle: &str) -> Option<BatchId> {
     let (id, secret) = rest.split_once('_')?;
     (secret.len() == 64).then_some(())?;
     id.parse().ok()
+}
+
+fn check_group_key(key: &str) -> Result<()> {
+    if !(1..=MAX_GROUP_KEY).contains(&key.chars().count()) {
+        return Err(Error::Invalid(format!(
+            "group key must be 1 to {MAX_GROUP_KEY} characters"
+        )));
+    }
+    Ok(())
 }
 
 fn check_name(field: &str, value: Option<&str>) -> Result<()> {

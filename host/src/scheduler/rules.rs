@@ -59,7 +59,9 @@ pub fn check_parallelism(spans: &[Span], slots: usize) -> Result<(), String> {
 }
 
 /// Rule 2, ordering gate: no attempt of order k starts before every attempt of a lower
-/// order in its batch has ended.
+/// order in its batch has ended. This holds for a batch without re-drives: a re-driven
+/// task of a lower order runs again after higher orders have started, by design (the
+/// re-drive reopens the gate only for tasks that have not started).
 pub fn check_gates(spans: &[Span]) -> Result<(), String> {
     let mut by_batch: HashMap<BatchId, Vec<&Span>> = HashMap::new();
     for span in spans {

@@ -1,6 +1,6 @@
 //! The half of a submission that needs no database: which tasks a batch takes, where its
 //! gate goes, and the state each new task starts in. Both drivers read what these need
-//! and write what they decide.
+//! and write what they decide; a re-drive puts tasks back at the gate the same way.
 
 use super::{BatchId, StoreResult, TaskSpec, TaskState, errors};
 use crate::runtime::Digest;
@@ -39,7 +39,13 @@ pub(crate) fn check_orders(
 
 /// The batch's gate once `specs` are in: the lowest order still open, old or new.
 pub(crate) fn gate_after(old: Option<i64>, specs: &[TaskSpec]) -> Option<i64> {
-    let lowest = specs.iter().map(|s| s.order).min();
+    gate_with(old, specs.iter().map(|s| s.order))
+}
+
+/// The batch's gate once tasks of `orders` are open again (submitted, or re-driven): the
+/// lowest order open, old or new.
+pub(crate) fn gate_with(old: Option<i64>, orders: impl IntoIterator<Item = i64>) -> Option<i64> {
+    let lowest = orders.into_iter().min();
     match (old, lowest) {
         (Some(old), Some(low)) => Some(old.min(low)),
         (old, low) => old.or(low),

@@ -74,6 +74,13 @@ pub(crate) fn order_below_started(
     ))
 }
 
+/// A re-drive of a task whose module was deleted after the task ended.
+pub(crate) fn module_gone(task: TaskId, module: &str) -> StoreError {
+    StoreError::Invalid(format!(
+        "task {task}: its module {module} no longer exists; add it again to run the task again"
+    ))
+}
+
 pub(crate) fn priority_of_started(task: TaskId, state: TaskState) -> StoreError {
     StoreError::Conflict(format!(
         "task {task} is {}: only the priority of a task that has not started can change",

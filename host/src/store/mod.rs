@@ -3,10 +3,11 @@
 //! - [`sqlite`]: the embedded default, one file in WAL mode.
 //! - [`postgres`]: several nodes sharing one PostgreSQL database.
 //!
-//! Beside the trait: the vocabulary (`types`, `completion`, `time`, and `text`: captured
-//! output as JSON text), the policies both
-//! drivers share (`pick`: claim order and rooms; `admit`: what a submission may add and
-//! where it puts the gate; `fate`: retry or end; `errors`: the refusals), and `open`, which picks the driver a URL names.
+//! Beside the trait: the vocabulary (`types`, `completion`, `time`, `schedule`, `text`:
+//! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
+//! requests done exactly once), the policies both drivers share (`pick`: claim order and
+//! rooms; `admit`: what a submission may add and where it puts the gate; `fate`: retry or
+//! end; `errors`: the refusals), and `open`, which picks the driver a URL names.
 //!
 //! Every scheduling rule (ordering gates, group limits, batch limits, priority, fairness)
 //! is enforced inside the driver's atomic claim; [`crate::scheduler::rules`] states the
@@ -18,10 +19,12 @@ mod admit;
 mod completion;
 mod errors;
 mod fate;
+mod keys;
 mod open;
 mod pick;
 pub mod postgres;
 mod schedule;
+mod select;
 pub mod sqlite;
 pub mod text;
 mod time;
@@ -29,8 +32,12 @@ mod types;
 
 pub use completion::*;
 pub use errors::{StoreError, StoreResult};
+pub use keys::{
+    Answer, Created, HandleHasher, MAX_KEYS_PER_BATCH, NewBatch, NewHandle, RequestKey,
+};
 pub use open::open;
 pub use schedule::*;
+pub use select::{BulkCancel, TaskSelect};
 pub use time::*;
 pub use types::*;
 
@@ -100,8 +107,52 @@ pub trait Store: Send + Sync + 'static {
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()>;
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult>;
 
+    /// Sets how many of a group's tasks may be claimed at once; 0 holds them all. A lower
+    /// limit reaches tasks reserved beyond it on [`Signal::Reclaim`].
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()>;
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo>;
+
+    /// Pauses a group (none of its tasks is claimed; reserved ones go back on
+    /// [`Signal::Reclaim`]), keeping its limit for when it is resumed; or resumes it.
+    /// Creates the group if needed.
+    async fn group_set_paused(&self, key: String, paused: bool) -> StoreResult<()>;
+    /// Pauses a batch (none of its tasks is claimed; reserved ones go back on
+    /// [`Signal::Reclaim`]), keeping its `max_parallel` for when it is resumed; or
+    /// resumes it. Its tasks keep their places in the queue.
+    async fn batch_set_paused(&self, batch: BatchId, paused: bool) -> StoreResult<()>;
+    /// Sets a batch's `max_parallel` (`None`: no limit; 0 holds every task); a paused
+    /// batch gets it when it is resumed.
+    async fn batch_set_max_parallel(
+        &self,
+        batch: BatchId,
+        max_parallel: Option<u32>,
+    ) -> StoreResult<()>;
+
+    /// Runs again, with fresh attempts, the failed and cancelled tasks `select` names:
+    /// each goes back to its batch's gate (a lower order reopens the gate for the tasks
+    /// of higher orders that have not started), with the whole `max_attempts` budget
+    /// again and a new place in its batch's fair queue. Attempt numbers go on growing.
+    /// Refused, with nothing changed, when a task's module no longer exists. Returns how
+    /// many tasks run again.
+    async fn task_retry(&self, select: TaskSelect) -> StoreResult<u64>;
+    /// Cancels the pending tasks `select` names, and asks nodes to stop its claimed ones.
+    async fn task_cancel_where(&self, select: TaskSelect, now: Micros) -> StoreResult<BulkCancel>;
+    /// Sets the priority of the tasks `select` names that have not started; returns how
+    /// many changed.
+    async fn task_set_priority_where(&self, select: TaskSelect, priority: i32) -> StoreResult<u64>;
+
+    /// Opens a batch and submits its tasks, in one transaction: a refused submission
+    /// leaves nothing. With a key, a repeat of the request gets the first answer.
+    async fn batch_create(&self, new: NewBatch, now: Micros) -> StoreResult<Answer<Created>>;
+    /// Submits tasks as [`Store::task_submit`] does, once per key: a repeat of the
+    /// request gets the first answer.
+    async fn task_submit_keyed(
+        &self,
+        batch: BatchId,
+        tasks: Vec<TaskSpec>,
+        key: RequestKey,
+        now: Micros,
+    ) -> StoreResult<Answer<Vec<TaskId>>>;
 
     /// Claims up to `max` tasks for a node, every scheduling rule checked in one
     /// atomic transaction.
@@ -135,7 +186,9 @@ pub trait Store: Send + Sync + 'static {
     async fn task_counts(&self) -> StoreResult<Progress>;
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>>;
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>>;
-    /// Deletes up to `chunk` ended tasks (with their attempts) that ended before `before`.
+    /// Deletes up to `chunk` ended tasks (with their attempts) that ended before `before`,
+    /// and up to `chunk` idempotency keys kept before it whose batch has nothing open;
+    /// returns how many of both.
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize>;
 
     /// Creates a schedule; its name must be new.

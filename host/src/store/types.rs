@@ -20,6 +20,9 @@ pub enum TaskState {
     /// not-before time has come. Set by submit, by gate promotion, by a retry, and by a
     /// node handing back a task it had not started.
     Ready,
+    /// Ready, but its batch or its group is paused or has a limit of 0: no node claims it
+    /// until that is resumed or raised. Reads report it; stores keep it as `Ready`.
+    Held,
     /// Claimed by a node under a lease and not yet started on one of its slots: the few
     /// tasks a node holds ahead of its free slots. Set by the claim; the node's start mark
     /// makes it `Running`, a hand-back makes it `Ready` again.
@@ -39,13 +42,17 @@ pub enum TaskState {
 /// one to this code, which is never stored.
 pub(crate) const RESERVED_CODE: i64 = 6;
 
+/// The state code stores report for a ready task whose batch or group holds it (a limit
+/// of 0, which a pause sets): reads map it to this code, which is never stored.
+pub(crate) const HELD_CODE: i64 = 7;
+
 impl TaskState {
     /// The code the stores keep: 0 waiting, 1 ready, 2 claimed (reserved or running),
     /// 3 succeeded, 4 failed, 5 cancelled.
     pub fn code(self) -> i64 {
         match self {
             TaskState::Waiting => 0,
-            TaskState::Ready => 1,
+            TaskState::Ready | TaskState::Held => 1,
             TaskState::Reserved | TaskState::Running => 2,
             TaskState::Succeeded => 3,
             TaskState::Failed => 4,
@@ -53,7 +60,8 @@ impl TaskState {
         }
     }
 
-    /// The state of a code as the stores report it: a stored code, or [`RESERVED_CODE`].
+    /// The state of a code as the stores report it: a stored code, [`RESERVED_CODE`] or
+    /// [`HELD_CODE`].
     pub fn from_code(code: i64) -> Option<Self> {
         Some(match code {
             0 => TaskState::Waiting,
@@ -63,6 +71,7 @@ impl TaskState {
             4 => TaskState::Failed,
             5 => TaskState::Cancelled,
             RESERVED_CODE => TaskState::Reserved,
+            HELD_CODE => TaskState::Held,
             _ => return None,
         })
     }
@@ -78,6 +87,7 @@ impl TaskState {
         match self {
             TaskState::Waiting => "waiting",
             TaskState::Ready => "ready",
+            TaskState::Held => "held",
             TaskState::Reserved => "reserved",
             TaskState::Running => "running",
             TaskState::Succeeded => "succeeded",
@@ -162,6 +172,10 @@ pub struct BatchInfo {
     pub max_parallel: Option<u32>,
     pub failure_policy: FailurePolicy,
     pub sealed: bool,
+    /// Paused: none of its tasks is claimed until it is resumed; `max_parallel` is what it
+    /// gets back then.
+    #[serde(default)]
+    pub paused: bool,
     pub created_at: Micros,
     pub progress: Progress,
 }
@@ -171,6 +185,9 @@ pub struct BatchInfo {
 pub struct Progress {
     pub waiting: u64,
     pub ready: u64,
+    /// Ready, and held by a paused (or limit 0) batch or group.
+    #[serde(default)]
+    pub held: u64,
     pub reserved: u64,
     pub running: u64,
     pub succeeded: u64,
@@ -180,7 +197,7 @@ pub struct Progress {
 
 impl Progress {
     pub fn total(&self) -> u64 {
-        self.waiting + self.ready + self.reserved + self.running + self.ended()
+        self.waiting + self.ready + self.held + self.reserved + self.running + self.ended()
     }
 
     pub fn ended(&self) -> u64 {
@@ -195,6 +212,7 @@ impl Progress {
         match state {
             TaskState::Waiting => self.waiting += count,
             TaskState::Ready => self.ready += count,
+            TaskState::Held => self.held += count,
             TaskState::Reserved => self.reserved += count,
             TaskState::Running => self.running += count,
             TaskState::Succeeded => self.succeeded += count,
@@ -214,7 +232,10 @@ pub struct TaskInfo {
     pub group: Option<String>,
     pub priority: i32,
     pub state: TaskState,
+    /// Attempts made, over its whole life: a re-drive does not start them again.
     pub attempts: u32,
+    /// The attempt it may run up to: its `max_attempts`, plus the attempts it had made
+    /// when it was last re-driven (each re-drive grants the whole budget again).
     pub max_attempts: u32,
     pub submitted_at: Micros,
     #[schema(required = true)]
@@ -235,8 +256,12 @@ pub struct TaskInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct GroupInfo {
     pub key: String,
+    /// Its limit; while paused, the limit it gets back on resume.
     #[schema(format = Int64, maximum = 4294967295_u64)]
     pub limit: u32,
+    /// Paused: none of its tasks is claimed until it is resumed.
+    #[serde(default)]
+    pub paused: bool,
     pub running: u64,
     pub waiting: u64,
 }

@@ -20,10 +20,13 @@ pub mod completions;
 pub mod delays;
 pub mod gates;
 pub mod groups;
+pub mod keys;
 pub mod log;
 pub mod modules;
+pub mod pause;
 pub mod priority;
 pub mod schedules;
+pub mod redrive;
 
 /// Stamps out one `#[tokio::test]` per conformance case, each on a fresh store from
 /// `$fresh`: an async function returning the store and what must outlive it (its file,
@@ -59,6 +62,21 @@ macro_rules! conformance_tests {
             schedules::a_tick_is_handled_once_however_many_handle_it,
             schedules::a_refused_tick_changes_nothing,
             schedules::schedules_pause_list_delete_and_keep_their_last_ticks,
+            pause::a_paused_group_holds_its_tasks_and_resumes_in_order,
+            pause::a_group_limit_of_zero_holds_its_tasks,
+            pause::a_paused_batch_holds_its_tasks_and_keeps_its_limit,
+            pause::max_parallel_changes_after_open,
+            pause::a_pause_reaches_reserved_tasks,
+            pause::held_tasks_can_be_reprioritized_and_cancelled,
+            redrive::failed_tasks_run_again_with_fresh_attempts,
+            redrive::a_retried_lower_order_closes_the_gate_again,
+            redrive::a_retry_reopens_an_ended_batch,
+            redrive::a_retry_refuses_a_task_whose_module_is_gone,
+            redrive::bulk_cancel_and_priority_reach_what_they_select,
+            keys::an_opening_with_a_refused_task_leaves_nothing,
+            keys::an_opened_batch_has_its_handle,
+            keys::a_repeated_request_gets_the_first_answer,
+            keys::keys_are_bounded_per_batch_and_go_with_the_batch,
         );
     };
     (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {

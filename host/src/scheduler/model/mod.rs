@@ -10,12 +10,18 @@
 //!
 //! Retries are due at once: the model knows no backoff (a real one has random jitter), so
 //! its users submit tasks with a zero backoff.
+//!
+//! Beside the claim: pauses and limits changed after the fact (`pause.rs`: a pause is a
+//! limit of 0, as in the stores), and bulk actions with re-drive (`redrive.rs`).
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
+use crate::runtime::Outcome;
 use crate::store::{BatchId, Micros, TaskId, TaskState};
 
+mod pause;
+mod redrive;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -52,9 +58,15 @@ pub struct Task {
     /// Not claimable before this time.
     pub not_before: Micros,
     pub phase: Phase,
-    /// Claims counted so far (a hand-back uncounts its claim).
+    /// Claims counted so far (a hand-back uncounts its claim), over the task's whole life.
     pub attempts: u32,
     pub max_attempts: u32,
+    /// The attempts it had made when it was last re-driven: its `max_attempts` count from
+    /// there.
+    pub redriven_after: u32,
+    /// How its last attempt ended, or how it ended (cancelled before running); `None`
+    /// before either.
+    pub outcome: Option<Outcome>,
     /// Its cancellation was asked for while it was claimed: it will not be retried.
     pub cancel_requested: bool,
     /// Claimed and started on its node's slot: `running`; claimed and not started:
@@ -153,9 +165,11 @@ pub fn claim_order(
     taken
 }
 
-/// The state a store reports for `task`, given every batch's gate.
-fn state_at(task: &Task, gates: &BTreeMap<BatchId, i64>) -> TaskState {
+/// The state a store reports for `task`, given every batch's gate and whether its batch or
+/// group holds it (a limit of 0).
+fn state_at(task: &Task, gates: &BTreeMap<BatchId, i64>, held: bool) -> TaskState {
     match task.phase {
+        Phase::Pending if gates.get(&task.batch) == Some(&task.order) && held => TaskState::Held,
         Phase::Pending if gates.get(&task.batch) == Some(&task.order) => TaskState::Ready,
         Phase::Pending => TaskState::Waiting,
         Phase::Claimed if task.started => TaskState::Running,

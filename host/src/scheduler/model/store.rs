@@ -1,7 +1,7 @@
 //! [`Model`]: a whole store's scheduling state, and the store's operations on it, one at a
 //! time, by the rules in [`super`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::store::{CancelResult, FailurePolicy};
@@ -11,7 +11,10 @@ use crate::store::{CancelResult, FailurePolicy};
 pub struct Batch {
     /// The priority of tasks submitted later without one of their own.
     pub priority: i32,
+    /// Its limit; while paused, the one it gets back on resume.
     pub max_parallel: Option<u32>,
+    /// Paused: none of its tasks is claimed (as if its `max_parallel` were 0).
+    pub paused: bool,
     pub failure_policy: FailurePolicy,
     /// The `vseq` its next submitted task would get, unless the clock is ahead of it.
     pub next_vseq: i64,
@@ -36,10 +39,25 @@ pub struct NewTask {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
     Success,
-    /// Any failure the task may be retried after (an error, a trap, a timeout).
+    /// A failure the task may be retried after: the task returned an error (`guest-error`;
+    /// a trap or a timeout is alike but for its name).
     Failure,
+    /// Its lease was lost (`lost`): retried as a failure is.
+    Lost,
     /// The node stopped it because its cancellation was asked for.
     Stopped,
+}
+
+impl Ending {
+    /// The outcome a store records for it.
+    pub fn outcome(self) -> Outcome {
+        match self {
+            Ending::Success => Outcome::Succeeded,
+            Ending::Failure => Outcome::GuestError,
+            Ending::Lost => Outcome::Lost,
+            Ending::Stopped => Outcome::Cancelled,
+        }
+    }
 }
 
 /// What a claim returns.
@@ -69,9 +87,11 @@ pub struct Model {
     /// Every task, in id order.
     pub tasks: Vec<Task>,
     pub batches: BTreeMap<BatchId, Batch>,
-    /// Every group the store knows (named by a submitted task or given a limit), with
-    /// its limit.
+    /// Every group the store knows (named by a submitted task, given a limit or paused),
+    /// with its limit (while paused, the one it gets back on resume).
     pub groups: BTreeMap<String, u32>,
+    /// The groups paused: none of their tasks is claimed (as if their limit were 0).
+    pub paused_groups: BTreeSet<String>,
     /// The fair-queueing clock: the largest `vseq` a claim has taken.
     pub vtime: i64,
     next_task: TaskId,
@@ -91,6 +111,7 @@ impl Model {
             tasks: Vec::new(),
             batches: BTreeMap::new(),
             groups: BTreeMap::new(),
+            paused_groups: BTreeSet::new(),
             vtime: 0,
             next_task: 1,
             next_batch: 1,
@@ -101,14 +122,14 @@ impl Model {
         self.tasks.iter().find(|t| t.id == id)
     }
 
-    fn task_mut(&mut self, id: TaskId) -> Option<&mut Task> {
+    pub(super) fn task_mut(&mut self, id: TaskId) -> Option<&mut Task> {
         self.tasks.iter_mut().find(|t| t.id == id)
     }
 
     /// The state a store reports for a task.
     pub fn state(&self, id: TaskId) -> Option<TaskState> {
         let task = self.task(id)?;
-        Some(state_at(task, &gates(&self.tasks)))
+        Some(state_at(task, &gates(&self.tasks), self.holds(task)))
     }
 
     /// The state a store reports for each task, in id order.
@@ -116,8 +137,33 @@ impl Model {
         let gates = gates(&self.tasks);
         self.tasks
             .iter()
-            .map(|task| (task.id, state_at(task, &gates)))
+            .map(|task| (task.id, state_at(task, &gates, self.holds(task))))
             .collect()
+    }
+
+    /// The limits the claim applies: a paused batch or group has a limit of 0.
+    fn limits(&self) -> (BTreeMap<String, u32>, BTreeMap<BatchId, u32>) {
+        let groups = self
+            .groups
+            .iter()
+            .map(|(key, &limit)| {
+                let paused = self.paused_groups.contains(key);
+                (key.clone(), if paused { 0 } else { limit })
+            })
+            .collect();
+        let batches = self
+            .batches
+            .iter()
+            .filter_map(|(&id, b)| Some((id, if b.paused { 0 } else { b.max_parallel? })))
+            .collect();
+        (groups, batches)
+    }
+
+    /// Whether the task's batch or group holds it: paused, or with a limit of 0.
+    fn holds(&self, task: &Task) -> bool {
+        let (groups, batches) = self.limits();
+        batches.get(&task.batch) == Some(&0)
+            || task.group.as_ref().and_then(|g| groups.get(g)) == Some(&0)
     }
 
     /// How many of the group's tasks are claimed now.
@@ -149,6 +195,7 @@ impl Model {
             Batch {
                 priority,
                 max_parallel,
+                paused: false,
                 failure_policy,
                 next_vseq: 0,
                 started_order: None,
@@ -194,6 +241,8 @@ impl Model {
                 phase: Phase::Pending,
                 attempts: 0,
                 max_attempts: spec.max_attempts,
+                redriven_after: 0,
+                outcome: None,
                 cancel_requested: false,
                 started: false,
             });
@@ -204,12 +253,8 @@ impl Model {
 
     /// Claims up to `k` tasks at `now` (see [`claim_order`]).
     pub fn claim(&mut self, now: Micros, k: usize) -> ClaimOutcome {
-        let batch_limits: BTreeMap<BatchId, u32> = self
-            .batches
-            .iter()
-            .filter_map(|(&id, b)| Some((id, b.max_parallel?)))
-            .collect();
-        let taken = claim_order(&self.tasks, &self.groups, &batch_limits, now, k);
+        let (group_limits, batch_limits) = self.limits();
+        let taken = claim_order(&self.tasks, &group_limits, &batch_limits, now, k);
         let mut tasks = Vec::new();
         for &id in &taken {
             let task = self.task_mut(id).expect("a claimed task exists");
@@ -247,17 +292,23 @@ impl Model {
                 .iter()
                 .any(|t| t.batch == batch && t.phase == Phase::Failed);
         let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
-        let phase = match ending {
-            Ending::Success => Phase::Succeeded,
-            Ending::Stopped => Phase::Cancelled,
-            Ending::Failure if task.cancel_requested => Phase::Cancelled,
-            Ending::Failure if task.attempts < task.max_attempts && halted => Phase::Cancelled,
-            Ending::Failure if task.attempts < task.max_attempts => {
-                task.not_before = now;
-                Phase::Pending
+        let attempts_left = task.attempts - task.redriven_after < task.max_attempts;
+        let (phase, outcome) = match ending {
+            Ending::Success => (Phase::Succeeded, Outcome::Succeeded),
+            Ending::Stopped => (Phase::Cancelled, Outcome::Cancelled),
+            Ending::Failure | Ending::Lost if task.cancel_requested => {
+                (Phase::Cancelled, Outcome::Cancelled)
             }
-            Ending::Failure => Phase::Failed,
+            Ending::Failure | Ending::Lost if attempts_left && halted => {
+                (Phase::Cancelled, Outcome::Cancelled)
+            }
+            Ending::Failure | Ending::Lost if attempts_left => {
+                task.not_before = now;
+                (Phase::Pending, ending.outcome())
+            }
+            Ending::Failure | Ending::Lost => (Phase::Failed, ending.outcome()),
         };
+        task.outcome = Some(outcome);
         task.phase = phase;
         let batch = task.batch;
         if phase == Phase::Failed && self.batches[&batch].failure_policy == FailurePolicy::Halt {
@@ -281,6 +332,7 @@ impl Model {
         task.attempts -= 1;
         task.started = false;
         task.phase = if task.cancel_requested {
+            task.outcome = Some(Outcome::Cancelled);
             Phase::Cancelled
         } else {
             Phase::Pending
@@ -294,6 +346,7 @@ impl Model {
         Some(match task.phase {
             Phase::Pending => {
                 task.phase = Phase::Cancelled;
+                task.outcome = Some(Outcome::Cancelled);
                 CancelResult::Cancelled
             }
             Phase::Claimed => {
@@ -315,11 +368,12 @@ impl Model {
         self.cancel_pending(batch)
     }
 
-    fn cancel_pending(&mut self, batch: BatchId) -> u64 {
+    pub(super) fn cancel_pending(&mut self, batch: BatchId) -> u64 {
         let mut cancelled = 0;
         for task in self.tasks.iter_mut() {
             if task.batch == batch && task.phase == Phase::Pending {
                 task.phase = Phase::Cancelled;
+                task.outcome = Some(Outcome::Cancelled);
                 cancelled += 1;
             }
         }
@@ -352,9 +406,5 @@ impl Model {
             }
         }
         changed
-    }
-
-    pub fn set_group_limit(&mut self, key: &str, limit: u32) {
-        self.groups.insert(key.to_owned(), limit);
     }
 }

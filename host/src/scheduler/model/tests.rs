@@ -216,3 +216,61 @@ fn a_task_not_yet_due_is_passed_over_and_reported_as_next_due() {
     assert_eq!(outcome.next_due, Some(NOW + 50));
     assert_eq!(ids(m.claim(NOW + 50, 5)), [t[0]]);
 }
+
+#[test]
+fn a_paused_group_or_batch_holds_its_tasks_and_resumes_them_in_order() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let t = m
+        .submit(
+            b,
+            &[
+                new_task(0, Some("g")),
+                new_task(0, Some("g")),
+                new_task(0, None),
+            ],
+        )
+        .unwrap();
+    m.set_group_paused("g", true);
+    assert_eq!(m.state(t[0]), Some(TaskState::Held));
+    assert_eq!(ids(m.claim(NOW, 10)), [t[2]]);
+    m.set_group_paused("g", false);
+    assert_eq!(ids(m.claim(NOW, 10)), [t[0]], "its limit of 1 is back");
+    m.set_batch_paused(b, true);
+    assert_eq!(m.state(t[1]), Some(TaskState::Held));
+    m.set_group_limit("g", 2);
+    assert!(m.claim(NOW, 10).tasks.is_empty());
+    m.set_batch_paused(b, false);
+    assert_eq!(ids(m.claim(NOW, 10)), [t[1]]);
+    m.set_batch_max_parallel(b, Some(0));
+    assert_eq!(m.batches[&b].max_parallel, Some(0));
+}
+
+#[test]
+fn a_retried_task_gets_its_budget_again_and_reopens_its_gate() {
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let t = m
+        .submit(
+            b,
+            &[new_task(0, None), new_task(1, None), new_task(1, None)],
+        )
+        .unwrap();
+    m.claim(NOW, 1);
+    assert_eq!(m.complete(t[0], Ending::Failure, NOW), Some(Phase::Failed));
+    assert_eq!(ids(m.claim(NOW, 1)), [t[1]]);
+    m.start(t[1]);
+    let select = crate::store::TaskSelect::task(t[0]);
+    assert_eq!(m.retry(&select), 1);
+    assert_eq!(m.retry(&select), 0, "it is pending now");
+    assert_eq!(m.state(t[0]), Some(TaskState::Ready));
+    assert_eq!(m.state(t[1]), Some(TaskState::Running));
+    assert_eq!(m.state(t[2]), Some(TaskState::Waiting));
+    assert_eq!(m.claim(NOW, 5).tasks, [(t[0], 2)], "attempts go on");
+    assert_eq!(
+        m.complete(t[0], Ending::Lost, NOW),
+        Some(Phase::Failed),
+        "one attempt again, used up"
+    );
+    assert_eq!(m.task(t[0]).unwrap().outcome, Some(Outcome::Lost));
+}

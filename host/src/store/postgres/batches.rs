@@ -16,7 +16,8 @@ pub(super) async fn open(
 ) -> StoreResult<BatchInfo> {
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
-        open_in(&tx, &spec, handle_hash, now).await
+        let id = insert(&tx, &spec, &handle_hash, now).await?;
+        info(&tx, id).await
     })
 }
 
@@ -27,9 +28,20 @@ pub(super) async fn open_in(
     handle_hash: [u8; 32],
     now: Micros,
 ) -> StoreResult<BatchInfo> {
+    let id = insert(tx, spec, &handle_hash, now).await?;
+    info(tx, id).await
+}
+
+/// Inserts a batch; returns its id. `now` is in database time.
+pub(super) async fn insert(
+    tx: &impl GenericClient,
+    spec: &BatchSpec,
+    handle_hash: &[u8; 32],
+    now: Micros,
+) -> StoreResult<BatchId> {
     let max_parallel = spec.max_parallel.map(to_i32);
     let halt = spec.failure_policy == FailurePolicy::Halt;
-    let id: i64 = tx
+    Ok(tx
         .query_one(
             "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
@@ -37,8 +49,7 @@ pub(super) async fn open_in(
         )
         .await
         .map_err(pg)?
-        .get(0);
-    info(tx, id).await
+        .get(0))
 }
 
 pub(super) async fn set_handle(
@@ -173,6 +184,7 @@ pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResul
             "DELETE FROM attempts WHERE batch_id = $1",
             "DELETE FROM tasks WHERE batch_id = $1",
             "DELETE FROM batch_orders WHERE batch_id = $1",
+            "DELETE FROM request_keys WHERE batch_id = $1",
             "DELETE FROM batches WHERE id = $1",
         ] {
             tx.execute(sql, &[&batch]).await.map_err(pg)?;
@@ -184,7 +196,10 @@ pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResul
 pub(super) async fn info(tx: &impl GenericClient, batch: BatchId) -> StoreResult<BatchInfo> {
     let row = tx
         .query_opt(
-            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
+            // A paused batch's max_parallel is the one it gets back on resume.
+            "SELECT id, name, priority,
+                    CASE WHEN paused THEN resume_max_parallel ELSE max_parallel END,
+                    halt_on_failure, sealed, created_at, paused
              FROM batches WHERE id = $1",
             &[&batch],
         )
@@ -203,6 +218,7 @@ pub(super) async fn info(tx: &impl GenericClient, batch: BatchId) -> StoreResult
             FailurePolicy::Continue
         },
         sealed: row.get(5),
+        paused: row.get(7),
         created_at: row.get(6),
         progress,
     })

@@ -32,9 +32,10 @@ const BEYOND_SQL: &str = include_str!("sql/claim_beyond.sql");
 
 /// Locks the picked tasks that are still ready and no other claim holds. The task row's
 /// lock guards its queue and lease rows too: whoever changes a task's state locks its row
-/// first.
-const LOCK_SQL: &str = "
-SELECT id FROM tasks WHERE id = ANY($1) AND state = 1 ORDER BY id FOR UPDATE SKIP LOCKED";
+/// first. A task whose batch has a `max_parallel` is taken only when this claim holds the
+/// batch's counter (`$2`): a limit set (or a pause) since the claim read its window is
+/// seen here, under the batch's gate lock that such a change takes.
+const LOCK_SQL: &str = include_str!("sql/claim_lock.sql");
 
 /// Takes the locked tasks out of the queue and leases them.
 const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
@@ -361,8 +362,9 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
             break;
         }
         let ids: Vec<i64> = picks.iter().map(|&i| candidates[i].id).collect();
+        let counted: Vec<BatchId> = rooms.batches.keys().copied().collect();
         let locked: HashSet<i64> = tx
-            .query(&lock, &[&ids])
+            .query(&lock, &[&ids, &counted])
             .await
             .map_err(pg)?
             .iter()

@@ -347,6 +347,8 @@ async fn finish(
             .get::<_, bool>(0);
     let (state, outcome, error) = match failed.fate(halted, now) {
         fate::Fate::Retry { not_before, error } => {
+            // Ready or waiting, by its batch's gate: hold it still.
+            gate::lock(tx, task.batch).await?;
             let stmt = tx
                 .prepare_cached(include_str!("sql/complete_retry.sql"))
                 .await
@@ -467,6 +469,17 @@ async fn put_back(
         )
         .await
         .map_err(pg)?;
+    }
+    // Whether each goes back ready or waiting depends on its batch's gate: hold it still.
+    let mut gates: Vec<BatchId> = running
+        .iter()
+        .filter(|task| back.contains(&task.id))
+        .map(|task| task.batch)
+        .collect();
+    gates.sort_unstable();
+    gates.dedup();
+    for &batch in &gates {
+        gate::lock(tx, batch).await?;
     }
     tx.execute(include_str!("sql/hand_back.sql"), &[&back])
         .await

@@ -105,7 +105,8 @@ pub(super) async fn running_list(store: &PostgresStore) -> StoreResult<Vec<Runni
         .collect())
 }
 
-/// Deletes up to `chunk` tasks that ended before `before`, with their attempt records.
+/// Deletes up to `chunk` tasks that ended before `before`, with their attempt records, and
+/// up to `chunk` idempotency keys kept before it whose batch has nothing open.
 pub(super) async fn prune(
     store: &PostgresStore,
     before: Micros,
@@ -128,7 +129,8 @@ pub(super) async fn prune(
             .execute("DELETE FROM tasks WHERE id = ANY($1)", &[&ids])
             .await
             .map_err(pg)?;
-        Ok(deleted as usize)
+        let keys = super::keys::prune(&tx, before, chunk).await?;
+        Ok(deleted as usize + keys)
     })
 }
 

@@ -18,7 +18,9 @@
 //!   the SQLite driver does.
 //!
 //! Where things are: `modules.rs`, `batches.rs`, `tasks.rs` (submission, cancellation,
-//! priority, groups), `claim.rs`, `complete.rs` (completion, retry, rescue, hand-back,
+//! priority, groups), `pause.rs` (pauses, limits changed after the fact), `redrive.rs`
+//! (re-drive, and bulk cancel and priority), `keys.rs` (a batch opened with its tasks at
+//! once, idempotency keys), `claim.rs`, `complete.rs` (completion, retry, rescue, hand-back,
 //! lease renewal), `log.rs` (attempt records, the running view, counts, pruning),
 //! `nodes.rs`, `gate.rs` (ordering gates), `notifier.rs` (LISTEN/NOTIFY) and `schema.rs`
 //! (pools, migrations). Statements longer than a line or two are in `sql/`, each headed by
@@ -109,10 +111,13 @@ mod batches;
 mod claim;
 mod complete;
 mod gate;
+mod keys;
 mod log;
 mod modules;
 mod nodes;
 mod notifier;
+mod pause;
+mod redrive;
 mod schedules;
 mod schema;
 mod tasks;
@@ -319,7 +324,49 @@ impl Store for PostgresStore {
     }
 
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
-        tasks::group_set_limit(self, key, limit).await
+        pause::group_set_limit(self, key, limit).await
+    }
+
+    async fn group_set_paused(&self, key: String, paused: bool) -> StoreResult<()> {
+        pause::group_set_paused(self, key, paused).await
+    }
+
+    async fn batch_set_paused(&self, batch: BatchId, paused: bool) -> StoreResult<()> {
+        pause::batch_set_paused(self, batch, paused).await
+    }
+
+    async fn batch_set_max_parallel(
+        &self,
+        batch: BatchId,
+        max_parallel: Option<u32>,
+    ) -> StoreResult<()> {
+        pause::batch_set_max_parallel(self, batch, max_parallel).await
+    }
+
+    async fn task_retry(&self, select: TaskSelect) -> StoreResult<u64> {
+        redrive::retry(self, select).await
+    }
+
+    async fn task_cancel_where(&self, select: TaskSelect, now: Micros) -> StoreResult<BulkCancel> {
+        redrive::cancel(self, select, now).await
+    }
+
+    async fn task_set_priority_where(&self, select: TaskSelect, priority: i32) -> StoreResult<u64> {
+        redrive::set_priority(self, select, priority).await
+    }
+
+    async fn batch_create(&self, new: NewBatch, now: Micros) -> StoreResult<Answer<Created>> {
+        keys::create(self, new, now).await
+    }
+
+    async fn task_submit_keyed(
+        &self,
+        batch: BatchId,
+        tasks: Vec<TaskSpec>,
+        key: RequestKey,
+        now: Micros,
+    ) -> StoreResult<Answer<Vec<TaskId>>> {
+        keys::submit(self, batch, tasks, key, now).await
     }
 
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {

@@ -62,21 +62,19 @@ pub(super) async fn submit_in(
         return Ok(Vec::new());
     };
     let old_gate = gate::current(tx, batch).await?;
-    // Only tasks at the gate are ever claimed, so no order above the gate has started: a
-    // submission at or above it needs no look at what started. A task ever claimed counts
-    // as started (a hand-back keeps its claim time): it may have run in part.
-    if old_gate.is_none_or(|gate| lowest < gate) {
-        let started: Option<i64> = tx
-            .query_one(
-                "SELECT MAX(ord) FROM tasks
-                 WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL",
-                &[&batch, &lowest],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        admit::check_orders(specs, started, batch)?;
-    }
+    // A task ever claimed counts as started (a hand-back keeps its claim time): it may have
+    // run in part. Orders above the gate may have started too (a re-drive reopens a lower
+    // order under them), so every submission looks, above its lowest order only.
+    let started: Option<i64> = tx
+        .query_one(
+            "SELECT MAX(ord) FROM tasks
+             WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL",
+            &[&batch, &lowest],
+        )
+        .await
+        .map_err(pg)?
+        .get(0);
+    admit::check_orders(specs, started, batch)?;
     let vtime: i64 = tx
         .query_one("SELECT vtime FROM scheduler", &[])
         .await
@@ -322,31 +320,16 @@ pub(super) async fn cancel(
     })
 }
 
-/// Sets how many of a group's tasks may run at once, creating the group if needed.
-pub(super) async fn group_set_limit(
-    store: &PostgresStore,
-    key: String,
-    limit: u32,
-) -> StoreResult<()> {
-    let limit = to_i32(limit);
-    transaction!(store, Commit::Durable, |tx| {
-        tx.execute(
-            "INSERT INTO groups (key, lim) VALUES ($1, $2)
-             ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
-            &[&key, &limit],
-        )
-        .await
-        .map_err(pg)?;
-        store.notify(&tx, "r").await?;
-        Ok(())
-    })
-}
-
 /// A group's limit, its claimed tasks, and its pending ones (state 0 waiting, 1 ready).
 pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult<GroupInfo> {
     let client = store.client(Commit::Durable).await?;
     let row = client
-        .query_opt("SELECT lim, running FROM groups WHERE key = $1", &[&key])
+        // A paused group's limit is the one it gets back on resume.
+        .query_opt(
+            "SELECT CASE WHEN paused THEN resume_lim ELSE lim END, running, paused
+             FROM groups WHERE key = $1",
+            &[&key],
+        )
         .await
         .map_err(pg)?
         .ok_or_else(|| not_found("group", &key))?;
@@ -361,6 +344,7 @@ pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult
     Ok(GroupInfo {
         key,
         limit: row.get::<_, i32>(0) as u32,
+        paused: row.get(2),
         running: row.get::<_, i32>(1).max(0) as u64,
         waiting: waiting as u64,
     })

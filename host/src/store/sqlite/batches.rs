@@ -50,7 +50,10 @@ pub(super) fn set_handle(
 pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
     let mut info = conn
         .prepare_cached(
-            "SELECT id, name, priority, max_parallel, halt_on_failure, sealed, created_at
+            // A paused batch's max_parallel is the one it gets back on resume.
+            "SELECT id, name, priority,
+                    CASE WHEN paused THEN resume_max_parallel ELSE max_parallel END,
+                    halt_on_failure, sealed, created_at, paused
              FROM batches WHERE id = ?",
         )
         .map_err(internal)?
@@ -66,6 +69,7 @@ pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
                     FailurePolicy::Continue
                 },
                 sealed: row.get(5)?,
+                paused: row.get(7)?,
                 created_at: row.get(6)?,
                 progress: Progress::default(),
             })
@@ -170,6 +174,7 @@ pub(super) fn release(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
         "DELETE FROM attempts WHERE batch_id = ?",
         "DELETE FROM tasks WHERE batch_id = ?",
         "DELETE FROM batch_orders WHERE batch_id = ?",
+        "DELETE FROM request_keys WHERE batch_id = ?",
         "DELETE FROM batches WHERE id = ?",
     ] {
         tx.execute(sql, [batch]).map_err(internal)?;

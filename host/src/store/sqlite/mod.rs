@@ -14,7 +14,9 @@
 //! lock on the file, see [`SqliteStore::open`].
 //!
 //! Where things are: `modules.rs`, `batches.rs`, `tasks.rs` (submission, cancellation,
-//! priority, groups), `claim.rs` (the claim and its look behind the scan), `complete.rs`
+//! priority, groups), `pause.rs` (pauses, limits changed after the fact), `redrive.rs`
+//! (re-drive, and bulk cancel and priority), `keys.rs` (a batch opened with its tasks at
+//! once, idempotency keys), `claim.rs` (the claim and its look behind the scan), `complete.rs`
 //! (completion, retry, rescue, hand-back, lease renewal, start marks), `log.rs` (attempt
 //! records, the running view, counts, pruning), `nodes.rs` (why there is no registry),
 //! `gate.rs` (ordering gates) and `schema.rs` (opening, pragmas, migrations).
@@ -27,9 +29,12 @@ mod batches;
 mod claim;
 mod complete;
 mod gate;
+mod keys;
 mod log;
 mod modules;
 mod nodes;
+mod pause;
+mod redrive;
 mod schedules;
 mod schema;
 mod tasks;
@@ -256,7 +261,55 @@ impl Store for SqliteStore {
     }
 
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
-        self.write(move |tx| tasks::group_set_limit(tx, key, limit))
+        self.write(move |tx| pause::group_set_limit(tx, key, limit))
+            .await
+    }
+
+    async fn group_set_paused(&self, key: String, paused: bool) -> StoreResult<()> {
+        self.write(move |tx| pause::group_set_paused(tx, key, paused))
+            .await
+    }
+
+    async fn batch_set_paused(&self, batch: BatchId, paused: bool) -> StoreResult<()> {
+        self.write(move |tx| pause::batch_set_paused(tx, batch, paused))
+            .await
+    }
+
+    async fn batch_set_max_parallel(
+        &self,
+        batch: BatchId,
+        max_parallel: Option<u32>,
+    ) -> StoreResult<()> {
+        self.write(move |tx| pause::batch_set_max_parallel(tx, batch, max_parallel))
+            .await
+    }
+
+    async fn task_retry(&self, select: TaskSelect) -> StoreResult<u64> {
+        self.write(move |tx| redrive::retry(tx, &select)).await
+    }
+
+    async fn task_cancel_where(&self, select: TaskSelect, now: Micros) -> StoreResult<BulkCancel> {
+        self.write(move |tx| redrive::cancel(tx, &select, now))
+            .await
+    }
+
+    async fn task_set_priority_where(&self, select: TaskSelect, priority: i32) -> StoreResult<u64> {
+        self.write(move |tx| redrive::set_priority(tx, &select, priority))
+            .await
+    }
+
+    async fn batch_create(&self, new: NewBatch, now: Micros) -> StoreResult<Answer<Created>> {
+        self.write(move |tx| keys::create(tx, new, now)).await
+    }
+
+    async fn task_submit_keyed(
+        &self,
+        batch: BatchId,
+        tasks: Vec<TaskSpec>,
+        key: RequestKey,
+        now: Micros,
+    ) -> StoreResult<Answer<Vec<TaskId>>> {
+        self.write(move |tx| keys::submit(tx, batch, tasks, key, now))
             .await
     }
 
@@ -324,7 +377,8 @@ impl Store for SqliteStore {
     }
 
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
-        self.write(move |tx| log::prune(tx, before, chunk)).await
+        self.write(move |tx| Ok(log::prune(tx, before, chunk)? + keys::prune(tx, before, chunk)?))
+            .await
     }
 
     async fn schedule_create(

@@ -136,7 +136,7 @@ pub(super) fn set_priority(tx: &Transaction<'_>, task: TaskId, priority: i32) ->
     let state = get(tx, task)?.state;
     if !matches!(
         state,
-        TaskState::Waiting | TaskState::Ready | TaskState::Reserved
+        TaskState::Waiting | TaskState::Ready | TaskState::Held | TaskState::Reserved
     ) {
         return Err(errors::priority_of_started(task, state));
     }
@@ -152,7 +152,7 @@ pub(super) fn set_priority(tx: &Transaction<'_>, task: TaskId, priority: i32) ->
 pub(super) fn cancel(tx: &Transaction<'_>, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
     let info = get(tx, task)?;
     match info.state {
-        TaskState::Waiting | TaskState::Ready => {
+        TaskState::Waiting | TaskState::Ready | TaskState::Held => {
             tx.execute(include_str!("sql/task_cancel.sql"), params![now, task])
                 .map_err(internal)?;
             gate::close(tx, info.batch, info.order)?;
@@ -167,22 +167,15 @@ pub(super) fn cancel(tx: &Transaction<'_>, task: TaskId, now: Micros) -> StoreRe
     }
 }
 
-pub(super) fn group_set_limit(tx: &Transaction<'_>, key: String, limit: u32) -> StoreResult<()> {
-    tx.execute(
-        "INSERT INTO groups (key, lim) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET lim = excluded.lim",
-        params![key, limit],
-    )
-    .map_err(internal)?;
-    Ok(())
-}
-
 /// A group's limit, how many of its tasks are claimed, and how many are pending.
 pub(super) fn group_get(conn: &Connection, key: String) -> StoreResult<GroupInfo> {
-    let (limit, running): (u32, u64) = conn
+    // A paused group's limit is the one it gets back on resume.
+    let (limit, running, paused): (u32, u64, bool) = conn
         .query_row(
-            "SELECT lim, running FROM groups WHERE key = ?",
+            "SELECT CASE WHEN paused THEN resume_lim ELSE lim END, running, paused
+             FROM groups WHERE key = ?",
             [&key],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()
         .map_err(internal)?
@@ -198,6 +191,7 @@ pub(super) fn group_get(conn: &Connection, key: String) -> StoreResult<GroupInfo
     Ok(GroupInfo {
         key,
         limit,
+        paused,
         running,
         waiting,
     })

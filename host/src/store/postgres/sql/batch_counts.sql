@@ -4,8 +4,13 @@
 --
 -- state: 0 waiting at a gate (a lower order of its batch is still open), 1 ready,
 -- 2 claimed, 3 succeeded, 4 failed, 5 cancelled. A claimed task whose lease has no start
--- mark is reported as 6 (reserved: its node has not started it); 6 is never stored.
-SELECT CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6 ELSE t.state END, COUNT(*)
+-- mark is reported as 6 (reserved: its node has not started it); a ready task whose batch
+-- or group has a limit of 0 (which a pause sets) as 7 (held); 6 and 7 are never stored.
+SELECT CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6
+            WHEN t.state = 1 AND (
+                EXISTS (SELECT 1 FROM batches b WHERE b.id = t.batch_id AND b.max_parallel = 0)
+                OR EXISTS (SELECT 1 FROM groups g WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
+            ELSE t.state END, COUNT(*)
 FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.id
 WHERE t.batch_id = $1

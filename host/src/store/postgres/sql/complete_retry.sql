@@ -1,16 +1,21 @@
--- Puts a task whose attempt did not succeed back in the ready queue for another attempt,
--- due after its backoff. The caller has locked the task's row.
+-- Puts a task whose attempt did not succeed back in the queue for another attempt, due
+-- after its backoff: ready at its batch's gate (and in the ready table), or waiting behind
+-- it when a re-drive has reopened a lower order since its claim. The caller has locked the
+-- task's row and its batch's gate.
 --
 -- $1 not before: when the next attempt is due
 -- $2 the outcome of the attempt that ended
 -- $3 its error (or NULL)
 -- $4 task id
 --
--- state: 1 ready (also in the ready table).
+-- state: 1 ready (also in the ready table), 0 waiting at a gate.
 WITH back AS (
-    UPDATE tasks SET state = 1, not_before = $1, outcome = $2, error = $3,
-        lease_node = NULL, lease_token = NULL
-    WHERE id = $4
-    RETURNING id, batch_id, group_key, priority, vseq, not_before)
+    UPDATE tasks AS t SET not_before = $1, outcome = $2, error = $3,
+        lease_node = NULL, lease_token = NULL,
+        state = CASE WHEN t.ord = (SELECT MIN(o.ord) FROM batch_orders o
+                                   WHERE o.batch_id = t.batch_id AND o.open > 0)
+                     THEN 1 ELSE 0 END
+    WHERE t.id = $4
+    RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before, t.state)
 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
-SELECT * FROM back
+SELECT id, batch_id, group_key, priority, vseq, not_before FROM back WHERE state = 1

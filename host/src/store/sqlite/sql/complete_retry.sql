@@ -1,12 +1,16 @@
 -- Puts a task whose attempt failed back in the queue for another attempt, after its
--- backoff; keeps the failure's outcome and error until the next attempt ends.
+-- backoff; keeps the failure's outcome and error until the next attempt ends. It is ready
+-- at its batch's gate, and waits behind it when a re-drive has reopened a lower order
+-- since its claim.
 --
 -- ?1 not before: when the next attempt may be claimed
 -- ?2 the failed attempt's outcome
 -- ?3 its error
 -- ?4 task id
 --
--- state: 1 ready.
-UPDATE tasks SET state = 1, not_before = ?1, outcome = ?2, error = ?3,
-    lease_node = NULL, lease_token = NULL, lease_expires = NULL
+-- state: 1 ready, 0 waiting.
+UPDATE tasks SET not_before = ?1, outcome = ?2, error = ?3,
+    lease_node = NULL, lease_token = NULL, lease_expires = NULL,
+    state = CASE WHEN ord = (SELECT MIN(ord) FROM batch_orders o WHERE o.batch_id = tasks.batch_id)
+                 THEN 1 ELSE 0 END
 WHERE id = ?4;

@@ -5,11 +5,12 @@
 -- ?2 node name, or NULL: its leases are lost whatever their expiry
 --
 -- Columns, in the order complete.rs's running_row reads them: id, batch, order, group,
--- attempts, max attempts, backoff, whether cancellation was asked, lease token and node,
+-- attempts, the attempt it may run up to (its max attempts counted from its last
+-- re-drive), backoff, whether cancellation was asked, lease token and node,
 -- when the attempt started (its start mark, or else its claim).
 --
 -- state: 2 claimed (reserved or running: the task has a lease).
-SELECT id, batch_id, ord, group_key, attempts, max_attempts, backoff_ms,
+SELECT id, batch_id, ord, group_key, attempts, redriven_after + max_attempts, backoff_ms,
        cancel_requested, lease_token, lease_node, coalesce(started_at, claimed_at)
 FROM tasks
 WHERE state = 2 AND (lease_expires < ?1 OR lease_node = ?2);

@@ -1,0 +1,234 @@
+//! Bulk actions on the tasks a [`TaskSelect`] names: running failed and cancelled tasks
+//! again (re-drive), cancelling, and changing priorities.
+//!
+//! Each locks the selected task rows first (`sql/select_tasks.sql`), then the gates of
+//! their batches, in id order. A re-drive puts each task back as a submission would: its
+//! batch's gate may move down to its order, which makes the ready tasks of the old gate
+//! wait again (tasks that have started run on; reserved ones go back to waiting when their
+//! node hands them back, on the `Reclaim` this sends), and it gets its batch's next places
+//! in the fair queue, so that a large re-drive does not jump ahead of other batches' work.
+
+use std::collections::{BTreeMap, HashSet};
+
+use deadpool_postgres::GenericClient;
+
+use super::{Commit, PostgresStore, gate, pg};
+use crate::store::*;
+
+/// A selected task, as `sql/select_tasks.sql` reads it.
+struct Selected {
+    id: TaskId,
+    batch: BatchId,
+    order: i64,
+    state: i32,
+    started: bool,
+    module: String,
+}
+
+/// Locks the tasks `which` names that are in one of `states` (stored codes), in id order.
+async fn select(
+    tx: &impl GenericClient,
+    which: &TaskSelect,
+    states: &[i32],
+) -> StoreResult<Vec<Selected>> {
+    let outcomes = which.outcome_names();
+    let rows = tx
+        .query(
+            include_str!("sql/select_tasks.sql"),
+            &[&which.task, &which.batch, &which.group, &outcomes, &states],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows
+        .iter()
+        .map(|r| Selected {
+            id: r.get(0),
+            batch: r.get(1),
+            order: r.get(2),
+            state: r.get(3),
+            started: r.get(4),
+            module: r.get(5),
+        })
+        .collect())
+}
+
+/// Takes the gate locks of the batches of `tasks`, in id order.
+async fn lock_gates<'a>(
+    tx: &impl GenericClient,
+    tasks: impl IntoIterator<Item = &'a Selected>,
+) -> StoreResult<()> {
+    let mut batches: Vec<BatchId> = tasks.into_iter().map(|t| t.batch).collect();
+    batches.sort_unstable();
+    batches.dedup();
+    for batch in batches {
+        gate::lock(tx, batch).await?;
+    }
+    Ok(())
+}
+
+/// Runs the failed (4) and cancelled (5) tasks `which` names again; returns how many.
+pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResult<u64> {
+    transaction!(store, Commit::Durable, |tx| {
+        let tasks = select(&tx, &which, &[4, 5]).await?;
+        if tasks.is_empty() {
+            return Ok(0);
+        }
+        let mut modules: Vec<&str> = tasks.iter().map(|t| t.module.as_str()).collect();
+        modules.sort_unstable();
+        modules.dedup();
+        let known: HashSet<String> = tx
+            .query(
+                "SELECT digest FROM modules WHERE digest = ANY($1)",
+                &[&modules],
+            )
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if let Some(task) = tasks.iter().find(|t| !known.contains(&t.module)) {
+            return Err(errors::module_gone(task.id, &task.module));
+        }
+        lock_gates(&tx, &tasks).await?;
+        let mut by_batch: BTreeMap<BatchId, Vec<&Selected>> = BTreeMap::new();
+        for task in &tasks {
+            by_batch.entry(task.batch).or_default().push(task);
+        }
+        let vtime: i64 = tx
+            .query_one("SELECT vtime FROM scheduler", &[])
+            .await
+            .map_err(pg)?
+            .get(0);
+        for (batch, tasks) in by_batch {
+            again(&tx, batch, &tasks, vtime).await?;
+        }
+        // Reserved tasks above a gate that moved down go back, and wait.
+        store.notify(&tx, "r").await?;
+        Ok(tasks.len() as u64)
+    })
+}
+
+/// Puts one batch's ended `tasks` back at its gate or behind it, with the batch's next
+/// places in the fair queue (not before `vtime`, as a submission's).
+async fn again(
+    tx: &impl GenericClient,
+    batch: BatchId,
+    tasks: &[&Selected],
+    vtime: i64,
+) -> StoreResult<()> {
+    let next_vseq: i64 = tx
+        .query_one(
+            "SELECT next_vseq FROM batches WHERE id = $1 FOR UPDATE",
+            &[&batch],
+        )
+        .await
+        .map_err(pg)?
+        .get(0);
+    let first_vseq = next_vseq.max(vtime);
+    let old_gate = gate::current(tx, batch).await?;
+    let new_gate = admit::gate_with(old_gate, tasks.iter().map(|t| t.order));
+    if let (Some(old), Some(new)) = (old_gate, new_gate)
+        && new < old
+    {
+        tx.execute(include_str!("sql/submit_hold.sql"), &[&batch, &old])
+            .await
+            .map_err(pg)?;
+    }
+    let mut per_order: BTreeMap<i64, i64> = BTreeMap::new();
+    for task in tasks {
+        *per_order.entry(task.order).or_default() += 1;
+    }
+    let (orders, counts): (Vec<i64>, Vec<i64>) = per_order.into_iter().unzip();
+    tx.execute(
+        include_str!("sql/submit_orders.sql"),
+        &[&batch, &orders, &counts],
+    )
+    .await
+    .map_err(pg)?;
+    let ids: Vec<i64> = tasks.iter().map(|t| t.id).collect();
+    let states: Vec<i32> = tasks
+        .iter()
+        .map(|t| admit::first_state(t.order, new_gate).code() as i32)
+        .collect();
+    let vseqs: Vec<i64> = (0..tasks.len() as i64).map(|i| first_vseq + i).collect();
+    tx.execute(include_str!("sql/task_retry.sql"), &[&ids, &states, &vseqs])
+        .await
+        .map_err(pg)?;
+    tx.execute(
+        "UPDATE batches SET next_vseq = $1 WHERE id = $2",
+        &[&(first_vseq + tasks.len() as i64), &batch],
+    )
+    .await
+    .map_err(pg)?;
+    Ok(())
+}
+
+/// Cancels the pending tasks `which` names and asks its claimed ones to stop.
+pub(super) async fn cancel(
+    store: &PostgresStore,
+    which: TaskSelect,
+    now: Micros,
+) -> StoreResult<BulkCancel> {
+    let now = store.db_time(now);
+    transaction!(store, Commit::Durable, |tx| {
+        let tasks = select(&tx, &which, &[0, 1, 2]).await?;
+        let (claimed, pending): (Vec<&Selected>, Vec<&Selected>) =
+            tasks.iter().partition(|t| t.state == 2);
+        lock_gates(&tx, pending.iter().copied()).await?;
+        let pending_ids: Vec<i64> = pending.iter().map(|t| t.id).collect();
+        let claimed_ids: Vec<i64> = claimed.iter().map(|t| t.id).collect();
+        if !pending.is_empty() {
+            tx.execute(
+                include_str!("sql/task_cancel_many.sql"),
+                &[&now, &pending_ids],
+            )
+            .await
+            .map_err(pg)?;
+            let closed: Vec<(BatchId, i64, i64)> =
+                pending.iter().map(|t| (t.batch, t.order, 1)).collect();
+            gate::close(&tx, &closed).await?;
+            let ended: Vec<(TaskId, BatchId)> = pending.iter().map(|t| (t.id, t.batch)).collect();
+            store.notify_batches(&tx, &ended).await?;
+        }
+        if !claimed.is_empty() {
+            tx.execute(
+                "UPDATE tasks SET cancel_requested = TRUE WHERE id = ANY($1)",
+                &[&claimed_ids],
+            )
+            .await
+            .map_err(pg)?;
+            store.notify(&tx, "c").await?;
+        }
+        Ok(BulkCancel {
+            cancelled: pending.len() as u64,
+            stopping: claimed.len() as u64,
+        })
+    })
+}
+
+/// Sets the priority of the tasks `which` names that have not started (pending, or
+/// claimed without a start mark: reserved); returns how many changed.
+pub(super) async fn set_priority(
+    store: &PostgresStore,
+    which: TaskSelect,
+    priority: i32,
+) -> StoreResult<u64> {
+    transaction!(store, Commit::Durable, |tx| {
+        let tasks = select(&tx, &which, &[0, 1, 2]).await?;
+        let ids: Vec<i64> = tasks
+            .iter()
+            .filter(|t| t.state != 2 || !t.started)
+            .map(|t| t.id)
+            .collect();
+        if !ids.is_empty() {
+            tx.execute(
+                include_str!("sql/task_set_priority_many.sql"),
+                &[&priority, &ids],
+            )
+            .await
+            .map_err(pg)?;
+            store.notify(&tx, "r").await?;
+        }
+        Ok(ids.len() as u64)
+    })
+}
