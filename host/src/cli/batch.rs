@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::EXIT_TASK_FAILED;
 use super::client::{BatchRef, Client, ConnectArgs, print_json, time};
@@ -40,7 +40,8 @@ pub enum BatchCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Open a batch and submit a plan file's tasks into it, all in one request.
+    /// Open a batch and submit a plan file's tasks into it, all or none: a plan the server
+    /// refuses leaves no batch behind.
     Submit {
         /// The plan: TOML with `[[task]]` tables (module, input | input_file | input_json,
         /// order, group, priority) and optional batch settings (name, priority,
@@ -118,19 +119,13 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
             let plan = Plan::read(&path)?;
             let base = path.parent().unwrap_or(std::path::Path::new("."));
             let tasks = plan.tasks_json(base)?;
-            let batch = match batch {
-                Some(batch) => batch,
-                None => {
-                    let opened = client.call("POST", "/v1/batches", Some(&plan.batch_json()))?;
-                    let handle = opened["handle"].as_str().unwrap_or_default();
-                    handle.parse().map_err(|e: String| anyhow::anyhow!(e))?
+            let (batch, answer) = match batch {
+                Some(batch) => {
+                    let answer = submit_into(&client, &batch, &tasks)?;
+                    (batch, answer)
                 }
+                None => open_and_submit(&client, &plan.batch_json(), &tasks)?,
             };
-            let answer = batch.client(&client).call(
-                "POST",
-                &format!("/v1/batches/{}/tasks", batch.id),
-                Some(&tasks),
-            )?;
             let mut report =
                 json!({ "batch": batch.id, "handle": batch.handle, "tasks": answer["tasks"] });
             if !json {
@@ -233,6 +228,47 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `POST /v1/batches/{id}/tasks`: submits tasks into a batch, with its handle if it was
+/// named by one; the answer names the tasks.
+fn submit_into(client: &Client, batch: &BatchRef, tasks: &Value) -> anyhow::Result<Value> {
+    batch.client(client).call(
+        "POST",
+        &format!("/v1/batches/{}/tasks", batch.id),
+        Some(tasks),
+    )
+}
+
+/// Opens a batch and submits tasks into it. A submission the server refuses releases the
+/// batch, so that a mistake in a plan leaves no empty batch behind. (Two requests for now:
+/// this is the one place to change when the API opens and submits in one.)
+fn open_and_submit(
+    client: &Client,
+    settings: &Value,
+    tasks: &Value,
+) -> anyhow::Result<(BatchRef, Value)> {
+    let opened = client.call("POST", "/v1/batches", Some(settings))?;
+    let batch: BatchRef = opened["handle"]
+        .as_str()
+        .unwrap_or_default()
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("the server's answer to opening a batch: {e}"))?;
+    match submit_into(client, &batch, tasks) {
+        Ok(answer) => Ok((batch, answer)),
+        Err(refused) => {
+            let path = format!("/v1/batches/{}", batch.id);
+            if let Err(release) = batch.client(client).call("DELETE", &path, None) {
+                let handle = batch.handle.as_deref().unwrap_or_default();
+                return Err(refused.context(format!(
+                    "batch {} stays open, empty: releasing it failed too ({release:#}); \
+                     release it with `qhost batch release {handle}`",
+                    batch.id
+                )));
+            }
+            Err(refused)
+        }
+    }
 }
 
 /// Long-polls the batch until all its tasks have ended, drawing a progress bar on a

@@ -18,7 +18,8 @@ use crate::store::{TaskId, TaskInfo, TaskState};
 pub struct SubmitArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// The module to run: a name or a digest.
+    /// The module to run: its name, its digest, or the start of its digest as `module ls`
+    /// shows it.
     #[arg(long)]
     pub module: String,
     /// The input, as text.
