@@ -1,7 +1,8 @@
 //! Modules as the command line names them: by the start of the digest `module ls` shows,
-//! by a name with a suggestion when it is mistyped; and a refused plan that leaves
-//! nothing.
+//! by a name with a suggestion when it is mistyped; their names beside their digests in
+//! the task view, the event stream and the log; and a refused plan that leaves nothing.
 
+use std::io::{BufRead, BufReader};
 use std::process::Output;
 
 use qhost_tests::server::{Server, call};
@@ -86,6 +87,69 @@ fn the_digest_module_ls_shows_names_the_module() {
     assert_eq!(stdout(&output), format!("deleted {sleep}\n"));
     let left = stdout(&server.run(&["module", "ls", "--json"]));
     assert!(!left.contains(&sleep), "{left}");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn views_name_the_module_beside_its_digest() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    add_module(&server, "echo", Some("echo"));
+    let digest = {
+        let modules: Value =
+            serde_json::from_str(&stdout(&server.run(&["module", "ls", "--json"]))).unwrap();
+        modules[0]["digest"].as_str().unwrap().to_owned()
+    };
+    let output = server.run(&["submit", "--module", "echo", "--input", "x", "--json"]);
+    expect_code(&output, 0);
+    let submitted: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let (task, batch, handle) = (
+        submitted["task"].to_string(),
+        submitted["batch"].to_string(),
+        submitted["handle"].as_str().unwrap().to_owned(),
+    );
+
+    // The event stream ends once the task has: its event names the module.
+    let mut response = ureq::get(format!("{}/v1/batches/{batch}/events", server.url))
+        .header("Authorization", format!("Bearer {handle}"))
+        .call()
+        .unwrap();
+    let event: Value = BufReader::new(response.body_mut().as_reader())
+        .lines()
+        .map(Result::unwrap)
+        .find_map(|line| serde_json::from_str(line.strip_prefix("data: ")?).ok())
+        .expect("a task event");
+    assert_eq!(
+        (event["module"].as_str(), event["module_name"].as_str()),
+        (Some(digest.as_str()), Some("echo")),
+        "{event}"
+    );
+
+    let shown: Value =
+        serde_json::from_str(&stdout(&server.run(&["task", "show", &task, "--json"]))).unwrap();
+    assert_eq!(shown["module_name"], "echo", "{shown}");
+    assert_eq!(shown["log"][0]["module"], digest.as_str(), "{shown}");
+    assert_eq!(shown["log"][0]["module_name"], "echo", "{shown}");
+    let text = stdout(&server.run(&["task", "show", &task]));
+    assert!(
+        text.contains(&format!("module    {digest} (echo)")),
+        "{text}"
+    );
+
+    let (status, page) = call(
+        "GET",
+        &format!("{}/v1/attempts?task={task}", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(page["attempts"][0]["module_name"], "echo", "{page}");
+    let table = stdout(&server.run(&["log", "--task", &task]));
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let column = header.iter().position(|h| *h == "MODULE").expect(&table);
+    assert_eq!(row[column], "echo", "{table}");
     assert!(server.stop().success());
 }
 

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::client::{BatchRef, Client, ConnectArgs, duration, time};
 use super::module::encode;
+use crate::scheduler::module_ref::SHOWN_DIGITS;
 use crate::store::{AttemptRecord, TaskId, now_micros};
 use crate::units::parse_duration;
 
@@ -95,10 +96,11 @@ pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
         for attempt in &page.attempts {
             if header {
                 outln!(
-                    "{:<24}  {:>6}  {:>5}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  OUTCOME",
+                    "{:<24}  {:>6}  {:>5}  {:<12}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  OUTCOME",
                     "STARTED",
                     "TASK",
                     "BATCH",
+                    "MODULE",
                     "TRY",
                     "ORDER",
                     "GROUP",
@@ -131,11 +133,17 @@ fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
         a.node,
         a.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into())
     );
+    // The module's name, or the start of its digest as `module ls` shows it.
+    let module = match &a.module_name {
+        Some(name) => name.clone(),
+        None => a.module.to_hex()[..SHOWN_DIGITS].to_owned(),
+    };
     outln!(
-        "{:<24}  {:>6}  {:>5}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  {}{}",
+        "{:<24}  {:>6}  {:>5}  {:<12}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  {}{}",
         time(a.started_at),
         a.task,
         a.batch,
+        module,
         a.attempt,
         a.order,
         a.group.as_deref().unwrap_or("-"),

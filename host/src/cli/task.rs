@@ -52,7 +52,14 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
             }
             let t = &view.task;
             outln!("task {} in batch {}", t.id, t.batch)?;
-            outln!("  module    {}", t.module)?;
+            outln!(
+                "  module    {}{}",
+                t.module,
+                t.module_name
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            )?;
             outln!("  state     {}", t.state.as_str())?;
             outln!("  order     {}", t.order)?;
             outln!("  group     {}", t.group.as_deref().unwrap_or("-"))?;
