@@ -15,6 +15,15 @@ macro_rules! outln {
     }};
 }
 
+/// `eprintln!` that never panics: on a stderr nobody reads any more (a closed pipe) the
+/// line is lost, as nobody could have read it, and the command goes on.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod batch;
 mod bench;
 mod client;
