@@ -904,6 +904,32 @@ fn log_follow_goes_on_across_a_restart_of_the_server() {
 }
 
 #[test]
+fn the_server_log_has_colour_codes_only_on_a_terminal() {
+    use std::process::Stdio;
+    let data = tempfile::tempdir().unwrap();
+    let mut child = qhost_tests::server::serve_command(data.path(), 1)
+        .env_remove("NO_COLOR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It says it listens on stdout once started; by then its start line is logged.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(log.contains("listening on"), "{log:?}");
+    assert!(
+        !log.contains('\x1b'),
+        "escape codes in a captured log: {log:?}"
+    );
+}
+
+#[test]
 fn a_refused_handle_says_what_it_opens_and_what_takes_the_admin_token() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), 1);

@@ -4,6 +4,7 @@
 //! in that order of precedence. The admin token is `QHOST_ADMIN_TOKEN` or, when unset, one
 //! generated on first start and kept in the data directory.
 
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -425,8 +426,12 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
 fn init_logging(json: bool) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("QHOST_LOG").unwrap_or_else(|_| "info".into());
+    // Colours only for a terminal (and no NO_COLOR): a file or a log collector would get
+    // escape codes.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     if json {
         builder.json().init();
