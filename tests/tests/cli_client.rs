@@ -957,3 +957,27 @@ fn a_refused_handle_says_what_it_opens_and_what_takes_the_admin_token() {
     }
     assert!(server.stop().success());
 }
+
+#[test]
+fn a_closed_stderr_loses_the_message_and_keeps_the_exit_code() {
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        writer
+    };
+    let output = bare_cli()
+        .args(["status", "--server", "http://127.0.0.1:1"])
+        .stderr(closed())
+        .output()
+        .unwrap();
+    // A panic would exit 101.
+    assert_eq!(output.status.code(), Some(2));
+    // A task that failed still exits 1 when its report cannot be written.
+    let guest = qhost_tests::guest("misbehave");
+    let output = bare_cli()
+        .args(["run", guest.to_str().unwrap(), "--input", "error"])
+        .stderr(closed())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+}

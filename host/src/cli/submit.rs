@@ -186,7 +186,7 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
             stdout.write_all(b"\n")?;
         }
     } else {
-        eprintln!("{}", ended_line(&info));
+        errln!("{}", ended_line(&info));
     }
     Ok(if info.state == TaskState::Succeeded {
         ExitCode::SUCCESS
