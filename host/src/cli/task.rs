@@ -22,15 +22,22 @@ pub struct TaskArgs {
 pub enum TaskCommand {
     /// Show a task and its attempts.
     Show {
+        /// The task's id.
         task: TaskId,
         /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Print a task's output, as it is.
-    Output { task: TaskId },
+    Output {
+        /// The task's id.
+        task: TaskId,
+    },
     /// Cancel a pending task, or stop a running one.
-    Cancel { task: TaskId },
+    Cancel {
+        /// The task's id.
+        task: TaskId,
+    },
 }
 
 /// `GET /v1/tasks/{id}`: the task with its attempts.
