@@ -12,7 +12,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if qhost::cli::broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // Not eprintln!, which panics on a closed stderr.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "error: {err:#}");
             ExitCode::from(qhost::cli::EXIT_ERROR)
         }
     }

@@ -25,7 +25,22 @@ impl Server {
     /// Like [`Server::start`], with more settings given by `configure` (flags, variables).
     /// The admin token is `QHOST_ADMIN_TOKEN` when `configure` sets it, else the generated one.
     pub fn start_with(data: &Path, workers: usize, configure: impl FnOnce(&mut Command)) -> Server {
-        let mut command = serve_command(data, workers);
+        Server::start_on(data, workers, "127.0.0.1:0", configure)
+    }
+
+    /// Like [`Server::start`], listening on `listen` (`127.0.0.1:PORT`): to start a server
+    /// again where it was.
+    pub fn start_at(data: &Path, workers: usize, listen: &str) -> Server {
+        Server::start_on(data, workers, listen, |_| {})
+    }
+
+    fn start_on(
+        data: &Path,
+        workers: usize,
+        listen: &str,
+        configure: impl FnOnce(&mut Command),
+    ) -> Server {
+        let mut command = serve_command_on(data, workers, listen);
         command.stdout(Stdio::piped()).stderr(Stdio::null());
         configure(&mut command);
         let given_token = command
@@ -101,9 +116,13 @@ impl Drop for Server {
 /// The `qhost serve` command [`Server::start_with`] runs: port 0, `workers` slots, its data
 /// in `data`, no admin token or config file inherited.
 pub fn serve_command(data: &Path, workers: usize) -> Command {
+    serve_command_on(data, workers, "127.0.0.1:0")
+}
+
+fn serve_command_on(data: &Path, workers: usize, listen: &str) -> Command {
     let mut command = Command::new(crate::qhost_binary());
     command
-        .args(["serve", "--listen", "127.0.0.1:0", "--grace", "30s"])
+        .args(["serve", "--listen", listen, "--grace", "30s"])
         .arg("--workers")
         .arg(workers.to_string())
         .arg("--data-dir")

@@ -1078,3 +1078,160 @@ fn a_schedule_opens_batches_from_its_plan_and_is_steered_by_name() {
     );
     assert!(server.stop().success());
 }
+
+/// Lines a child writes to a pipe, as they come, read by a thread of their own.
+fn lines_of(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receive
+}
+
+/// The next line; a minute without one fails the test rather than hang it.
+fn next_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
+    lines
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("no {what}: {e}"))
+}
+
+#[test]
+fn log_follow_goes_on_across_a_restart_of_the_server() {
+    use std::process::Stdio;
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    add_module(&server, "echo");
+    let submit = |server: &Server, input: &str| -> i64 {
+        let output = server.run(&["submit", "--module", "echo", "--input", input, "--json"]);
+        expect_code(&output, 0);
+        let submitted: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        expect_code(
+            &server.run(&["batch", "wait", submitted["handle"].as_str().unwrap()]),
+            0,
+        );
+        submitted["task"].as_i64().unwrap()
+    };
+    let first = submit(&server, "one");
+    let mut follower = server
+        .cli()
+        .args(["log", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let printed = lines_of(follower.stdout.take().unwrap());
+    let said = lines_of(follower.stderr.take().unwrap());
+    let task_of = |line: String| -> i64 {
+        let attempt: Value = serde_json::from_str(&line).unwrap();
+        attempt["task"].as_i64().unwrap()
+    };
+    assert_eq!(task_of(next_line(&printed, "first attempt")), first);
+
+    // Stopped: the follower says it lost the server; started again: that it is back.
+    let address = server.address().to_owned();
+    assert!(server.stop().success());
+    let lost = next_line(&said, "word of the lost server");
+    assert!(
+        lost.contains(&format!("lost the qhost server at http://{address}"))
+            && lost.contains("reconnecting"),
+        "{lost}"
+    );
+    // The same data directory on the same address: the server restarted.
+    let server = Server::start_at(data.path(), 1, &address);
+    let second = submit(&server, "two");
+    let third = submit(&server, "three");
+    let back = next_line(&said, "word of the server back");
+    assert!(back.contains("reconnected"), "{back}");
+    assert_eq!(task_of(next_line(&printed, "second attempt")), second);
+    assert_eq!(task_of(next_line(&printed, "third attempt")), third);
+    // Nothing printed twice: the next line is the next attempt.
+    let fourth = submit(&server, "four");
+    assert_eq!(task_of(next_line(&printed, "fourth attempt")), fourth);
+    let _ = follower.kill();
+    let _ = follower.wait();
+    assert!(server.stop().success());
+}
+
+#[test]
+fn the_server_log_has_colour_codes_only_on_a_terminal() {
+    use std::process::Stdio;
+    let data = tempfile::tempdir().unwrap();
+    let mut child = qhost_tests::server::serve_command(data.path(), 1)
+        .env_remove("NO_COLOR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It says it listens on stdout once started; by then its start line is logged.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(log.contains("listening on"), "{log:?}");
+    assert!(
+        !log.contains('\x1b'),
+        "escape codes in a captured log: {log:?}"
+    );
+}
+
+#[test]
+fn a_refused_handle_says_what_it_opens_and_what_takes_the_admin_token() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let mine = field(&server.run(&["batch", "open"]), "handle");
+    let other = field(&server.run(&["batch", "open"]), "batch");
+    let mine_id = qhost::scheduler::handle_batch(&mine).unwrap();
+    for args in [&["batch", "show", &other][..], &["module", "ls"]] {
+        let output = server
+            .cli()
+            .args(args)
+            .args(["--token", &mine])
+            .output()
+            .unwrap();
+        expect_code(&output, 2);
+        let message = stderr(&output);
+        assert!(
+            message.contains("403 forbidden")
+                && message.contains(&format!(
+                    "the token sent is the handle of batch {mine_id}: a batch handle opens \
+                     only its own batch and that batch's tasks"
+                ))
+                && message.contains("admin token"),
+            "{args:?}: {message}"
+        );
+    }
+    assert!(server.stop().success());
+}
+
+#[test]
+fn a_closed_stderr_loses_the_message_and_keeps_the_exit_code() {
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        writer
+    };
+    let output = bare_cli()
+        .args(["status", "--server", "http://127.0.0.1:1"])
+        .stderr(closed())
+        .output()
+        .unwrap();
+    // A panic would exit 101.
+    assert_eq!(output.status.code(), Some(2));
+    // A task that failed still exits 1 when its report cannot be written.
+    let guest = qhost_tests::guest("misbehave");
+    let output = bare_cli()
+        .args(["run", guest.to_str().unwrap(), "--input", "error"])
+        .stderr(closed())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+}

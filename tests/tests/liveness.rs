@@ -428,6 +428,8 @@ fn attempt(task: i64, group: Option<&str>, start: i64, end: i64) -> AttemptRecor
     AttemptRecord {
         task,
         batch: 1,
+        module: qhost::runtime::Digest([0; 32]),
+        module_name: None,
         attempt: 1,
         node: "n1".to_owned(),
         slot: Some(0),

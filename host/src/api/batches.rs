@@ -22,6 +22,7 @@ use super::error::{ApiError, ApiResult, ErrorBody};
 use super::keys::{KeyHeader, replayed};
 use super::whole;
 use crate::runtime::{Digest, MountGrant};
+use crate::scheduler::module_ref;
 use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec, now_micros};
 use crate::units::{parse_bytes, parse_duration, parse_time};
 
@@ -64,7 +65,7 @@ pub struct Opened {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskRequest {
-    /// A module's digest, or its name.
+    /// A module's name, its digest, or the start of its digest (at least 6 hex digits).
     pub module: String,
     /// The input as text.
     pub input: Option<String>,
@@ -339,28 +340,25 @@ pub async fn submit_alone(
     ))
 }
 
-/// Digests for the module references of a submission: a digest stands for itself, a name
-/// for the latest module added under it.
+/// The digest each module reference of a submission names (see [`module_ref`]), or why it
+/// names none. The modules are listed only when a reference is not a whole digest.
 async fn resolve_modules(
     state: &AppState,
     tasks: &[TaskRequest],
-) -> ApiResult<HashMap<String, Digest>> {
+) -> ApiResult<HashMap<String, Result<Digest, String>>> {
+    let modules = if tasks
+        .iter()
+        .all(|task| Digest::from_hex(&task.module).is_ok())
+    {
+        Vec::new()
+    } else {
+        state.scheduler.module_list().await?
+    };
     let mut resolved = HashMap::new();
-    let mut names = Vec::new();
     for task in tasks {
-        match Digest::from_hex(&task.module) {
-            Ok(digest) => {
-                resolved.insert(task.module.clone(), digest);
-            }
-            Err(_) => names.push(task.module.clone()),
-        }
-    }
-    if !names.is_empty() {
-        let modules = state.scheduler.module_list().await?;
-        for module in modules {
-            if let Some(name) = module.name {
-                resolved.insert(name, module.digest);
-            }
+        if !resolved.contains_key(&task.module) {
+            let found = module_ref::find(&task.module, &modules).map(|named| named.newest());
+            resolved.insert(task.module.clone(), found);
         }
     }
     Ok(resolved)
@@ -368,15 +366,12 @@ async fn resolve_modules(
 
 fn task_spec(
     task: TaskRequest,
-    modules: &HashMap<String, Digest>,
+    modules: &HashMap<String, Result<Digest, String>>,
     state: &AppState,
 ) -> Result<TaskSpec, String> {
-    let module = *modules.get(&task.module).ok_or_else(|| {
-        format!(
-            "field `module`: no module has the digest or name `{}`",
-            task.module
-        )
-    })?;
+    let module = modules[&task.module]
+        .clone()
+        .map_err(|e| format!("field `module`: {e}"))?;
     let input = match (task.input, task.input_base64, task.input_json) {
         (Some(text), None, None) => text.into_bytes(),
         (None, Some(b64), None) => base64::engine::general_purpose::STANDARD

@@ -44,12 +44,12 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
+use axum::routing::{post, put};
 use axum::{Extension, Router};
 use tokio_util::sync::CancellationToken;
 use utoipa::openapi::OpenApi;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt as _};
 use utoipa_axum::routes;
-use axum::routing::{post, put};
 
 pub use state::AppState;
 

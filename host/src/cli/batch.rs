@@ -60,6 +60,7 @@ pub enum BatchCommand {
     },
     /// Show a batch and its progress.
     Show {
+        /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
         /// Print it as JSON.
         #[arg(long)]
@@ -67,7 +68,9 @@ pub enum BatchCommand {
     },
     /// Change the priority of the batch and of its pending tasks.
     Priority {
+        /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
+        /// The new priority: higher runs first.
         #[arg(allow_negative_numbers = true)]
         priority: i32,
     },
@@ -104,18 +107,28 @@ pub enum BatchCommand {
         outcome: Vec<String>,
     },
     /// Refuse further submissions into the batch.
-    Seal { batch: BatchRef },
+    Seal {
+        /// The batch: its handle, or its id with the admin token.
+        batch: BatchRef,
+    },
     /// Cancel the batch's pending tasks and stop its running ones.
-    Cancel { batch: BatchRef },
+    Cancel {
+        /// The batch: its handle, or its id with the admin token.
+        batch: BatchRef,
+    },
     /// Show progress until every task of the batch has ended; exit 1 if one failed.
     Wait {
+        /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
         /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Forget the batch, its tasks and their records.
-    Release { batch: BatchRef },
+    Release {
+        /// The batch: its handle, or its id with the admin token.
+        batch: BatchRef,
+    },
 }
 
 pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {

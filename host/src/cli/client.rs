@@ -19,6 +19,37 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7700";
 /// Where `qhost serve` keeps its data unless told otherwise (relative to where it runs).
 const DEFAULT_DATA_DIR: &str = "qhost-data";
 
+/// A request that got no answer: the server was not reached, or stopped answering. A
+/// command that follows the server (`log --follow`) waits this out; a refusal it does not.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Unreachable {
+    /// What failed and what to do.
+    message: String,
+    /// What failed alone, such as `Connection refused`.
+    pub cause: String,
+}
+
+/// The [`Unreachable`] the error is or stands for, if it is one.
+pub fn unreachable(err: &anyhow::Error) -> Option<&Unreachable> {
+    err.chain()
+        .find_map(|cause| cause.downcast_ref::<Unreachable>())
+}
+
+/// `Some` when the request failed in TLS, with rustls's own error when there is one.
+fn tls_failure(err: &ureq::Error) -> Option<Option<&rustls::Error>> {
+    match err {
+        ureq::Error::Rustls(tls) => Some(Some(tls)),
+        ureq::Error::Tls(_) | ureq::Error::TlsRequired => Some(None),
+        // The handshake's failures come as I/O errors that carry rustls's.
+        ureq::Error::Io(io) => io
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .map(Some),
+        _ => None,
+    }
+}
+
 /// How to reach the server: flags of every client subcommand, under their own heading
 /// (the local ones, `run`, `serve` and `bench`, have no server to reach).
 #[derive(Debug, Clone, Args)]
@@ -93,9 +124,15 @@ impl Client {
              http://HOST:PORT"
         );
         let token = args.token.clone().or(file.token).or_else(local_admin_token);
+        // The system's trust store, as curl uses: a private CA installed there, or named
+        // by SSL_CERT_FILE or SSL_CERT_DIR, is trusted.
+        let tls = ureq::tls::TlsConfig::builder()
+            .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+            .build();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(10)))
+            .tls_config(tls)
             .build()
             .into();
         Ok(Client {
@@ -146,7 +183,7 @@ impl Client {
         if response.status().as_u16() >= 400 {
             return Err(refusal(
                 response,
-                self.token.is_some(),
+                self.token.as_deref(),
                 &self.token_sources(),
             ));
         }
@@ -166,10 +203,54 @@ impl Client {
         )
     }
 
+    fn read_json<T: DeserializeOwned>(
+        &self,
+        response: &mut ureq::http::Response<ureq::Body>,
+    ) -> anyhow::Result<T> {
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_string()
+            .map_err(|e| self.unreachable(e))
+            .context("reading the answer")?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("the server's answer is not as expected: {text}"))
+    }
+
+    /// A request that got no answer, as a message that says what to do.
     fn unreachable(&self, err: ureq::Error) -> anyhow::Error {
+        if let Some(tls) = tls_failure(&err) {
+            let advice = match tls {
+                Some(rustls::Error::InvalidCertificate(_)) => {
+                    "its certificate is not trusted here: install the CA that signed it in \
+                     the system's trust store, or name a file of trusted certificates (PEM) \
+                     with SSL_CERT_FILE"
+                }
+                // What came back was not TLS at all.
+                Some(rustls::Error::InvalidMessage(_)) => {
+                    "does it speak TLS? `qhost serve` speaks plain HTTP: give http:// for a \
+                     server reached directly, and https:// for one behind a TLS proxy"
+                }
+                _ => {
+                    "the certificates trusted are the system's (its trust store), or those \
+                     in the file SSL_CERT_FILE names"
+                }
+            };
+            return anyhow!(Unreachable {
+                message: format!(
+                    "TLS with the qhost server at {} failed ({err}); {advice}",
+                    self.server
+                ),
+                cause: err.to_string(),
+            });
+        }
         let refused = matches!(
             &err,
-            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound | ureq::Error::Io(_)
+            ureq::Error::ConnectionFailed
+                | ureq::Error::HostNotFound
+                | ureq::Error::Io(_)
+                | ureq::Error::Timeout(_)
         );
         if !refused {
             return anyhow!(err);
@@ -178,16 +259,19 @@ impl Client {
             Some(path) => format!("`server` in {}", path.display()),
             None => "`server` in the client config file".to_owned(),
         };
-        anyhow!(
-            "could not reach the qhost server at {} ({err}); start `qhost serve`, or say \
-             where it runs with --server, QHOST_SERVER or {config}",
-            self.server
-        )
+        anyhow!(Unreachable {
+            message: format!(
+                "could not reach the qhost server at {} ({err}); start `qhost serve`, or \
+                 say where it runs with --server, QHOST_SERVER or {config}",
+                self.server
+            ),
+            cause: err.to_string(),
+        })
     }
 
     pub fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         let mut response = self.send("GET", path, None, None)?;
-        read_json(&mut response)
+        self.read_json(&mut response)
     }
 
     /// A request with a JSON body (or none), answered with JSON (or nothing: `Value::Null`).
@@ -204,7 +288,7 @@ impl Client {
         if response.status().as_u16() == 204 {
             return Ok(Value::Null);
         }
-        read_json(&mut response)
+        self.read_json(&mut response)
     }
 
     /// A request that must be done once: sent with a fresh `Idempotency-Key`, and sent
@@ -234,8 +318,9 @@ impl Client {
                 Ok(response) => matches!(response.status().as_u16(), 502..=504),
             };
             if again && attempt < ONCE_TRIES {
-                eprintln!(
-                    "qhost: {method} {path} did not get through; sending it again ({} of                      {ONCE_TRIES})",
+                errln!(
+                    "qhost: {method} {path} did not get through; sending it again ({} of \
+                     {ONCE_TRIES})",
                     attempt + 1
                 );
                 std::thread::sleep(pause);
@@ -248,11 +333,11 @@ impl Client {
             if response.status().as_u16() >= 400 {
                 return Err(refusal(
                     response,
-                    self.token.is_some(),
+                    self.token.as_deref(),
                     &self.token_sources(),
                 ));
             }
-            return read_json(&mut response);
+            return self.read_json(&mut response);
         }
         unreachable!("the last try returns")
     }
@@ -260,7 +345,7 @@ impl Client {
     /// A request with a raw body, answered with JSON.
     pub fn upload<T: DeserializeOwned>(&self, path: &str, bytes: Vec<u8>) -> anyhow::Result<T> {
         let mut response = self.send("POST", path, Some("application/wasm"), Some(bytes))?;
-        read_json(&mut response)
+        self.read_json(&mut response)
     }
 
     /// The raw body of a GET.
@@ -271,6 +356,7 @@ impl Client {
             .with_config()
             .limit(u64::MAX)
             .read_to_vec()
+            .map_err(|e| self.unreachable(e))
             .context("reading the answer")
     }
 
@@ -335,23 +421,10 @@ impl Iterator for Events {
     }
 }
 
-fn read_json<T: DeserializeOwned>(
-    response: &mut ureq::http::Response<ureq::Body>,
-) -> anyhow::Result<T> {
-    let text = response
-        .body_mut()
-        .with_config()
-        .limit(1 << 30)
-        .read_to_string()
-        .context("reading the answer")?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("the server's answer is not as expected: {text}"))
-}
-
 /// An error answer (`{"error", "detail"}`) as an error message.
 fn refusal(
     mut response: ureq::http::Response<ureq::Body>,
-    had_token: bool,
+    token: Option<&str>,
     token_sources: &str,
 ) -> anyhow::Error {
     let status = response.status();
@@ -364,13 +437,27 @@ fn refusal(
         Err(_) => ("error".to_owned(), text),
     };
     let mut message = format!("the server answered {} {kind}: {detail}", status.as_u16());
-    if status.as_u16() == 401 {
-        let what = if had_token {
-            "the token sent was refused"
-        } else {
-            "no token was found"
-        };
-        message.push_str(&format!(" ({what}: {token_sources})"));
+    match status.as_u16() {
+        401 => {
+            let what = if token.is_some() {
+                "the token sent was refused"
+            } else {
+                "no token was found"
+            };
+            message.push_str(&format!(" ({what}: {token_sources})"));
+        }
+        403 => {
+            let sent = match token.and_then(crate::scheduler::handle_batch) {
+                Some(batch) => format!("the token sent is the handle of batch {batch}: "),
+                None => String::new(),
+            };
+            message.push_str(&format!(
+                " ({sent}a batch handle opens only its own batch and that batch's tasks; \
+                 other batches and tasks, modules, groups, status and the whole log take the \
+                 admin token: {token_sources})"
+            ));
+        }
+        _ => {}
     }
     anyhow!(message)
 }

@@ -22,6 +22,7 @@ pub struct GroupArgs {
 pub enum GroupCommand {
     /// Show a group's limit and counts, or set its limit when one is given.
     Limit {
+        /// The group key tasks name in their `group`.
         key: String,
         /// At most this many tasks of the group run at once, across batches; 0 holds them
         /// all.

@@ -7,13 +7,18 @@ use std::time::Duration;
 use clap::Args;
 use serde::Deserialize;
 
-use super::client::{BatchRef, Client, ConnectArgs, duration, time};
+use super::client::{BatchRef, Client, ConnectArgs, duration, time, unreachable};
 use super::module::encode;
+use crate::scheduler::module_ref::SHOWN_DIGITS;
 use crate::store::{AttemptRecord, TaskId, now_micros};
 use crate::units::parse_duration;
 
 /// How often `--follow` asks for new attempts.
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);
+/// How long `--follow` waits before it tries a lost server again: doubling from the first
+/// to the most.
+const RECONNECT_FIRST: Duration = Duration::from_millis(100);
+const RECONNECT_MOST: Duration = Duration::from_secs(5);
 const PAGE: usize = 1000;
 
 #[derive(Debug, Args)]
@@ -39,7 +44,8 @@ pub struct LogArgs {
     /// At most this many attempts (without --follow).
     #[arg(long, default_value_t = 1000)]
     pub limit: usize,
-    /// Keep printing attempts as they end.
+    /// Keep printing attempts as they end; through a restart of the server too, going on
+    /// from the last attempt printed.
     #[arg(long, short)]
     pub follow: bool,
     /// One JSON object per attempt and line.
@@ -76,6 +82,9 @@ pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
     let mut after: Option<i64> = None;
     let mut printed = 0usize;
     let mut header = !args.json;
+    // Whether the server answered once; while it is lost, how long the last wait was.
+    let mut reached = false;
+    let mut lost: Option<Duration> = None;
     loop {
         let want = if args.follow {
             PAGE
@@ -90,15 +99,46 @@ pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
         if let Some(after) = after {
             query.push(format!("after={after}"));
         }
-        let page: LogPage = client.get(&format!("/v1/attempts?{}", query.join("&")))?;
+        let path = format!("/v1/attempts?{}", query.join("&"));
+        let page: LogPage = match client.get(&path) {
+            Ok(page) => {
+                reached = true;
+                if lost.take().is_some() {
+                    errln!("reconnected to {}", client.server());
+                }
+                page
+            }
+            Err(err) => {
+                // A server that restarts keeps its log: go on from the last attempt printed.
+                // One never reached is more likely a wrong address: that is said at once.
+                let Some(gone) = unreachable(&err).filter(|_| args.follow && reached) else {
+                    return Err(err);
+                };
+                let wait = match lost {
+                    None => {
+                        errln!(
+                            "lost the qhost server at {} ({}); reconnecting until it is back",
+                            client.server(),
+                            gone.cause
+                        );
+                        RECONNECT_FIRST
+                    }
+                    Some(wait) => (wait * 2).min(RECONNECT_MOST),
+                };
+                lost = Some(wait);
+                std::thread::sleep(wait);
+                continue;
+            }
+        };
         let count = page.attempts.len();
         for attempt in &page.attempts {
             if header {
                 outln!(
-                    "{:<24}  {:>6}  {:>5}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  OUTCOME",
+                    "{:<24}  {:>6}  {:>5}  {:<12}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  OUTCOME",
                     "STARTED",
                     "TASK",
                     "BATCH",
+                    "MODULE",
                     "TRY",
                     "ORDER",
                     "GROUP",
@@ -131,11 +171,17 @@ fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
         a.node,
         a.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into())
     );
+    // The module's name, or the start of its digest as `module ls` shows it.
+    let module = match &a.module_name {
+        Some(name) => name.clone(),
+        None => a.module.to_hex()[..SHOWN_DIGITS].to_owned(),
+    };
     outln!(
-        "{:<24}  {:>6}  {:>5}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  {}{}",
+        "{:<24}  {:>6}  {:>5}  {:<12}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  {}{}",
         time(a.started_at),
         a.task,
         a.batch,
+        module,
         a.attempt,
         a.order,
         a.group.as_deref().unwrap_or("-"),

@@ -15,6 +15,15 @@ macro_rules! outln {
     }};
 }
 
+/// `eprintln!` that never panics: on a stderr nobody reads any more (a closed pipe) the
+/// line is lost, as nobody could have read it, and the command goes on.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod batch;
 mod bench;
 mod client;
@@ -116,5 +125,57 @@ pub fn quiet_library_backtraces() {
     if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
         // SAFETY: called first thing in `main`, before any other thread exists.
         unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every argument of every subcommand, as `qhost SUBCOMMAND... ARG`, with the argument.
+    fn arguments() -> Vec<(String, clap::Arg)> {
+        fn walk(command: &clap::Command, path: String, found: &mut Vec<(String, clap::Arg)>) {
+            for arg in command.get_arguments() {
+                found.push((format!("{path} {}", arg.get_id()), arg.clone()));
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        walk(&Cli::command(), "qhost".to_owned(), &mut found);
+        found
+    }
+
+    #[test]
+    fn every_argument_says_what_it_is_for() {
+        let bare: Vec<String> = arguments()
+            .into_iter()
+            .filter(|(_, arg)| arg.get_help().is_none() && arg.get_long_help().is_none())
+            .map(|(path, _)| path)
+            .collect();
+        assert!(bare.is_empty(), "arguments without help: {bare:?}");
+    }
+
+    #[test]
+    fn every_serve_setting_says_its_default() {
+        let silent: Vec<String> = arguments()
+            .into_iter()
+            .filter(|(path, arg)| {
+                path.starts_with("qhost serve ") && arg.get_action().takes_values()
+            })
+            .filter(|(_, arg)| {
+                let help = arg.get_long_help().or(arg.get_help());
+                arg.get_default_values().is_empty()
+                    && !help.is_some_and(|h| h.to_string().contains("default"))
+            })
+            .map(|(path, _)| path)
+            .collect();
+        assert!(
+            silent.is_empty(),
+            "serve settings without their default: {silent:?}"
+        );
     }
 }

@@ -7,6 +7,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::client::{Client, ConnectArgs, print_json, print_table, time};
+use crate::runtime::Digest;
+use crate::scheduler::module_ref::{self, Named};
 use crate::store::ModuleInfo;
 
 #[derive(Debug, Args)]
@@ -39,8 +41,12 @@ pub enum ModuleCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a module, named by digest or by name.
-    Rm { module: String },
+    /// Delete a module.
+    Rm {
+        /// The module: its name, its digest, or the start of its digest as `module ls`
+        /// shows it.
+        module: String,
+    },
 }
 
 pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
@@ -87,7 +93,7 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|m| {
                         vec![
-                            m.digest.to_string()[..12].to_owned(),
+                            m.digest.to_string()[..module_ref::SHOWN_DIGITS].to_owned(),
                             m.name.clone().unwrap_or_default(),
                             m.tag.clone().unwrap_or_default(),
                             m.size.to_string(),
@@ -107,27 +113,25 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A digest as given, or the digest of the one module of that name.
-fn resolve(client: &Client, module: &str) -> anyhow::Result<String> {
-    if crate::runtime::Digest::from_hex(module).is_ok() {
-        return Ok(module.to_owned());
+/// The digest of the one module a name, a digest or the start of a digest names.
+fn resolve(client: &Client, module: &str) -> anyhow::Result<Digest> {
+    if let Ok(digest) = Digest::from_hex(module) {
+        return Ok(digest);
     }
     let modules: Vec<ModuleInfo> = client.get("/v1/modules")?;
-    let named: Vec<_> = modules
-        .iter()
-        .filter(|m| m.name.as_deref() == Some(module))
-        .collect();
-    match named.as_slice() {
-        [] => anyhow::bail!("no module has the digest or name `{module}`"),
-        [one] => Ok(one.digest.to_string()),
-        many => anyhow::bail!(
-            "{} modules are named `{module}`; give the digest of one: {}",
-            many.len(),
-            many.iter()
-                .map(|m| m.digest.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    match module_ref::find(module, &modules).map_err(|e| anyhow::anyhow!(e))? {
+        Named::Digest(digest) => Ok(digest),
+        Named::Name(named) => match named.as_slice() {
+            [one] => Ok(one.digest),
+            many => anyhow::bail!(
+                "{} modules are named `{module}`; give the digest of one: {}",
+                many.len(),
+                many.iter()
+                    .map(|m| m.digest.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
     }
 }
 

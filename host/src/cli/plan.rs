@@ -5,7 +5,7 @@
 //! priority = 5            # failure_policy ("continue" or "halt")
 //!
 //! [[task]]
-//! module = "sha256"       # a module name or digest
+//! module = "sha256"       # a module's name, digest, or the start of its digest
 //! input = "200000 qhost"  # or input_file = "path" (relative to the plan), or
 //! order = 1               # input_json = { any = "TOML value" }
 //! group = "hashing"

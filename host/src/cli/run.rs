@@ -95,7 +95,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         runtime.run(&module, request).await
     })?;
 
-    let mut err = std::io::stderr().lock();
+    // What the task said goes to stderr, written at once; a closed stderr loses it and
+    // nothing else: the output and the exit code stay.
+    let mut err = Vec::new();
     for line in &report.logs {
         writeln!(
             err,
@@ -124,6 +126,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if report.logs_dropped > 0 {
         writeln!(err, "--- {} log lines dropped ---", report.logs_dropped)?;
     }
+    let _ = std::io::stderr().write_all(&err);
     match report.output {
         Some(output) if report.outcome.is_success() => {
             std::io::stdout().write_all(&output)?;
@@ -131,7 +134,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {
             let error = report.error.unwrap_or_default();
-            writeln!(err, "task ended with outcome `{}`: {error}", report.outcome)?;
+            errln!("task ended with outcome `{}`: {error}", report.outcome);
             Ok(ExitCode::from(EXIT_TASK_FAILED))
         }
     }

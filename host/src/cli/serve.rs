@@ -4,6 +4,7 @@
 //! in that order of precedence. The admin token is `QHOST_ADMIN_TOKEN` or, when unset, one
 //! generated on first start and kept in the data directory.
 
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -39,7 +40,8 @@ pub struct ServeArgs {
     /// Instance slots: tasks that run at once (default: the number of CPUs).
     #[arg(long, env = "QHOST_WORKERS")]
     pub workers: Option<usize>,
-    /// The admin bearer token (default: generated and kept in the data directory).
+    /// The admin bearer token (default: generated on first start and kept in the
+    /// `admin-token` file of the data directory, where the client finds it).
     #[arg(long, env = "QHOST_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// How long running tasks may finish after SIGINT/SIGTERM before they are handed back
@@ -54,7 +56,8 @@ pub struct ServeArgs {
     /// a duration (`7d`, `12h`), or `off` (or `0`) to keep them for ever (default 7d).
     #[arg(long, env = "QHOST_RETENTION")]
     pub retention: Option<String>,
-    /// A directory tasks may be given, seen as /NAME: NAME=DIR[:ro|:rw]. Repeatable.
+    /// A directory tasks may be given, seen as /NAME: NAME=DIR[:ro|:rw]. Repeatable
+    /// (default: none; read-only unless `:rw`).
     #[arg(long = "mount", value_name = "NAME=DIR[:ro|:rw]")]
     pub mounts: Vec<Mount>,
     /// HTTP connections open at once; more wait to be accepted (default: 10000, or half
@@ -67,7 +70,7 @@ pub struct ServeArgs {
     pub client_timeout: Option<String>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
     /// workers, admin_token, grace, lease, retention, mounts, max_connections,
-    /// client_timeout).
+    /// client_timeout); flags and variables take precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -437,8 +440,12 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
 fn init_logging(json: bool) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("QHOST_LOG").unwrap_or_else(|_| "info".into());
+    // Colours only for a terminal (and no NO_COLOR): a file or a log collector would get
+    // escape codes.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     if json {
         builder.json().init();

@@ -18,7 +18,8 @@ use crate::store::{TaskId, TaskInfo, TaskState};
 pub struct SubmitArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// The module to run: a name or a digest.
+    /// The module to run: its name, its digest, or the start of its digest as `module ls`
+    /// shows it.
     #[arg(long)]
     pub module: String,
     /// The input, as text.
@@ -204,7 +205,7 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
             stdout.write_all(b"\n")?;
         }
     } else {
-        eprintln!("{}", ended_line(&info));
+        errln!("{}", ended_line(&info));
     }
     Ok(if info.state == TaskState::Succeeded {
         ExitCode::SUCCESS

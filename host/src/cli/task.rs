@@ -22,15 +22,20 @@ pub struct TaskArgs {
 pub enum TaskCommand {
     /// Show a task and its attempts.
     Show {
+        /// The task's id.
         task: TaskId,
         /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Print a task's output, as it is.
-    Output { task: TaskId },
+    Output {
+        /// The task's id.
+        task: TaskId,
+    },
     /// Print what a task's attempts said: log lines, stdout and stderr, as text.
     Logs {
+        /// The task's id.
         task: TaskId,
         /// Only this attempt (1 is the first).
         #[arg(long)]
@@ -40,9 +45,15 @@ pub enum TaskCommand {
         follow: bool,
     },
     /// Cancel a pending task, or stop a running one.
-    Cancel { task: TaskId },
+    Cancel {
+        /// The task's id.
+        task: TaskId,
+    },
     /// Run a failed or cancelled task again, with fresh attempts.
-    Retry { task: TaskId },
+    Retry {
+        /// The task's id.
+        task: TaskId,
+    },
 }
 
 /// `GET /v1/tasks/{id}`: the task with its attempts.
@@ -64,7 +75,14 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
             }
             let t = &view.task;
             outln!("task {} in batch {}", t.id, t.batch)?;
-            outln!("  module    {}", t.module)?;
+            outln!(
+                "  module    {}{}",
+                t.module,
+                t.module_name
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            )?;
             outln!("  state     {}", t.state.as_str())?;
             outln!("  order     {}", t.order)?;
             outln!("  group     {}", t.group.as_deref().unwrap_or("-"))?;

@@ -3,6 +3,7 @@
 //!
 //! - [`reads`]: what callers read: modules, batches, tasks, the execution log, groups,
 //!   nodes, what runs now.
+//! - [`module_ref`]: which module a name, digest or digest prefix names.
 //! - [`rules`]: the scheduling rules as plain functions over the execution log.
 //! - [`model`]: an executable model of the claim, that tests hold the store drivers to.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
@@ -15,6 +16,7 @@
 mod keys;
 pub mod metrics;
 pub mod model;
+pub mod module_ref;
 pub mod node;
 mod pause;
 mod reads;

@@ -227,6 +227,10 @@ pub struct TaskInfo {
     pub id: TaskId,
     pub batch: BatchId,
     pub module: Digest,
+    /// The module's name, as `GET /v1/modules` shows it (the name last given to that
+    /// digest); none when it has none or was deleted since.
+    #[serde(default)]
+    pub module_name: Option<String>,
     pub order: i64,
     #[schema(required = true)]
     pub group: Option<String>,
@@ -316,6 +320,11 @@ pub struct Start {
 pub struct AttemptRecord {
     pub task: TaskId,
     pub batch: BatchId,
+    /// The task's module.
+    pub module: Digest,
+    /// The module's name, as in [`TaskInfo::module_name`].
+    #[serde(default)]
+    pub module_name: Option<String>,
     pub attempt: u32,
     pub node: String,
     #[schema(required = true)]

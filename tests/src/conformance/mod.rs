@@ -25,8 +25,8 @@ pub mod log;
 pub mod modules;
 pub mod pause;
 pub mod priority;
-pub mod schedules;
 pub mod redrive;
+pub mod schedules;
 
 /// Stamps out one `#[tokio::test]` per conformance case, each on a fresh store from
 /// `$fresh`: an async function returning the store and what must outlive it (its file,
@@ -36,6 +36,7 @@ macro_rules! conformance_tests {
     ($fresh:path) => {
         $crate::conformance_tests!(@cases $fresh;
             modules::modules_are_content_addressed_and_kept_while_used,
+            modules::reads_name_the_module_beside_its_digest,
             batches::handles_open_only_their_batch,
             batches::a_released_batch_leaves_nothing_to_the_next,
             batches::ids_are_never_reused,

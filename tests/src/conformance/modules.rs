@@ -1,4 +1,5 @@
-//! Modules: stored by content digest, and kept while a task still needs them.
+//! Modules: stored by content digest, kept while a task still needs them, and named in
+//! the reads of tasks and attempts.
 
 use super::*;
 
@@ -40,4 +41,33 @@ pub async fn modules_are_content_addressed_and_kept_while_used(store: Arc<dyn St
         .await
         .unwrap_err();
     assert!(unknown.to_string().contains("does not exist"), "{unknown}");
+}
+
+pub async fn reads_name_the_module_beside_its_digest(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    let id = store
+        .task_submit(b, vec![task(m, 0, None)], T0)
+        .await
+        .unwrap()[0];
+    let claimed = claim(&store, "n1", 1, T0).await;
+    complete(&store, &claimed, Outcome::Succeeded, T0 + SECOND).await;
+    let names = |store: Arc<dyn Store>| async move {
+        let task = store.task_get(id).await.unwrap();
+        let log = store.attempt_list(AttemptFilter::default()).await.unwrap();
+        assert_eq!(task.module, m);
+        assert_eq!(log[0].1.module, m);
+        (task.module_name, log[0].1.module_name.clone())
+    };
+    let echo = Some("echo".to_owned());
+    assert_eq!(names(store.clone()).await, (echo.clone(), echo));
+    // The name the module has now, as the module list shows it.
+    store
+        .module_put(module(), Some("renamed".into()), None, T0 + 2 * SECOND)
+        .await
+        .unwrap();
+    let renamed = Some("renamed".to_owned());
+    assert_eq!(names(store.clone()).await, (renamed.clone(), renamed));
+    store.module_delete(m).await.unwrap();
+    assert_eq!(names(store.clone()).await, (None, None), "deleted: no name");
 }

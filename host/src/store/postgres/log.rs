@@ -4,7 +4,7 @@
 use deadpool_postgres::GenericClient;
 
 use super::complete::Running;
-use super::{Commit, PostgresStore, pg};
+use super::{Commit, PostgresStore, digest_of, pg};
 use crate::runtime::Outcome;
 use crate::store::*;
 
@@ -60,6 +60,8 @@ pub(super) async fn attempt_list(
             let record = AttemptRecord {
                 task: r.get(1),
                 batch: r.get(2),
+                module: digest_of(r.get(15)),
+                module_name: r.get(16),
                 attempt: r.get::<_, i32>(3) as u32,
                 node: r.get(4),
                 slot: r.get::<_, Option<i32>>(5).map(|s| s as usize),

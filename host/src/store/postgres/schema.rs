@@ -79,20 +79,37 @@ pub(super) fn pool(config: tokio_postgres::Config, size: usize) -> anyhow::Resul
         .context("creating the connection pool")
 }
 
-/// The URL with its password, if any, replaced by `***`, for messages and logs. Only the
-/// authority is looked at: an `@` in the path or query is not a user's.
+/// The URL with its passwords, if any, replaced by `***`, for messages and logs: the
+/// user's in the authority (an `@` in the path or query is not a user's), and a
+/// `password=` parameter in the query string, which libpq and tokio-postgres read too.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
+    let (base, query) = match rest.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (rest, None),
     };
-    match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => url.to_owned(),
+    let authority_end = base.find('/').unwrap_or(base.len());
+    let mut shown = match base[..authority_end].rfind('@') {
+        Some(at) => match base[..at].split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***{}", &base[at..]),
+            None => format!("{scheme}://{base}"),
+        },
+        None => format!("{scheme}://{base}"),
+    };
+    if let Some(query) = query {
+        let params: Vec<&str> = query
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some(("password", _)) => "password=***",
+                _ => param,
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&params.join("&"));
     }
+    shown
 }
 
 /// Applies the migrations this database lacks. Nodes starting at once take turns on an
@@ -163,6 +180,22 @@ mod tests {
         assert_eq!(
             redact("sqlite:qhost-data/qhost.db"),
             "sqlite:qhost-data/qhost.db"
+        );
+    }
+
+    #[test]
+    fn a_password_in_the_query_string_is_hidden_too() {
+        assert_eq!(
+            redact("postgres://qhost@db/qhost?sslmode=disable&password=s3cret"),
+            "postgres://qhost@db/qhost?sslmode=disable&password=***"
+        );
+        assert_eq!(
+            redact("postgresql://a:b@db?password=s3cret&user=x@y"),
+            "postgresql://a:***@db?password=***&user=x@y"
+        );
+        assert_eq!(
+            redact("postgres://db/qhost?passwordless=yes"),
+            "postgres://db/qhost?passwordless=yes"
         );
     }
 }

@@ -222,6 +222,7 @@ pub(super) async fn info(tx: &impl GenericClient, task: TaskId) -> StoreResult<T
         id: r.get(0),
         batch: r.get(1),
         module: digest_of(r.get(2)),
+        module_name: r.get(15),
         order: r.get(3),
         group: r.get(4),
         priority: r.get(5),

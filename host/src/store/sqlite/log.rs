@@ -4,7 +4,7 @@
 use rusqlite::{Connection, Transaction, params};
 
 use super::complete::Running;
-use super::internal;
+use super::{digest_of, internal};
 use crate::runtime::Outcome;
 use crate::store::*;
 
@@ -42,38 +42,34 @@ pub(super) fn attempt_list(
     conn: &Connection,
     filter: AttemptFilter,
 ) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-    let mut sql = String::from(
-        "SELECT id, task_id, batch_id, attempt, node, slot, group_key, ord, started_at, ended_at,
-                outcome, error, logs, stdout, stderr
-         FROM attempts WHERE 1 = 1",
-    );
+    let mut sql = String::from(include_str!("sql/attempt_list.sql").trim_end());
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     let mut add = |clause: &str, value: rusqlite::types::Value| {
         sql.push_str(clause);
         args.push(value);
     };
     if let Some(batch) = filter.batch {
-        add(" AND batch_id = ?", batch.into());
+        add(" AND a.batch_id = ?", batch.into());
     }
     if let Some(task) = filter.task {
-        add(" AND task_id = ?", task.into());
+        add(" AND a.task_id = ?", task.into());
     }
     if let Some(group) = filter.group {
-        add(" AND group_key = ?", group.into());
+        add(" AND a.group_key = ?", group.into());
     }
     if let Some(outcome) = filter.outcome {
-        add(" AND outcome = ?", outcome.as_str().to_owned().into());
+        add(" AND a.outcome = ?", outcome.as_str().to_owned().into());
     }
     if let Some(since) = filter.since {
-        add(" AND started_at >= ?", since.into());
+        add(" AND a.started_at >= ?", since.into());
     }
     if let Some(until) = filter.until {
-        add(" AND started_at < ?", until.into());
+        add(" AND a.started_at < ?", until.into());
     }
     if let Some(after) = filter.after {
-        add(" AND id > ?", after.into());
+        add(" AND a.id > ?", after.into());
     }
-    sql.push_str(" ORDER BY id LIMIT ?");
+    sql.push_str(" ORDER BY a.id LIMIT ?");
     args.push((filter.limit.unwrap_or(1000) as i64).into());
     let mut stmt = conn.prepare_cached(&sql).map_err(internal)?;
     let rows = stmt
@@ -84,6 +80,8 @@ pub(super) fn attempt_list(
                 AttemptRecord {
                     task: r.get(1)?,
                     batch: r.get(2)?,
+                    module: digest_of(r.get(15)?),
+                    module_name: r.get(16)?,
                     attempt: r.get(3)?,
                     node: r.get(4)?,
                     slot: r.get::<_, Option<i64>>(5)?.map(|s| s as usize),

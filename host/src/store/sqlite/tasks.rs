@@ -103,6 +103,7 @@ pub(super) fn get(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
                 id: r.get(0)?,
                 batch: r.get(1)?,
                 module: digest_of(r.get(2)?),
+                module_name: r.get(15)?,
                 order: r.get(3)?,
                 group: r.get(4)?,
                 priority: r.get(5)?,

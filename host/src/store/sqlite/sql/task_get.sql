@@ -1,4 +1,5 @@
--- One task as reads report it.
+-- One task as reads report it, with its module's name (NULL when the module has none or
+-- was deleted since).
 --
 -- ?1 task id
 --
@@ -6,14 +7,17 @@
 -- 2 claimed, 3 succeeded, 4 failed, 5 cancelled. A claimed task without a start mark is
 -- reported as 6 (reserved: its node has not started it on a slot); a ready task whose
 -- batch or group has a limit of 0 (which a pause sets) as 7 (held); 6 and 7 are never
--- stored. The last column is when a pending (waiting or ready) task is due, if it was
--- delayed.
-SELECT id, batch_id, module, ord, group_key, priority,
-       CASE WHEN state = 2 AND started_at IS NULL THEN 6
-            WHEN state = 1 AND (
-                EXISTS (SELECT 1 FROM batches b WHERE b.id = tasks.batch_id AND b.max_parallel = 0)
-                OR EXISTS (SELECT 1 FROM groups g WHERE g.key = tasks.group_key AND g.lim = 0)) THEN 7
-            ELSE state END,
-       attempts, redriven_after + max_attempts, submitted_at, ended_at, outcome, error,
-       length(output), CASE WHEN state IN (0, 1) AND not_before > 0 THEN not_before END
-FROM tasks WHERE id = ?1;
+-- stored. Then when a pending (waiting or ready) task is due, if it was delayed; and the
+-- module's name, if it has one.
+SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
+       CASE WHEN t.state = 2 AND t.started_at IS NULL THEN 6
+            WHEN t.state = 1 AND (
+                EXISTS (SELECT 1 FROM batches b WHERE b.id = t.batch_id AND b.max_parallel = 0)
+                OR EXISTS (SELECT 1 FROM groups g WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
+            ELSE t.state END,
+       t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
+       t.error, length(t.output),
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name
+FROM tasks t
+LEFT JOIN modules m ON m.digest = t.module
+WHERE t.id = ?1;
