@@ -7,10 +7,10 @@
 
 use utoipa::openapi::path::{Operation, Parameter, ParameterIn, PathItem};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{Schema, Type};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response};
-use utoipa::{Modify, OpenApi as _, ToSchema};
+use utoipa::{Modify, OpenApi as _, PartialSchema, ToSchema};
 
 use super::error::ErrorBody;
 
@@ -66,6 +66,21 @@ impl Modify for Credentials {
         );
     }
 }
+
+/// Bytes as they are, the body of an upload or an output: in the document, a string of
+/// format `binary`, as client generators read it.
+pub struct Binary;
+
+impl PartialSchema for Binary {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .into()
+    }
+}
+
+impl ToSchema for Binary {}
 
 /// The document's frame, to which the router adds its operations.
 pub fn frame() -> OpenApi {
