@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 scripts/guest-toolchains.sh # Python, JavaScript and C toolchains for tests/tests/languages.rs
+scripts/contract-tools.sh   # schemathesis and openapi-python-client for tests/tests/contract.rs
 cargo test --workspace "$@"

@@ -7,10 +7,10 @@
 
 use utoipa::openapi::path::{Operation, Parameter, ParameterIn, PathItem};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{Schema, Type};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response};
-use utoipa::{Modify, OpenApi as _, ToSchema};
+use utoipa::{Modify, OpenApi as _, PartialSchema, ToSchema};
 
 use super::error::ErrorBody;
 
@@ -68,6 +68,21 @@ impl Modify for Credentials {
     }
 }
 
+/// Bytes as they are, the body of an upload or an output: in the document, a string of
+/// format `binary`, as client generators read it.
+pub struct Binary;
+
+impl PartialSchema for Binary {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .into()
+    }
+}
+
+impl ToSchema for Binary {}
+
 /// The document's frame, to which the router adds its operations.
 pub fn frame() -> OpenApi {
     Frame::openapi()
@@ -87,7 +102,7 @@ pub fn finish(mut openapi: OpenApi) -> OpenApi {
                     }
                     Some(RefOr::Ref(_)) => {}
                     None => {
-                        responses.insert(status.to_owned(), failure(description));
+                        responses.insert(status.to_owned(), failure(&description));
                     }
                 }
             }
@@ -109,26 +124,29 @@ fn failure(description: &str) -> RefOr<Response> {
 }
 
 /// The failures `operation` can answer by its shape: credentials, parameters, body.
-fn shared_failures(operation: &Operation) -> Vec<(&'static str, &'static str)> {
+fn shared_failures(operation: &Operation) -> Vec<(&'static str, String)> {
     let mut failures = Vec::new();
     if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
         failures.push((
             "401",
             "No `Authorization: Bearer` header, or a token that is neither the admin token \
-             nor shaped like a batch handle (`unauthorized`).",
+             nor shaped like a batch handle (`unauthorized`)."
+                .into(),
         ));
         failures.push((
             "403",
             "These credentials do not open this (`forbidden`): a batch handle for an admin \
              operation, or for another batch. A handle is answered alike for a batch or \
-             task that does not exist.",
+             task that does not exist."
+                .into(),
         ));
     }
     if operation.parameters.iter().flatten().any(may_not_parse) {
         failures.push((
             "400",
             "A path or query parameter is not of its documented type, or is unknown \
-             (`bad-request`).",
+             (`bad-request`)."
+                .into(),
         ));
     }
     let body = operation.request_body.as_ref().and_then(|body| match body {
@@ -137,22 +155,29 @@ fn shared_failures(operation: &Operation) -> Vec<(&'static str, &'static str)> {
     });
     if let Some(body) = body {
         if body.content.contains_key("application/json") {
-            failures.push(("400", "The body is not JSON (`bad-request`)."));
+            failures.push(("400", "The body is not JSON (`bad-request`).".into()));
             failures.push((
                 "415",
                 "The body was not sent as `Content-Type: application/json` \
-                 (`unsupported-media-type`).",
+                 (`unsupported-media-type`)."
+                    .into(),
             ));
             failures.push((
                 "422",
                 "The body is JSON but not of the documented shape: a missing or unknown \
-                 field, or a value of another type (`invalid`).",
+                 field, or a value of another type (`invalid`)."
+                    .into(),
             ));
         }
         failures.push((
             "413",
-            "The body is larger than this operation takes (`too-large`): 64 MiB for a \
-             component or a submission of tasks, 64 KiB for any other.",
+            format!(
+                "The body is larger than this operation takes (`too-large`): {} MiB for a \
+                 component, {} MiB for a submission of tasks, {} KiB for any other.",
+                super::MAX_MODULE_BYTES >> 20,
+                super::MAX_SUBMIT_BYTES >> 20,
+                super::MAX_BODY_BYTES >> 10,
+            ),
         ));
     }
     let stateless = ["health", "openapi"];
@@ -163,7 +188,7 @@ fn shared_failures(operation: &Operation) -> Vec<(&'static str, &'static str)> {
     {
         failures.push((
             "500",
-            "The store failed (`internal`); the server log says how.",
+            "The store failed (`internal`); the server log says how.".into(),
         ));
     }
     failures

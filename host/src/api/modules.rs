@@ -11,6 +11,7 @@ use utoipa::IntoParams;
 use super::AppState;
 use super::auth::Admin;
 use super::body::BodyPermit;
+use super::doc::Binary;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::Digest;
 use crate::store::ModuleInfo;
@@ -37,7 +38,7 @@ pub struct AddQuery {
     tag = "modules",
     params(AddQuery),
     request_body(
-        content = Vec<u8>,
+        content = inline(Binary),
         content_type = "application/octet-stream",
         description = "A WebAssembly component of the `qhost:task` world",
     ),

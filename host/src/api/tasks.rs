@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::{Admin, TaskCaller};
 use super::batches::{SetPriority, json_body};
+use super::doc::Binary;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::whole;
 use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskInfo};
@@ -62,7 +63,7 @@ pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResul
     tag = "tasks",
     params(("id" = i64, Path, description = "The task's id")),
     responses(
-        (status = 200, description = "The output", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 200, description = "The output", content_type = "application/octet-stream", body = inline(Binary)),
         (status = 404, description = "No task has this id (`not-found`), or it has no output: \
             it has not succeeded (`no-output`).", body = ErrorBody),
     ),
