@@ -298,8 +298,8 @@ fn every_failure_is_json_with_a_documented_status() {
         Case {
             what: "a body over the limit",
             method: "POST",
-            path: "/v1/batches".into(),
-            operation: Some("/v1/batches"),
+            path: "/v1/schedules".into(),
+            operation: Some("/v1/schedules"),
             token: admin,
             content_type: json_type,
             body: format!(r#"{{"name": "{}"}}"#, "x".repeat(100 * 1024)).into_bytes(),
@@ -444,9 +444,10 @@ parameters = {{ "path.id" = {{ dictionary = "task", probability = 0.5 }} }}
 # A well-formed request these operations may refuse with 400 for what no schema can state:
 # a component must compile and implement the qhost:task world; a task must name a module
 # that exists, and mounts, a timeout and a memory limit within what the server was
-# started with. Every other operation accepts whatever its schema allows.
+# started with; a schedule's cron expression and time zone must be ones it can read, and
+# its plan must compile. Every other operation accepts whatever its schema allows.
 [[operations]]
-include-operation-id-regex = "^(add_module|submit_tasks|submit_task)$"
+include-operation-id-regex = "^(add_module|submit_tasks|submit_task|open_batch|create_schedule)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409"]
 "#
     )

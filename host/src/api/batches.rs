@@ -38,9 +38,9 @@ pub struct OpenBatch {
     /// The priority of its tasks that give none; higher first.
     #[serde(default, deserialize_with = "whole::int")]
     pub priority: i32,
-    /// At most this many of its tasks run at once; none: no limit.
+    /// At most this many of its tasks run at once (0 holds them all); none: no limit.
     #[serde(default, deserialize_with = "whole::option")]
-    #[schema(format = Int64, minimum = 1, maximum = 4294967295_u64)]
+    #[schema(format = Int64, minimum = 0, maximum = 4294967295_u64)]
     pub max_parallel: Option<u32>,
     #[serde(default)]
     pub failure_policy: FailurePolicy,
@@ -56,7 +56,7 @@ pub struct Opened {
     /// The capability to use this batch: keep it secret.
     pub handle: String,
     /// The ids of the tasks submitted with the opening, if any.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(required = true)]
     pub tasks: Vec<TaskId>,
 }
 

@@ -338,6 +338,8 @@ mod tests {
     fn a_field_every_answer_carries_is_required() {
         // serde writes every field of a response (none is skipped when empty): each is
         // required, `null` where it may be absent. Should one ever be skipped, name it here.
+        // The base64 twin of captured output is written only when the text is not UTF-8.
+        let skipped = ["StdoutText.stdout_base64", "StderrText.stderr_base64"];
         let document = document();
         let mut answered = BTreeSet::new();
         for (_, _, operation) in operations(&document) {
@@ -354,6 +356,9 @@ mod tests {
                 };
                 let required = object["required"].as_array();
                 for property in properties.keys() {
+                    if skipped.contains(&format!("{name}.{property}").as_str()) {
+                        continue;
+                    }
                     assert!(
                         required.is_some_and(|r| r.contains(&Value::from(property.as_str()))),
                         "{name}.{property} is in every answer but not required"

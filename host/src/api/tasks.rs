@@ -159,9 +159,9 @@ pub async fn set_priority(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetLimit {
-    /// At most this many of the group's tasks run at once.
+    /// At most this many of the group's tasks run at once (0 holds them all).
     #[serde(deserialize_with = "whole::int")]
-    #[schema(format = Int64, minimum = 1, maximum = 4294967295_u64)]
+    #[schema(format = Int64, minimum = 0, maximum = 4294967295_u64)]
     pub limit: u32,
 }
 

@@ -76,6 +76,7 @@ pub enum BatchCommand {
     },
     /// Hold the batch's tasks that have not started, until it is resumed.
     Pause {
+        /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
         /// Print it as JSON.
         #[arg(long)]
@@ -83,6 +84,7 @@ pub enum BatchCommand {
     },
     /// Let a paused batch's tasks run again, in the order they had.
     Resume {
+        /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
         /// Print it as JSON.
         #[arg(long)]
@@ -91,6 +93,7 @@ pub enum BatchCommand {
     /// Show how many of the batch's tasks may run at once, or set it (`none`: no limit;
     /// 0 holds them all).
     Limit {
+        /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
         /// A number, or `none`.
         limit: Option<Limit>,
@@ -100,6 +103,7 @@ pub enum BatchCommand {
     },
     /// Run the batch's failed tasks again, with fresh attempts.
     Retry {
+        /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
         /// Only tasks that ended so: outcomes, comma-separated (`trap,lost`); `cancelled`
         /// runs cancelled tasks again too.

@@ -34,6 +34,7 @@ pub enum GroupCommand {
     /// Hold the group's tasks that have not started, keeping its limit, until it is
     /// resumed.
     Pause {
+        /// The group's key.
         key: String,
         /// Print it as JSON.
         #[arg(long)]
@@ -41,6 +42,7 @@ pub enum GroupCommand {
     },
     /// Let a paused group's tasks run again, in the order they had.
     Resume {
+        /// The group's key.
         key: String,
         /// Print it as JSON.
         #[arg(long)]

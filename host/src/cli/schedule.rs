@@ -26,6 +26,7 @@ pub struct ScheduleArgs {
 pub enum ScheduleCommand {
     /// Create a schedule: at each tick, a batch opens from the plan.
     Add {
+        /// The schedule's name: letters, digits, `-`, `_` and `.`.
         name: String,
         /// When: `MIN HOUR DAY MONTH WEEKDAY`, with seconds first if six fields, or
         /// `@hourly`, `@daily`, ...
@@ -54,19 +55,32 @@ pub enum ScheduleCommand {
     },
     /// Show a schedule and its last ticks.
     Show {
+        /// The schedule's name.
         name: String,
         /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Stop a schedule's ticks until it is resumed (ticks meanwhile do not fire).
-    Pause { name: String },
+    Pause {
+        /// The schedule's name.
+        name: String,
+    },
     /// Resume a paused schedule from its next tick.
-    Resume { name: String },
+    Resume {
+        /// The schedule's name.
+        name: String,
+    },
     /// Delete a schedule; the batches it opened stay.
-    Rm { name: String },
+    Rm {
+        /// The schedule's name.
+        name: String,
+    },
     /// Open a batch from the schedule's plan now, out of turn.
-    RunNow { name: String },
+    RunNow {
+        /// The schedule's name.
+        name: String,
+    },
 }
 
 /// `GET /v1/schedules/{name}`.

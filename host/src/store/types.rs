@@ -175,6 +175,7 @@ pub struct BatchInfo {
     /// Paused: none of its tasks is claimed until it is resumed; `max_parallel` is what it
     /// gets back then.
     #[serde(default)]
+    #[schema(required = true)]
     pub paused: bool,
     pub created_at: Micros,
     pub progress: Progress,
@@ -187,6 +188,7 @@ pub struct Progress {
     pub ready: u64,
     /// Ready, and held by a paused (or limit 0) batch or group.
     #[serde(default)]
+    #[schema(required = true)]
     pub held: u64,
     pub reserved: u64,
     pub running: u64,
@@ -230,6 +232,7 @@ pub struct TaskInfo {
     /// The module's name, as `GET /v1/modules` shows it (the name last given to that
     /// digest); none when it has none or was deleted since.
     #[serde(default)]
+    #[schema(required = true)]
     pub module_name: Option<String>,
     pub order: i64,
     #[schema(required = true)]
@@ -242,10 +245,10 @@ pub struct TaskInfo {
     /// when it was last re-driven (each re-drive grants the whole budget again).
     pub max_attempts: u32,
     pub submitted_at: Micros,
-    #[schema(required = true)]
     /// When a pending task that was delayed (`run_at`, `delay`) or is waiting out a retry's
     /// backoff becomes due; none when it is due at once or no longer pending.
     #[serde(default)]
+    #[schema(required = true)]
     pub due_at: Option<Micros>,
     #[schema(required = true)]
     pub ended_at: Option<Micros>,
@@ -265,6 +268,7 @@ pub struct GroupInfo {
     pub limit: u32,
     /// Paused: none of its tasks is claimed until it is resumed.
     #[serde(default)]
+    #[schema(required = true)]
     pub paused: bool,
     pub running: u64,
     pub waiting: u64,
@@ -324,6 +328,7 @@ pub struct AttemptRecord {
     pub module: Digest,
     /// The module's name, as in [`TaskInfo::module_name`].
     #[serde(default)]
+    #[schema(required = true)]
     pub module_name: Option<String>,
     pub attempt: u32,
     pub node: String,
