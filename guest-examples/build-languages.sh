@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds the wordcount example in Python, JavaScript and C into qhost components:
+# Builds the wordcount example in Python, JavaScript and C, and the fetch example in
+# Python, into qhost components:
 #
 #   guest-examples/build-languages.sh [OUT_DIR]    (default guest-examples/target/languages)
 #
-# writes wordcount-python.wasm, wordcount-js.wasm (QuickJS), wordcount-js-spidermonkey.wasm
-# and wordcount-c.wasm. The toolchains come from scripts/guest-toolchains.sh. A component
-# newer than all of its sources is kept; the languages build in parallel.
+# writes wordcount-python.wasm, wordcount-js.wasm (QuickJS), wordcount-js-spidermonkey.wasm,
+# wordcount-c.wasm and fetch-python.wasm. The toolchains come from
+# scripts/guest-toolchains.sh. A component newer than all of its sources is kept; the
+# languages build in parallel.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -31,11 +33,25 @@ fresh() {
 }
 
 build_python() {
+    build_python_wordcount
+    build_python_fetch
+}
+
+build_python_wordcount() {
     local componentize="$here/python/.venv/bin/componentize-py"
     [ -x "$componentize" ] || missing componentize-py
     local target="$out/wordcount-python.wasm"
     fresh "$target" "$here/python/app.py" "$wit" && return
     "$componentize" -d "$wit" -w "$world" componentize -p "$here/python" app -o "$target.tmp"
+    mv "$target.tmp" "$target"
+}
+
+build_python_fetch() {
+    local componentize="$here/python/.venv/bin/componentize-py"
+    local target="$out/fetch-python.wasm"
+    fresh "$target" "$here/python/fetch.py" "$wit" && return
+    "$componentize" -d "$wit" -w qhost:task/task-http componentize -p "$here/python" fetch \
+        -o "$target.tmp"
     mv "$target.tmp" "$target"
 }
 
@@ -88,4 +104,4 @@ for i in "${!languages[@]}"; do
     fi
 done
 [ "$failed" = 0 ] || exit 1
-ls "$out"/wordcount-{python,js,js-spidermonkey,c}.wasm >/dev/null
+ls "$out"/wordcount-{python,js,js-spidermonkey,c}.wasm "$out"/fetch-python.wasm >/dev/null

@@ -9,11 +9,15 @@
 //! - [`schedules`]: batches opened from a plan on a cron schedule.
 //! - [`cli`]: the `qhost` command line, one file per subcommand.
 //! - [`units`]: sizes and durations as people write them.
+//! - [`secrets`]: the key that seals secret settings at rest.
+//! - [`private_file`]: files only their owner may read.
 
 pub mod api;
 pub mod cli;
+pub mod private_file;
 pub mod runtime;
 pub mod scheduler;
 pub mod schedules;
+pub mod secrets;
 pub mod store;
 pub mod units;

@@ -131,6 +131,14 @@ impl Store for FaultyStore {
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
         self.inner.batch_get(batch).await
     }
+
+    async fn batch_grant(&self, batch: BatchId) -> StoreResult<Grant> {
+        self.inner.batch_grant(batch).await
+    }
+
+    async fn grant_secret_sample(&self) -> StoreResult<Option<Setting>> {
+        self.inner.grant_secret_sample().await
+    }
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
         self.inner.batch_open_count(batch).await
     }
@@ -218,8 +226,23 @@ impl Store for FaultyStore {
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
         self.inner.lease_rescue(node, now).await
     }
+    async fn batch_list(&self, filter: BatchFilter) -> StoreResult<Vec<BatchInfo>> {
+        self.inner.batch_list(filter).await
+    }
+    async fn task_list(&self, filter: TaskFilter) -> StoreResult<TaskPage> {
+        self.inner.task_list(filter).await
+    }
+    async fn task_hold(&self, tasks: Vec<TaskId>) -> StoreResult<Vec<HoldFacts>> {
+        self.inner.task_hold(tasks).await
+    }
     async fn task_counts(&self) -> StoreResult<Progress> {
         self.inner.task_counts().await
+    }
+    async fn queue_stats(&self, now: Micros) -> StoreResult<QueueStats> {
+        self.inner.queue_stats(now).await
+    }
+    async fn batch_depths(&self, limit: usize) -> StoreResult<Vec<BatchDepth>> {
+        self.inner.batch_depths(limit).await
     }
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
         self.inner.attempt_list(filter).await

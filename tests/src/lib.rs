@@ -90,6 +90,7 @@ impl Rng {
 pub mod conformance;
 pub mod faulty;
 pub mod harness;
+pub mod origin_server;
 pub mod pg;
 pub mod serve_node;
 pub mod server;

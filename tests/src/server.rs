@@ -1,12 +1,20 @@
 //! A real `qhost serve` on port 0 in a temporary data directory, and the `qhost` command
 //! line pointed at it: what the client tests and the serve benchmark start from.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+/// A batch just opened: its id, its handle and its tasks' ids.
+pub struct Opened {
+    pub id: i64,
+    pub handle: String,
+    pub tasks: Vec<i64>,
+}
 
 pub struct Server {
     child: Child,
@@ -74,6 +82,71 @@ impl Server {
         self.url.strip_prefix("http://").expect("an http URL")
     }
 
+    /// Opens a batch as the admin with `body` (`POST /v1/batches`), which must succeed.
+    pub fn open_batch(&self, body: Value) -> Opened {
+        let (status, opened) = call(
+            "POST",
+            &format!("{}/v1/batches", self.url),
+            Some(&self.token),
+            Some(body),
+        );
+        assert_eq!(status, 201, "opening a batch: {opened}");
+        Opened {
+            id: opened["batch"]["id"].as_i64().expect("the batch's id"),
+            handle: opened["handle"].as_str().expect("a handle").to_owned(),
+            tasks: opened["tasks"]
+                .as_array()
+                .map(|tasks| tasks.iter().filter_map(Value::as_i64).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// A batch's raw event stream from `Last-Event-ID: last` (if given): its status line,
+    /// then each event's name, `id` and task id, as they come. A stream quiet for a
+    /// minute fails the test.
+    pub fn events(
+        &self,
+        batch: i64,
+        last: Option<&str>,
+    ) -> (
+        String,
+        impl Iterator<Item = (String, Option<String>, Option<i64>)>,
+    ) {
+        let mut stream = TcpStream::connect(self.address()).expect("connecting for events");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("a read timeout");
+        let resume = last
+            .map(|id| format!("Last-Event-ID: {id}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "GET /v1/batches/{batch}/events HTTP/1.1\r\nHost: x\r\n{resume}Authorization: Bearer {}\r\n\r\n",
+            self.token
+        )
+        .expect("asking for events");
+        let mut lines = BufReader::new(stream)
+            .lines()
+            .map(|line| line.expect("the event stream went quiet for a minute"));
+        let status = lines.next().expect("a status line");
+        // An event's fields end at a blank line, in whatever order they came.
+        let (mut name, mut id, mut task) = (String::new(), None, None);
+        let events = lines.filter_map(move |line| {
+            if let Some(event) = line.strip_prefix("event: ") {
+                name = event.to_owned();
+            } else if let Some(value) = line.strip_prefix("id: ") {
+                id = Some(value.to_owned());
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                let data: Value = serde_json::from_str(data).expect("an event's JSON");
+                task = data["task"].as_i64().or(data["id"].as_i64());
+            } else if line.is_empty() && !name.is_empty() {
+                return Some((std::mem::take(&mut name), id.take(), task.take()));
+            }
+            None
+        });
+        (status, events)
+    }
+
     /// The `qhost` command line with this server and the admin token set by variables, and
     /// nothing inherited that could point it elsewhere.
     pub fn cli(&self) -> Command {
@@ -82,6 +155,19 @@ impl Server {
             .env("QHOST_SERVER", &self.url)
             .env("QHOST_TOKEN", &self.token);
         command
+    }
+
+    /// Adds the test guest `guest` under its own name, as admin; it must be accepted.
+    pub fn upload(&self, guest: &str) {
+        let bytes = std::fs::read(crate::guest(guest)).unwrap();
+        let mut response = agent()
+            .post(format!("{}/v1/modules?name={guest}", self.url))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .send(&bytes[..])
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.body_mut().read_to_string().unwrap_or_default();
+        assert_eq!(status, 201, "uploading {guest}: {body}");
     }
 
     /// Runs the command line with `args`.

@@ -130,7 +130,11 @@ fn a_plan_runs_to_its_end_and_a_failing_one_exits_non_zero() {
         .iter()
         .map(|a| a["order"].as_i64().unwrap())
         .collect();
-    assert_eq!(orders, [1, 2, 2], "order 1 ran first");
+    assert_eq!(
+        orders,
+        [2, 2, 1],
+        "order 1 ran first: the log reads newest first"
+    );
     let table = stdout(&server.run(&["log", "--batch", &handle]));
     assert!(table.starts_with("STARTED"), "{table}");
     assert_eq!(table.lines().filter(|l| l.contains("succeeded")).count(), 3);
@@ -276,16 +280,16 @@ fn status_shows_a_running_task_until_it_is_cancelled() {
     let running = loop {
         let output = server.run(&["status", "--json"]);
         expect_code(&output, 0);
-        let running: Value = serde_json::from_str(&stdout(&output)).unwrap();
-        if !running.as_array().unwrap().is_empty() {
-            break running;
+        let status: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        if !status["running"].as_array().unwrap().is_empty() {
+            break status["running"].clone();
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
     assert_eq!(running[0]["task"].to_string(), task);
     let table = stdout(&server.run(&["status"]));
-    let mut lines = table.lines();
-    assert!(lines.next().unwrap().starts_with("TASK"), "{table}");
+    let mut lines = table.lines().skip_while(|l| !l.starts_with("TASK"));
+    assert!(lines.next().is_some(), "{table}");
     let row = lines.next().unwrap();
     assert!(row.starts_with(&task) && row.contains("slow"), "{table}");
     let group: Value =
@@ -304,7 +308,8 @@ fn status_shows_a_running_task_until_it_is_cancelled() {
     let handle = submitted["handle"].as_str().unwrap();
     let output = server.run(&["batch", "wait", handle]);
     expect_code(&output, 0);
-    assert!(stdout(&server.run(&["status"])).starts_with("nothing runs"));
+    let table = stdout(&server.run(&["status"]));
+    assert!(table.contains("\nnothing runs on"), "{table}");
     let shown = stdout(&server.run(&["task", "show", &task]));
     assert!(shown.contains("state     cancelled"), "{shown}");
     assert!(server.stop().success());
@@ -454,7 +459,8 @@ fn the_cli_finds_its_server_by_config_file_or_local_data_dir() {
         .output()
         .unwrap();
     expect_code(&output, 0);
-    assert_eq!(stdout(&output).trim(), "[]");
+    let status: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(status["running"], serde_json::json!([]), "{status}");
     assert!(server.stop().success());
 }
 
@@ -471,6 +477,7 @@ fn openapi_describes_every_route() {
         ("/v1/modules", "get"),
         ("/v1/modules/{digest}", "delete"),
         ("/v1/batches", "post"),
+        ("/v1/batches", "get"),
         ("/v1/batches/{id}", "get"),
         ("/v1/batches/{id}", "delete"),
         ("/v1/batches/{id}/tasks", "post"),
@@ -480,15 +487,28 @@ fn openapi_describes_every_route() {
         ("/v1/batches/{id}/wait", "get"),
         ("/v1/batches/{id}/events", "get"),
         ("/v1/tasks", "post"),
+        ("/v1/tasks", "get"),
         ("/v1/tasks/{id}", "get"),
         ("/v1/tasks/{id}/output", "get"),
         ("/v1/tasks/{id}/cancel", "post"),
         ("/v1/tasks/{id}/priority", "put"),
+        ("/v1/batches/{id}/retry", "post"),
+        ("/v1/batches/{id}/pause", "post"),
+        ("/v1/batches/{id}/resume", "post"),
+        ("/v1/batches/{id}/max_parallel", "put"),
+        ("/v1/tasks/{id}/retry", "post"),
+        ("/v1/tasks/retry", "post"),
+        ("/v1/tasks/cancel", "post"),
+        ("/v1/tasks/priority", "put"),
         ("/v1/groups/{key}", "get"),
         ("/v1/groups/{key}", "put"),
+        ("/v1/groups/{key}/pause", "post"),
+        ("/v1/groups/{key}/resume", "post"),
         ("/v1/attempts", "get"),
         ("/v1/running", "get"),
         ("/v1/nodes", "get"),
+        ("/v1/status", "get"),
+        ("/v1/status/history", "get"),
         ("/v1/schedules", "post"),
         ("/v1/schedules", "get"),
         ("/v1/schedules/{name}", "get"),
@@ -608,6 +628,20 @@ fn a_batch_streams_one_event_per_task_then_ends_and_metrics_count_them() {
     assert_eq!(value("qhost_attempts_total{outcome=\"succeeded\"}"), 5.0);
     assert_eq!(value("qhost_attempts_total{outcome=\"trap\"}"), 0.0);
     assert_eq!(value("qhost_pool_occupancy"), 0.0, "nothing runs now");
+    assert_eq!(value("qhost_tasks{state=\"succeeded\"}"), 5.0);
+    assert_eq!(value("qhost_tasks_ended_total{state=\"succeeded\"}"), 5.0);
+    assert_eq!(value("qhost_tasks_ended_total{state=\"failed\"}"), 0.0);
+    assert_eq!(
+        value("qhost_oldest_ready_age_seconds"),
+        0.0,
+        "nothing is ready"
+    );
+    let build = format!(
+        "qhost_build_info{{version=\"{}\"}}",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(value(&build), 1.0);
+    assert!(metrics.contains("# TYPE qhost_tasks_ended_total counter"));
     assert!(metrics.contains("# TYPE qhost_claim_latency_seconds histogram"));
     assert!(server.stop().success());
 }
@@ -1241,4 +1275,76 @@ fn a_closed_stderr_loses_the_message_and_keeps_the_exit_code() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn status_nodes_and_log_tail_read_the_queue() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    add_module(&server, "echo");
+    let mut tasks = Vec::new();
+    for input in ["one", "two", "three"] {
+        let output = server.run(&["submit", "--module", "echo", "--input", input, "--json"]);
+        expect_code(&output, 0);
+        let submitted: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        let handle = submitted["handle"].as_str().unwrap();
+        expect_code(&server.run(&["batch", "wait", handle]), 0);
+        tasks.push(submitted["task"].as_i64().unwrap());
+    }
+
+    let output = server.run(&["status", "--json"]);
+    expect_code(&output, 0);
+    let status: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(status["tasks"]["succeeded"], 3, "{status}");
+    assert_eq!(status["ended_total"]["succeeded"], 3, "{status}");
+    assert_eq!(status["oldest_ready_age_seconds"], Value::Null, "{status}");
+    assert_eq!(
+        status["batches"],
+        serde_json::json!([]),
+        "all ended: {status}"
+    );
+    assert_eq!(status["nodes"][0]["workers"], 2, "{status}");
+    let table = stdout(&server.run(&["status"]));
+    assert!(
+        table.contains("0 ready") && table.contains("3 succeeded"),
+        "{table}"
+    );
+    assert!(table.contains("no task ready to claim"), "{table}");
+
+    let table = stdout(&server.run(&["nodes"]));
+    let mut lines = table.lines();
+    assert!(lines.next().unwrap().starts_with("NODE"), "{table}");
+    assert!(lines.next().unwrap().contains(" 0/2 "), "{table}");
+    let nodes: Value = serde_json::from_str(&stdout(&server.run(&["nodes", "--json"]))).unwrap();
+    assert_eq!(
+        (nodes[0]["busy"].as_u64(), nodes[0]["workers"].as_u64()),
+        (Some(0), Some(2))
+    );
+
+    let tasks_of = |args: &[&str]| -> Vec<i64> {
+        let output = server.run(args);
+        expect_code(&output, 0);
+        stdout(&output)
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<Value>(line).unwrap()["task"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let newest_first: Vec<i64> = tasks.iter().rev().copied().collect();
+    assert_eq!(tasks_of(&["log", "--json"]), newest_first);
+    assert_eq!(
+        tasks_of(&["log", "-n", "2", "--json"]),
+        tasks[1..],
+        "the last two, oldest first"
+    );
+    assert_eq!(tasks_of(&["log", "--limit", "1", "--json"]), tasks[2..]);
+    assert!(tasks_of(&["log", "--until", "2001-01-01T00:00:00Z", "--json"]).is_empty());
+    assert_eq!(tasks_of(&["log", "--since", "1h", "--json"]), newest_first);
+    let output = server.run(&["log", "--until", "yesterday"]);
+    expect_code(&output, 2);
+    assert!(stderr(&output).contains("--until"), "{}", stderr(&output));
+    assert!(server.stop().success());
 }

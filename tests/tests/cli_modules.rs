@@ -1,5 +1,5 @@
 //! Modules as the command line names them: by the start of the digest `module ls` shows,
-//! by a name with a suggestion when it is mistyped; their names beside their digests in
+//! by a name with a suggestion when it is mistyped; with the languages they were written in; their names beside their digests in
 //! the task view, the event stream and the log; and a refused plan that leaves nothing.
 
 use std::io::{BufRead, BufReader};
@@ -58,6 +58,16 @@ fn the_digest_module_ls_shows_names_the_module() {
     let echo = shown_digest(&server, "echo");
     assert_eq!(echo.len(), 12, "{echo}");
 
+    // Its languages, as the upload read them from the component.
+    let table = stdout(&server.run(&["module", "ls"]));
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["DIGEST", "NAME", "TAG", "BYTES", "LANGUAGES", "ADDED"]
+    );
+    let row = table.lines().find(|row| row.contains(" echo ")).unwrap();
+    assert!(row.contains("  Rust, C11  "), "{table}");
+
     let output = server.run(&["submit", "--module", &echo, "--input", "hi", "--wait"]);
     expect_code(&output, 0);
     assert_eq!(stdout(&output), "hi\n");
@@ -114,10 +124,18 @@ fn views_name_the_module_beside_its_digest() {
         .header("Authorization", format!("Bearer {handle}"))
         .call()
         .unwrap();
+    // The data of the first `task` event (a `started` event may come before it).
+    let mut name = String::new();
     let event: Value = BufReader::new(response.body_mut().as_reader())
         .lines()
         .map(Result::unwrap)
-        .find_map(|line| serde_json::from_str(line.strip_prefix("data: ")?).ok())
+        .find_map(|line| {
+            if let Some(event) = line.strip_prefix("event: ") {
+                name = event.to_owned();
+            }
+            let data = line.strip_prefix("data: ").filter(|_| name == "task")?;
+            serde_json::from_str(data).ok()
+        })
         .expect("a task event");
     assert_eq!(
         (event["module"].as_str(), event["module_name"].as_str()),

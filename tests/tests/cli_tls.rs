@@ -89,7 +89,7 @@ fn an_https_server_with_a_trusted_certificate_is_reached() {
     let ca = TestCa::new(dir.path(), "trusted");
     let port = tls_server(&ca);
     let output = bare_cli()
-        .args(["status", "--json", "--token", "qha_any"])
+        .args(["nodes", "--json", "--token", "qha_any"])
         .arg("--server")
         .arg(format!("https://localhost:{port}"))
         .env("SSL_CERT_FILE", &ca.pem_file)

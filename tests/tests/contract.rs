@@ -445,9 +445,11 @@ parameters = {{ "path.id" = {{ dictionary = "task", probability = 0.5 }} }}
 # a component must compile and implement the qhost:task world; a task must name a module
 # that exists, and mounts, a timeout and a memory limit within what the server was
 # started with; a schedule's cron expression and time zone must be ones it can read, and
-# its plan must compile. Every other operation accepts whatever its schema allows.
+# its plan must compile; a log's `since` must come before its `until`. A task runs again
+# only once it has failed or was cancelled (409). Every other operation accepts whatever
+# its schema allows.
 [[operations]]
-include-operation-id-regex = "^(add_module|submit_tasks|submit_task|open_batch|create_schedule)$"
+include-operation-id-regex = "^(add_module|submit_tasks|submit_task|open_batch|create_schedule|retry_task|list_attempts)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409"]
 "#
     )

@@ -5,7 +5,7 @@
 //! The components are built by guest-examples/build-languages.sh; its toolchains come from
 //! scripts/guest-toolchains.sh.
 
-use qhost::runtime::{LogLevel, Outcome, RunReport, RunRequest, Runtime, RuntimeConfig};
+use qhost::runtime::{LogLevel, Outcome, Producers, RunReport, RunRequest, Runtime, RuntimeConfig};
 use qhost_tests::{LANGUAGE_GUESTS, guest, language_guest, language_guests};
 
 /// A runtime whose compiled components persist in the target folder, so that only the
@@ -145,4 +145,39 @@ async fn python_starts_fresh_for_every_task() {
         );
         assert_eq!(report.logs.len(), 1, "{:?}", report.logs);
     }
+}
+
+/// The languages `GET /v1/modules` shows for each guest: what its `producers` sections
+/// name, read at upload. They are those of every part: the C guest names Rust too (the
+/// WASI adapter's); the Python and QuickJS components name only their Rust glue, as their
+/// interpreter's module names no language.
+#[test]
+fn every_language_guest_names_what_made_it() {
+    let expected = [
+        ("wordcount-python", "Rust"),
+        ("wordcount-js", "Rust"),
+        ("wordcount-js-spidermonkey", "JavaScript"),
+        ("wordcount-c", "C99"),
+    ];
+    for (_, stem) in LANGUAGE_GUESTS {
+        let producers = Producers::of(&std::fs::read(language_guest(stem)).unwrap());
+        let (_, language) = expected.iter().find(|(s, _)| *s == stem).unwrap();
+        assert!(
+            producers.languages.iter().any(|l| l == language),
+            "{stem}: {producers:?}"
+        );
+        assert!(
+            producers
+                .processed_by
+                .iter()
+                .any(|t| t.starts_with("wit-component ")),
+            "{stem}: {producers:?}"
+        );
+    }
+    let spidermonkey =
+        Producers::of(&std::fs::read(language_guest("wordcount-js-spidermonkey")).unwrap());
+    assert!(
+        spidermonkey.languages.contains(&"C++14".to_owned()),
+        "{spidermonkey:?}"
+    );
 }

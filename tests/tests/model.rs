@@ -1230,6 +1230,8 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     priority: *priority,
                     max_parallel: *max_parallel,
                     failure_policy: *policy,
+                    allow_http: Vec::new(),
+                    settings: Vec::new(),
                 };
                 let mut hash = [0u8; 32];
                 getrandom::fill(&mut hash).unwrap();

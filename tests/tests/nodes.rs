@@ -183,3 +183,76 @@ fn nodes_whose_clocks_are_seconds_off_still_behave() {
         "{registry}"
     );
 }
+
+/// A batch's event stream on one node announces the starts of its tasks on other nodes
+/// as they happen, not only when something of the batch ends. Two nodes of one slot: a
+/// long task of one batch fills one node's slot; a task of a second batch can then start
+/// only on the other node, and the first node's stream of that batch names it started.
+#[test]
+fn a_stream_announces_starts_on_other_nodes_at_once() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let nodes: Vec<ServeNode> = ["n1", "n2"]
+        .iter()
+        .map(|name| {
+            ServeNode::start(data.path(), name, 1, |command| {
+                command.args(["--db", &db.url]);
+            })
+        })
+        .collect();
+    nodes[0].upload("misbehave");
+    let long = || {
+        json!({ "tasks": [
+            { "module": "misbehave", "input": "sleep:20000", "max_attempts": 1 },
+        ]})
+    };
+    let first = nodes[0].call("POST", "/v1/batches", Some(long()));
+    let busy = running_on(&nodes[0], first["tasks"][0].as_i64().unwrap());
+    let (busy, free) = if busy == "n1" { (0, 1) } else { (1, 0) };
+
+    let mut held = long();
+    held["max_parallel"] = json!(0);
+    let second = nodes[busy].call("POST", "/v1/batches", Some(held));
+    let batch = second["batch"]["id"].as_i64().unwrap();
+    let task = second["tasks"][0].as_i64().unwrap();
+    let (status, mut events) = nodes[busy].server.events(batch, None);
+    assert!(status.contains(" 200 "), "{status}");
+    nodes[busy].call(
+        "PUT",
+        &format!("/v1/batches/{batch}/max_parallel"),
+        Some(json!({ "max_parallel": null })),
+    );
+    let event = events.next().map(|(name, _, task)| (name, task));
+    assert_eq!(
+        event,
+        Some(("started".to_owned(), Some(task))),
+        "the task's start on {} should be announced on {} while it runs",
+        nodes[free].name,
+        nodes[busy].name
+    );
+    assert_eq!(running_on(&nodes[busy], task), nodes[free].name);
+    for opened in [first, second] {
+        let batch = opened["batch"]["id"].as_i64().unwrap();
+        nodes[0].call("POST", &format!("/v1/batches/{batch}/cancel"), None);
+        nodes[0].wait(batch, PATIENCE);
+    }
+}
+
+/// The node `task` runs on, once it runs, as `node` reads the running list.
+fn running_on(node: &ServeNode, task: i64) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let running = node.call("GET", "/v1/running", None);
+        if let Some(run) = running
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["task"] == task)
+        {
+            return run["node"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "task {task} never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

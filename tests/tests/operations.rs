@@ -12,22 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use qhost_tests::server::{Server, agent, call};
 use serde_json::{Value, json};
 
-fn upload(server: &Server, guest: &str) {
-    let bytes = std::fs::read(qhost_tests::guest(guest)).unwrap();
-    let mut response = agent()
-        .post(format!("{}/v1/modules?name={guest}", server.url))
-        .header("Authorization", format!("Bearer {}", server.token))
-        .send(&bytes[..])
-        .unwrap();
-    let status = response.status().as_u16();
-    assert_eq!(
-        status,
-        201,
-        "{}",
-        response.body_mut().read_to_string().unwrap()
-    );
-}
-
 /// A request with an `Idempotency-Key`: the status, the `Idempotent-Replayed` header, the
 /// JSON body.
 fn keyed(url: &str, token: &str, key: &str, body: &Value) -> (u16, bool, Value) {
@@ -65,7 +49,10 @@ fn wait(server: &Server, batch: i64) -> Value {
     }
 }
 
-/// A batch's event stream: each event's name and data, as they come.
+/// A batch's event stream: each completion event's name and data (`task`, `end`), as they
+/// come; the `started` events between them, whose timing depends on how fast a task
+/// ends, are left out (`a_stream_announces_starts_and_resumes_after_the_last_id` reads
+/// them).
 fn stream(server: &Server, batch: i64) -> impl Iterator<Item = (String, Value)> {
     let mut stream = TcpStream::connect(server.address()).unwrap();
     write!(
@@ -81,7 +68,7 @@ fn stream(server: &Server, batch: i64) -> impl Iterator<Item = (String, Value)> 
             name = event.to_owned();
         }
         let data = line.strip_prefix("data: ")?;
-        Some((name.clone(), serde_json::from_str(data).unwrap()))
+        (name != "started").then(|| (name.clone(), serde_json::from_str(data).unwrap()))
     })
 }
 
@@ -102,6 +89,82 @@ fn events_until(server: &Server, batch: i64, last: &str) -> Vec<(String, Option<
     panic!("the stream closed before its {last}: {seen:?}");
 }
 
+/// A stream says when each attempt starts and when its task ends; a stream opened again
+/// with the last `id` received goes on after it, sending nothing twice.
+#[test]
+fn a_stream_announces_starts_and_resumes_after_the_last_id() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    server.upload("misbehave");
+    let url = &server.url;
+    // Held until the stream is open, so that it sees every start.
+    let (status, opened) = call(
+        "POST",
+        &format!("{url}/v1/batches"),
+        Some(&server.token),
+        Some(json!({ "max_parallel": 0, "tasks": [
+            { "module": "misbehave", "input": "sleep:500", "order": 0 },
+            { "module": "misbehave", "input": "sleep:500", "order": 1 },
+        ]})),
+    );
+    assert_eq!(status, 201, "{opened}");
+    let batch = opened["batch"]["id"].as_i64().unwrap();
+    let tasks: Vec<i64> = opened["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect();
+    let (status, events) = server.events(batch, None);
+    assert!(status.contains(" 200 "), "{status}");
+    call(
+        "PUT",
+        &format!("{url}/v1/batches/{batch}/max_parallel"),
+        Some(&server.token),
+        Some(json!({ "max_parallel": null })),
+    );
+    let mut seen = Vec::new();
+    for event in events {
+        let end = event.0 == "end";
+        seen.push(event);
+        if end {
+            break;
+        }
+    }
+    let names: Vec<(&str, Option<i64>)> = seen.iter().map(|(n, _, t)| (n.as_str(), *t)).collect();
+    assert_eq!(
+        names,
+        [
+            ("started", Some(tasks[0])),
+            ("task", Some(tasks[0])),
+            ("started", Some(tasks[1])),
+            ("task", Some(tasks[1])),
+            ("end", Some(batch)),
+        ],
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|(name, id, _)| (name == "task") == id.is_some()),
+        "{seen:?}"
+    );
+
+    // Reconnecting after the first task's event: the second task's, then the end.
+    let first = seen[1].1.clone().unwrap();
+    let (_, events) = server.events(batch, Some(&first));
+    let resumed: Vec<(String, Option<i64>)> = events
+        .map(|(name, _, task)| (name, task))
+        .take_while(|(name, _)| name != "end")
+        .collect();
+    assert_eq!(resumed, [("task".to_owned(), Some(tasks[1]))]);
+
+    // Only an id as the document gives it: 1 to 18 digits.
+    for refused in ["yesterday", "+1", "1234567890123456789"] {
+        let (status, _) = server.events(batch, Some(refused));
+        assert!(status.contains(" 400 "), "{refused}: {status}");
+    }
+}
+
 /// A task fails until the file it reads exists; once it does, the batch's failed tasks are
 /// driven again: they run with fresh attempts and succeed; the batch, which had ended,
 /// ends again, and its event stream says so.
@@ -113,7 +176,7 @@ fn failed_tasks_are_driven_again_once_fixed() {
     let server = Server::start_with(data.path(), 2, |command| {
         command.args(["--mount", &mount]);
     });
-    upload(&server, "misbehave");
+    server.upload("misbehave");
     let task = json!({
         "module": "misbehave", "input": "read:/data/ready", "max_attempts": 2,
         "backoff": "1ms", "mounts": [{ "name": "data" }],
@@ -211,7 +274,7 @@ fn failed_tasks_are_driven_again_once_fixed() {
 fn a_stream_sends_a_task_again_when_it_ends_again() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), 1);
-    upload(&server, "misbehave");
+    server.upload("misbehave");
     let url = &server.url;
     // The held task keeps the batch open while the other fails and runs again.
     call(
@@ -277,7 +340,7 @@ fn a_stream_sends_a_task_again_when_it_ends_again() {
 fn paused_work_is_held_until_resumed() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), 2);
-    upload(&server, "misbehave");
+    server.upload("misbehave");
     let url = &server.url;
     let (status, group) = call(
         "POST",
@@ -351,13 +414,93 @@ fn paused_work_is_held_until_resumed() {
     assert_eq!(wait(&server, other)["succeeded"].as_u64(), Some(2));
 }
 
+/// A batch handle's bulk action that names no batch reaches its own batch's tasks only, and
+/// one that names another batch is refused.
+#[test]
+fn a_handles_bulk_action_reaches_its_own_batch_only() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    server.upload("misbehave");
+    let url = &server.url;
+    // Held (max_parallel 0), so nothing starts while the test looks.
+    let open = || {
+        let (status, opened) = call(
+            "POST",
+            &format!("{url}/v1/batches"),
+            Some(&server.token),
+            Some(json!({ "max_parallel": 0, "tasks": [
+                { "module": "misbehave", "input": "ok", "group": "g" },
+                { "module": "misbehave", "input": "ok", "group": "g" },
+            ]})),
+        );
+        assert_eq!(status, 201, "{opened}");
+        let id = opened["batch"]["id"].as_i64().unwrap();
+        (id, opened["handle"].as_str().unwrap().to_owned())
+    };
+    let (mine, handle) = open();
+    let (other, _) = open();
+
+    let (status, answer) = call(
+        "PUT",
+        &format!("{url}/v1/tasks/priority?group=g"),
+        Some(&handle),
+        Some(json!({ "priority": 5 })),
+    );
+    assert_eq!(
+        (status, answer["changed"].as_u64()),
+        (200, Some(2)),
+        "{answer}"
+    );
+    let (status, answer) = call(
+        "POST",
+        &format!("{url}/v1/tasks/cancel?group=g"),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(
+        (status, answer["cancelled"].as_u64()),
+        (200, Some(2)),
+        "{answer}"
+    );
+    let (status, answer) = call(
+        "POST",
+        &format!("{url}/v1/tasks/cancel?batch={other}"),
+        Some(&handle),
+        None,
+    );
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (403, Some("forbidden")),
+        "{answer}"
+    );
+
+    let progress = |batch: i64| {
+        let (_, info) = call(
+            "GET",
+            &format!("{url}/v1/batches/{batch}"),
+            Some(&server.token),
+            None,
+        );
+        (
+            info["progress"]["cancelled"].as_u64(),
+            info["progress"]["held"].as_u64(),
+        )
+    };
+    assert_eq!(progress(mine), (Some(2), Some(0)));
+    assert_eq!(
+        progress(other),
+        (Some(0), Some(2)),
+        "the other batch is untouched"
+    );
+}
+
 /// An opening with its tasks, repeated under its key, gets the first answer; another
 /// request under the key is refused; a refused plan leaves no batch.
 #[test]
 fn openings_and_submissions_are_done_once_per_key() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), 1);
-    upload(&server, "misbehave");
+    server.upload("misbehave");
     let url = format!("{}/v1/batches", server.url);
     let plan = json!({ "name": "once", "tasks": [{ "module": "misbehave", "input": "ok" }] });
     let (status, replayed, first) = keyed(&url, &server.token, "key-1", &plan);
@@ -464,7 +607,7 @@ fn text(output: &Output) -> String {
 fn the_command_line_submits_once_and_operates_batches() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), 1);
-    upload(&server, "misbehave");
+    server.upload("misbehave");
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.toml");
     std::fs::write(

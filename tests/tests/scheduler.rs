@@ -24,7 +24,9 @@ fn sleep_task(module: qhost::runtime::Digest, millis: u64, order: i64) -> TaskSp
 }
 
 /// (a) One batch with orders 100 x4, 200 x2, 300 x1, 400 x2, 500 x1 of sleep tasks on five
-/// slots: each order's tasks run together, and never with another order's.
+/// slots: each order's tasks run together, and never with another order's. Each sleeps
+/// 400 ms, so that the tasks of an order overlap even where a loaded machine starts one
+/// of them tens of milliseconds after the others (60 ms tasks missed, seen once).
 async fn ordered_batch_runs_order_by_order(backend: Backend) {
     let h = Harness::start_on(backend, 5, 0).await;
     let sleep = h.module("sleep").await;
@@ -33,7 +35,7 @@ async fn ordered_batch_runs_order_by_order(backend: Backend) {
     let tasks = plan
         .iter()
         .flat_map(|&(order, count)| (0..count).map(move |_| order))
-        .map(|order| sleep_task(sleep, 60, order))
+        .map(|order| sleep_task(sleep, 400, order))
         .collect();
     h.scheduler.submit(&access, batch, tasks).await.unwrap();
     let info = h.wait(batch).await;

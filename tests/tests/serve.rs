@@ -27,17 +27,8 @@ fn upload(server: &Server, bytes: &[u8], name: &str) -> (u16, Value) {
 }
 
 fn open(server: &Server) -> (i64, String) {
-    let (status, body) = call(
-        "POST",
-        &format!("{}/v1/batches", server.url),
-        Some(&server.token),
-        Some(json!({})),
-    );
-    assert_eq!(status, 201, "{body}");
-    (
-        body["batch"]["id"].as_i64().unwrap(),
-        body["handle"].as_str().unwrap().to_owned(),
-    )
+    let opened = server.open_batch(json!({}));
+    (opened.id, opened.handle)
 }
 
 #[test]
@@ -322,11 +313,11 @@ fn out_of_range_settings_and_wrong_credentials_are_refused() {
         ),
         (
             "POST",
-            url("/v1/tasks/cancel?group=g"),
+            url(&format!("/v1/tasks/cancel?group=g&batch={}", batch + 1)),
             Some(handle.as_str()),
             None,
-            400,
-            "within its own batch only",
+            403,
+            "do not open this resource",
         ),
         (
             "POST",

@@ -155,6 +155,17 @@ async fn an_upgraded_database_keeps_its_queue_and_leases() {
     let _ = driver.await;
 
     let store = PostgresStore::connect(&db.url, "n1").await.unwrap();
+    // The ready queue knows when its tasks were submitted: a list of ready tasks reads it.
+    let ready = TaskFilter {
+        states: vec![ListState::Ready],
+        limit: 10,
+        now: now_micros(),
+        ..TaskFilter::default()
+    };
+    let page = store.task_list(ready).await.unwrap();
+    let listed: Vec<_> = page.tasks.iter().map(|t| (t.id, t.submitted_at)).collect();
+    assert_eq!(listed, [(1, past)], "the ready task, listed");
+    assert_eq!(page.counts.ready, 1);
     let running = store.running_list().await.unwrap();
     assert_eq!(
         running.len(),

@@ -25,3 +25,37 @@ fn a_second_process_cannot_open_the_same_database() {
         "{second:#}"
     );
 }
+
+/// A module stored before qhost read the `producers` sections (as the migration leaves
+/// it) lists no languages, unknown, until it is added again.
+#[tokio::test]
+async fn a_module_stored_before_languages_were_read_is_unknown_until_added_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("qhost.db");
+    let bytes = std::fs::read(qhost_tests::guest("echo")).unwrap();
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .module_put(bytes.clone(), None, None, 1)
+            .await
+            .unwrap();
+    }
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE modules SET languages = NULL, processed_by = NULL",
+            [],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    let old = store.module_list().await.unwrap().remove(0);
+    assert_eq!((old.languages, old.processed_by), (None, None));
+    let again = store.module_put(bytes, None, None, 2).await.unwrap();
+    assert_eq!(again.languages.unwrap()[0], "Rust");
+    let listed = store.module_list().await.unwrap().remove(0);
+    assert_eq!(listed.languages.unwrap()[0], "Rust");
+    assert_eq!(
+        listed.added_at, 1,
+        "added again, it keeps when it was first added"
+    );
+}

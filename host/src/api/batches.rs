@@ -21,7 +21,7 @@ use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::keys::{KeyHeader, replayed};
 use super::whole;
-use crate::runtime::{Digest, MountGrant};
+use crate::runtime::{Digest, MountGrant, origin};
 use crate::scheduler::module_ref;
 use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec, now_micros};
 use crate::units::{parse_bytes, parse_duration, parse_time};
@@ -44,6 +44,17 @@ pub struct OpenBatch {
     pub max_parallel: Option<u32>,
     #[serde(default)]
     pub failure_policy: FailurePolicy,
+    /// The origins its tasks may reach over HTTP, each `SCHEME://HOST[:PORT|:*]` (such as
+    /// `https://api.example.com`) and within the server's `--allow-http`; none: no
+    /// outbound HTTP. Fixed once the batch is open.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub allow_http: Vec<String>,
+    /// Named values its tasks read through `wasi:config/store`: text, or
+    /// `{"value": ..., "secret": true}`. A secret is sealed at rest and no answer shows
+    /// it; the API shows no setting's value. Fixed once the batch is open.
+    #[serde(default)]
+    pub settings: std::collections::BTreeMap<String, super::settings::SettingValue>,
     /// Tasks submitted with the opening, in the same transaction: if one is refused, no
     /// batch is opened.
     #[serde(default)]
@@ -104,6 +115,20 @@ pub struct TaskRequest {
     /// Mounts of the server's the task may use.
     #[serde(default)]
     pub mounts: Vec<MountGrant>,
+    /// Outbound HTTP requests one attempt may make, refused ones included, within the
+    /// server's maximum; none: 100.
+    #[serde(default, deserialize_with = "whole::option")]
+    #[schema(minimum = 0, maximum = 10000)]
+    pub http_requests: Option<u32>,
+    /// Request body bytes one attempt may send over HTTP: a size such as `1MiB`, within
+    /// the server's maximum; none: `1MiB`.
+    pub http_sent: Option<String>,
+    /// Response body bytes one attempt may receive over HTTP: a size such as `16MiB`,
+    /// within the server's maximum; none: `16MiB`.
+    pub http_received: Option<String>,
+    /// The longest one HTTP request may take, to the end of its response: a duration
+    /// such as `30s`, within the server's maximum; none: `30s`.
+    pub http_timeout: Option<String>,
     /// Not due before this RFC 3339 time, such as `2026-11-24T09:00:00Z`.
     pub run_at: Option<String>,
     /// Not due before this long after submission, such as `90s`.
@@ -186,6 +211,8 @@ pub async fn open(
         priority: body.priority,
         max_parallel: body.max_parallel,
         failure_policy: body.failure_policy,
+        allow_http: allow_http(&state, &body.allow_http)?,
+        settings: super::settings::sealed(&state, body.settings)?,
     };
     let specs = task_specs(&state, body.tasks).await?;
     let opened = state
@@ -201,6 +228,23 @@ pub async fn open(
             tasks: opened.tasks,
         }),
     ))
+}
+
+/// Most origins one batch may be granted.
+const MAX_ALLOW_HTTP: usize = 100;
+
+/// A batch's grant, checked against the server's list and written the one way.
+fn allow_http(state: &AppState, origins: &[String]) -> ApiResult<Vec<String>> {
+    if origins.len() > MAX_ALLOW_HTTP {
+        return Err(ApiError::bad_request(format!(
+            "field `allow_http`: {} origins, more than the {MAX_ALLOW_HTTP} allowed",
+            origins.len()
+        )));
+    }
+    let operator = &state.scheduler.runtime.config().allow_http;
+    let granted = origin::check_grant(operator, origins)
+        .map_err(|e| ApiError::bad_request(format!("field `allow_http`: {e}")))?;
+    Ok(granted.iter().map(ToString::to_string).collect())
 }
 
 /// The specs of a submission's tasks, their modules resolved.
@@ -387,6 +431,20 @@ fn task_spec(
     }
     if let Some(memory) = task.memory {
         limits.memory = parse_bytes(&memory).map_err(|e| format!("field `memory`: {e}"))?;
+    }
+    if let Some(requests) = task.http_requests {
+        limits.http_requests = requests;
+    }
+    if let Some(sent) = task.http_sent {
+        limits.http_sent = parse_bytes(&sent).map_err(|e| format!("field `http_sent`: {e}"))?;
+    }
+    if let Some(received) = task.http_received {
+        limits.http_received =
+            parse_bytes(&received).map_err(|e| format!("field `http_received`: {e}"))?;
+    }
+    if let Some(timeout) = task.http_timeout {
+        limits.http_timeout =
+            parse_duration(&timeout).map_err(|e| format!("field `http_timeout`: {e}"))?;
     }
     let mut spec = TaskSpec::new(module, input);
     spec.order = task.order;

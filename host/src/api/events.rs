@@ -1,9 +1,14 @@
-//! `GET /v1/batches/{id}/events`: a server-sent-events stream of a batch's task
+//! `GET /v1/batches/{id}/events`: a server-sent-events stream of a batch's task starts and
 //! completions.
 //!
 //! Each task that has ended after running is sent once as a `task` event (the task as
 //! `GET /v1/tasks/{id}` shows it, without its attempts), those that ended before the
 //! stream was opened first; a task re-driven and ended again after running is sent again.
+//! A `task` event's `id` is its place in the execution log: a client that reconnects with
+//! `Last-Event-ID` gets the completions after it, none twice. A `started` event (the task
+//! as `GET /v1/running` shows it) says that an attempt runs; it has no `id`, and a stream
+//! (re)opened sends one for each attempt of the batch running then. A task that ends in
+//! the moment it starts may be sent as ended alone.
 //! When every task of the batch has ended, an `end` event carries the batch with its
 //! progress (which also counts tasks cancelled before they ran) and the stream closes; a
 //! re-drive after that reopens the batch, and a new stream follows it to its next `end`.
@@ -14,6 +19,7 @@ use std::convert::Infallible;
 
 use axum::Extension;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::broadcast;
@@ -24,13 +30,13 @@ use utoipa::{PartialSchema, ToSchema};
 
 use super::AppState;
 use super::auth::BatchCaller;
-use super::error::{ApiResult, ErrorBody};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::scheduler::BatchEvent;
-use crate::store::{AttemptFilter, BatchId, BatchInfo, TaskId, TaskInfo};
+use crate::store::{AttemptFilter, BatchId, BatchInfo, RunningTask, TaskId, TaskInfo};
 
 /// One event of the stream, as the document gives it: its name, and its data, the JSON
-/// of the schema that name says (`task`: a task; `end`: the batch; `error`: a failure
-/// that ends the stream).
+/// of the schema that name says (`task`: a task; `started`: a running attempt; `end`: the
+/// batch; `error`: a failure that ends the stream), and a `task` event's `id`.
 pub struct StreamEvent;
 
 impl StreamEvent {
@@ -47,6 +53,7 @@ impl StreamEvent {
                     .enum_values(Some([name])),
             )
             .property("data", data)
+            .property("id", ObjectBuilder::new().schema_type(Type::String))
             .required("event")
             .required("data")
             .build()
@@ -57,6 +64,7 @@ impl PartialSchema for StreamEvent {
     fn schema() -> RefOr<Schema> {
         OneOfBuilder::new()
             .item(Self::event::<TaskInfo>("task"))
+            .item(Self::event::<RunningTask>("started"))
             .item(Self::event::<BatchInfo>("end"))
             .item(Self::event::<ErrorBody>("error"))
             .into()
@@ -67,6 +75,8 @@ impl ToSchema for StreamEvent {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
         schemas.push((TaskInfo::name().into(), TaskInfo::schema()));
         <TaskInfo as ToSchema>::schemas(schemas);
+        schemas.push((RunningTask::name().into(), RunningTask::schema()));
+        <RunningTask as ToSchema>::schemas(schemas);
         schemas.push((BatchInfo::name().into(), BatchInfo::schema()));
         <BatchInfo as ToSchema>::schemas(schemas);
         schemas.push((ErrorBody::name().into(), ErrorBody::schema()));
@@ -76,17 +86,25 @@ impl ToSchema for StreamEvent {
 /// Attempts read from the log at a time.
 const PAGE: usize = 1000;
 
-/// The batch's task completions as server-sent events: a `task` event (a task as
-/// `show_task` gives it, without its log) for each task that has ended after running,
-/// then an `end` event (the batch) once all have ended, and the stream closes.
+/// The batch's task starts and completions as server-sent events: a `started` event (a
+/// running attempt, as `list_running` gives it) for each attempt seen running, a `task`
+/// event (a task as `show_task` gives it, without its log; its `id` the place in the log)
+/// for each task that has ended after running, then an `end` event (the batch) once all
+/// have ended, and the stream closes. `Last-Event-ID` resumes after a `task` event's `id`.
 #[utoipa::path(
     get,
     path = "/batches/{id}/events",
     operation_id = "batch_events",
     tag = "batches",
-    params(("id" = i64, Path, description = "The batch's id")),
+    params(
+        ("id" = i64, Path, description = "The batch's id"),
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, description = "The `id` of the last event \
+            received: the stream goes on after it", pattern = "^[0-9]{1,18}$"),
+    ),
     responses(
         (status = 200, description = "The event stream", content_type = "text/event-stream", body = StreamEvent),
+        (status = 400, description = "A `Last-Event-ID` this stream did not send \
+            (`bad-request`).", body = ErrorBody),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
     security(("admin_token" = []), ("batch_handle" = [])),
@@ -95,8 +113,10 @@ pub async fn events(
     State(state): State<AppState>,
     caller: BatchCaller,
     stopping: Option<Extension<CancellationToken>>,
+    headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let batch = caller.batch;
+    let after = last_event_id(&headers)?;
     // Subscribe before the first read: nothing that ends after it is missed.
     let events = state.scheduler.subscribe();
     state.scheduler.batch_get(batch).await?;
@@ -105,8 +125,9 @@ pub async fn events(
         batch,
         events,
         stopping: stopping.map(|Extension(t)| t).unwrap_or_default(),
-        after: None,
+        after,
         sent: HashMap::new(),
+        announced: HashMap::new(),
         pending: VecDeque::new(),
         ended: false,
     };
@@ -128,6 +149,8 @@ struct Follow {
     /// Tasks already sent, with their attempts then: a task with several attempts is sent
     /// once per end.
     sent: HashMap<TaskId, u32>,
+    /// Attempts sent as started, by task.
+    announced: HashMap<TaskId, u32>,
     pending: VecDeque<Event>,
     ended: bool,
 }
@@ -183,9 +206,9 @@ impl Follow {
                 ..Default::default()
             })
             .await?;
-        if let Some((position, _)) = page.last() {
-            self.after = Some(*position);
-            for (_, attempt) in page {
+        if let Some((last, _)) = page.last() {
+            self.after = Some(*last);
+            for (position, attempt) in page {
                 if self
                     .sent
                     .get(&attempt.task)
@@ -196,7 +219,8 @@ impl Follow {
                 let task = scheduler.task_get(attempt.task).await?;
                 if task.state.is_ended() {
                     self.sent.insert(task.id, task.attempts);
-                    self.pending.push_back(json_event("task", &task));
+                    let event = json_event("task", &task).id(position.to_string());
+                    self.pending.push_back(event);
                 }
             }
             return Ok(true);
@@ -207,8 +231,43 @@ impl Follow {
             self.ended = true;
             return Ok(true);
         }
-        Ok(false)
+        self.read_starts().await
     }
+
+    /// Queues a `started` event for each attempt of the batch running now that was not
+    /// sent yet; whether there were any.
+    async fn read_starts(&mut self) -> crate::scheduler::Result<bool> {
+        let running = self.state.scheduler.running_now().await?;
+        let mut any = false;
+        for run in running.into_iter().filter(|r| r.batch == self.batch) {
+            let known = |sent: &HashMap<TaskId, u32>| sent.get(&run.task) >= Some(&run.attempt);
+            if known(&self.sent) || known(&self.announced) {
+                continue;
+            }
+            self.announced.insert(run.task, run.attempt);
+            self.pending.push_back(json_event("started", &run));
+            any = true;
+        }
+        Ok(any)
+    }
+}
+
+/// The log position a reconnecting client gives in `Last-Event-ID`.
+fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<i64>> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let refused = || {
+        ApiError::bad_request(
+            "header `Last-Event-ID`: give the `id` of an event this stream sent (digits)",
+        )
+    };
+    // As the document says: 1 to 18 digits, nothing else (no sign, no spaces).
+    let text = value.to_str().map_err(|_| refused())?;
+    if !(1..=18).contains(&text.len()) || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refused());
+    }
+    text.parse().map(Some).map_err(|_| refused())
 }
 
 fn json_event(name: &str, value: &impl serde::Serialize) -> Event {

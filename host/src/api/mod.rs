@@ -6,15 +6,20 @@
 //! - [`body`]: permits that bound how many large bodies are read at once.
 //! - [`listen`]: accepting connections, with a cap on them and timeouts for slow clients.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
+//! - [`lists`]: batches and tasks listed, filtered and paged.
 //! - [`schedules`]: schedules that open batches on a cron expression.
 //! - [`keys`]: the `Idempotency-Key` of openings and submissions.
+//! - [`settings`]: the settings granted to a batch, secrets sealed.
 //! - [`pause`]: pauses and limits changed after the fact; [`redrive`]: failed and
 //!   cancelled tasks run again, and bulk actions on the tasks a filter names.
-//! - [`observe`]: the execution log, the running-now view, health and metrics.
+//! - [`observe`]: the execution log, the running-now view, the nodes, health;
+//!   [`metrics`]: Prometheus metrics; [`status`]: the whole queue at a glance;
+//!   [`history`]: the queue over the last hour, sampled in memory.
 //! - [`events`]: a batch's task completions as server-sent events.
 //! - [`error`]: every error as `{"error", "detail"}` with its status; [`fallback`]: the
 //!   same for unknown routes, wrong methods and what axum rejects before a handler runs.
 //! - [`whole`]: integer fields that take `3.0` as JSON Schema's `integer` does.
+//! - [`dashboard`]: the web dashboard at `/`, files compiled into the binary.
 //! - [`doc`]: the OpenAPI document's frame. The document itself is generated from the
 //!   handlers' `#[utoipa::path]` annotations and the wire types' `ToSchema`, by the same
 //!   [`routes`] that route requests: a route added there is documented, or does not
@@ -23,18 +28,24 @@
 pub mod auth;
 pub mod batches;
 pub mod body;
+pub mod dashboard;
 pub mod doc;
 pub mod error;
 pub mod events;
 pub mod fallback;
+pub mod history;
 pub mod keys;
 pub mod listen;
+pub mod lists;
+pub mod metrics;
 pub mod modules;
 pub mod observe;
 pub mod pause;
 pub mod redrive;
 pub mod schedules;
+pub mod settings;
 pub mod state;
+pub mod status;
 pub mod tasks;
 pub mod whole;
 
@@ -44,7 +55,6 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
-use axum::routing::{post, put};
 use axum::{Extension, Router};
 use tokio_util::sync::CancellationToken;
 use utoipa::openapi::OpenApi;
@@ -76,6 +86,7 @@ pub fn router(state: AppState) -> Router {
     // Around the whole router, not each route: a 405 gets its `Allow` header outside the
     // route's own layers.
     Router::new()
+        .merge(dashboard::routes())
         .fallback_service(api)
         .layer(axum::middleware::from_fn(fallback::json_failures))
 }
@@ -90,7 +101,10 @@ fn routes() -> OpenApiRouter<AppState> {
     let v1 = OpenApiRouter::new()
         .routes(routes!(modules::add, modules::list).layer(DefaultBodyLimit::max(MAX_MODULE_BYTES)))
         .routes(routes!(modules::delete))
-        .routes(routes!(batches::open).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)))
+        .routes(
+            routes!(batches::open, lists::list_batches)
+                .layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)),
+        )
         .routes(routes!(batches::show, batches::release))
         .routes(routes!(batches::submit).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)))
         .routes(routes!(batches::set_priority))
@@ -98,7 +112,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(batches::cancel))
         .routes(routes!(batches::wait))
         .routes(routes!(events::events))
-        .routes(routes!(batches::submit_alone))
+        .routes(routes!(batches::submit_alone, lists::list_tasks))
         .routes(routes!(tasks::show))
         .routes(routes!(tasks::output))
         .routes(routes!(tasks::cancel))
@@ -107,26 +121,28 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(observe::log))
         .routes(routes!(observe::running))
         .routes(routes!(observe::nodes))
+        .routes(routes!(status::status))
+        .routes(routes!(history::history))
         .routes(routes!(schedules::create, schedules::list))
         .routes(routes!(schedules::show, schedules::delete))
         .routes(routes!(schedules::pause))
         .routes(routes!(schedules::resume))
         .routes(routes!(schedules::run_now))
-        .route("/batches/{id}/retry", post(redrive::retry_batch))
-        .route("/batches/{id}/pause", post(pause::pause_batch))
-        .route("/batches/{id}/resume", post(pause::resume_batch))
-        .route("/batches/{id}/max_parallel", put(pause::set_max_parallel))
-        .route("/tasks/{id}/retry", post(redrive::retry_task))
-        .route("/tasks/retry", post(redrive::retry_where))
-        .route("/tasks/cancel", post(redrive::cancel_where))
-        .route("/tasks/priority", put(redrive::priority_where))
-        .route("/groups/{key}/pause", post(pause::pause_group))
-        .route("/groups/{key}/resume", post(pause::resume_group))
+        .routes(routes!(redrive::retry_batch))
+        .routes(routes!(pause::pause_batch))
+        .routes(routes!(pause::resume_batch))
+        .routes(routes!(pause::set_max_parallel))
+        .routes(routes!(redrive::retry_task))
+        .routes(routes!(redrive::retry_where))
+        .routes(routes!(redrive::cancel_where))
+        .routes(routes!(redrive::priority_where))
+        .routes(routes!(pause::pause_group))
+        .routes(routes!(pause::resume_group))
         .routes(routes!(openapi));
     OpenApiRouter::with_openapi(doc::frame())
         .nest("/v1", v1)
         .routes(routes!(observe::healthz))
-        .routes(routes!(observe::metrics))
+        .routes(routes!(metrics::metrics))
 }
 
 /// The document as served, serialized once.

@@ -1,9 +1,7 @@
-//! What runs and what ran: the execution log, the running-now view, health and metrics.
+//! What runs and what ran: the execution log, the running-now view, the nodes, health.
 
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::header::CONTENT_TYPE;
-use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -35,24 +33,42 @@ pub struct LogQuery {
     pub since: Option<i64>,
     /// Only attempts that started before this time.
     pub until: Option<i64>,
-    /// The `next` of the previous page.
+    /// Only attempts written after this position: the `next` of the previous page read
+    /// oldest first, or to follow the log. Reads oldest first unless `order` says.
     pub after: Option<i64>,
+    /// Only attempts written before this position: the `next` of the previous page read
+    /// newest first.
+    pub before: Option<i64>,
+    /// `newest` first (the default, without `after`) or `oldest` first (the default with
+    /// `after`).
+    #[param(inline)]
+    pub order: Option<LogOrder>,
     /// The most attempts in a page; none: 1000.
     #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<usize>,
 }
 
-/// A page of the execution log, oldest first.
+/// Which end of the log a page starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LogOrder {
+    Newest,
+    Oldest,
+}
+
+/// A page of the execution log, in the order asked.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LogPage {
     pub attempts: Vec<AttemptRecord>,
-    /// Pass as `after` for the next page (and to follow the log); none when the log has
-    /// nothing yet and no `after` was given.
+    /// The position of the page's last attempt: pass it as `before` for the next page
+    /// newest first, or as `after` for the next page oldest first (and to follow the
+    /// log). With no attempt in the page, the cursor given, or none.
     #[schema(required = true)]
     pub next: Option<i64>,
 }
 
-/// The execution log. A batch handle sees its own batch's attempts only.
+/// The execution log, newest first unless `after` or `order` says otherwise. A batch
+/// handle sees its own batch's attempts only.
 #[utoipa::path(
     get,
     path = "/attempts",
@@ -61,8 +77,8 @@ pub struct LogPage {
     params(LogQuery),
     responses(
         (status = 200, description = "A page of attempts", body = LogPage),
-        (status = 400, description = "An outcome it does not know, or a limit out of range \
-            (`bad-request`).", body = ErrorBody),
+        (status = 400, description = "An outcome or order it does not know, a limit out of \
+            range, or `since` not before `until` (`bad-request`).", body = ErrorBody),
     ),
     security(("admin_token" = []), ("batch_handle" = [])),
 )]
@@ -88,6 +104,19 @@ pub async fn log(
             "parameter `limit`: 1 to {MAX_PAGE}"
         )));
     }
+    if let (Some(since), Some(until)) = (query.since, query.until)
+        && since >= until
+    {
+        return Err(ApiError::bad_request(format!(
+            "parameters `since` ({since}) and `until` ({until}): `since` must be before `until`"
+        )));
+    }
+    let order = query.order.unwrap_or(if query.after.is_some() {
+        LogOrder::Oldest
+    } else {
+        LogOrder::Newest
+    });
+    let newest_first = order == LogOrder::Newest;
     let filter = AttemptFilter {
         batch: query.batch,
         task: query.task,
@@ -96,10 +125,17 @@ pub async fn log(
         since: query.since,
         until: query.until,
         after: query.after,
+        before: query.before,
+        newest_first,
         limit: Some(limit),
     };
     let page = state.scheduler.attempt_list(filter).await?;
-    let next = page.last().map(|(position, _)| *position).or(query.after);
+    let cursor = if newest_first {
+        query.before
+    } else {
+        query.after
+    };
+    let next = page.last().map(|(position, _)| *position).or(cursor);
     Ok(Json(LogPage {
         attempts: page.into_iter().map(|(_, a)| a).collect(),
         next,
@@ -142,44 +178,4 @@ pub async fn nodes(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Ve
 )]
 pub async fn healthz() -> &'static str {
     "ok"
-}
-
-/// Prometheus metrics: tasks by state, slots busy, pool occupancy, and the node's claim
-/// and run latencies and attempts by outcome.
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    operation_id = "metrics",
-    tag = "observe",
-    responses((status = 200, description = "The Prometheus text format", content_type = "text/plain", body = String)),
-)]
-pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
-    let counts = state.scheduler.task_counts().await?;
-    let runtime = state.scheduler.runtime();
-    let mut text =
-        String::from("# HELP qhost_tasks Tasks in the store by state.\n# TYPE qhost_tasks gauge\n");
-    for (name, value) in [
-        ("waiting", counts.waiting),
-        ("ready", counts.ready),
-        ("held", counts.held),
-        ("reserved", counts.reserved),
-        ("running", counts.running),
-        ("succeeded", counts.succeeded),
-        ("failed", counts.failed),
-        ("cancelled", counts.cancelled),
-    ] {
-        text.push_str(&format!("qhost_tasks{{state=\"{name}\"}} {value}\n"));
-    }
-    text.push_str("# HELP qhost_slots_busy Instance slots running a task on this node.\n# TYPE qhost_slots_busy gauge\n");
-    text.push_str(&format!("qhost_slots_busy {}\n", runtime.busy_slots()));
-    text.push_str("# HELP qhost_slots Instance slots of this node.\n# TYPE qhost_slots gauge\n");
-    text.push_str(&format!("qhost_slots {}\n", runtime.config().workers));
-    let occupancy = runtime.busy_slots() as f64 / runtime.config().workers.max(1) as f64;
-    text.push_str("# HELP qhost_pool_occupancy Share of this node's instance slots running a task.\n# TYPE qhost_pool_occupancy gauge\n");
-    text.push_str(&format!("qhost_pool_occupancy {occupancy}\n"));
-    let held = state.scheduler.running.lock().expect("running lock").len();
-    text.push_str("# HELP qhost_tasks_held Tasks this node has claimed and not completed, running or about to.\n# TYPE qhost_tasks_held gauge\n");
-    text.push_str(&format!("qhost_tasks_held {held}\n"));
-    state.scheduler.metrics.render(&mut text);
-    Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }

@@ -7,27 +7,58 @@
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::{BatchCaller, Caller, TaskCaller};
 use super::batches::{SetPriority, json_body};
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::Outcome;
 use crate::store::{BatchId, TaskId, TaskInfo, TaskSelect};
 
 /// The tasks a bulk action reaches; every filter given applies.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct SelectQuery {
+    /// This task only.
     pub task: Option<TaskId>,
+    /// The tasks of this batch (a batch handle's own when it names none; it may name no
+    /// other).
     pub batch: Option<BatchId>,
+    /// The tasks of this group.
     pub group: Option<String>,
-    /// Outcomes, comma-separated: of an ended task, how it ended; of one that will run
-    /// again, how its last attempt ended.
+    /// Outcomes, comma-separated (`trap,lost`): of an ended task, how it ended; of one that
+    /// will run again, how its last attempt ended.
+    #[param(
+        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost) *)*$"
+    )]
     pub outcome: Option<String>,
 }
+
+/// How many tasks a re-drive runs again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Retried {
+    pub retried: u64,
+}
+
+/// What a bulk cancel did: tasks cancelled before they started, and running or reserved
+/// tasks whose nodes were asked to stop them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Cancelled {
+    pub cancelled: u64,
+    pub stopping: u64,
+}
+
+/// How many tasks a bulk priority change reached (those that had not started).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Changed {
+    pub changed: u64,
+}
+
+/// The failure of a filter with an outcome the server does not know.
+const BAD_OUTCOME: &str = "An outcome it does not know, or a malformed filter (`bad-request`).";
 
 impl SelectQuery {
     fn select(self) -> ApiResult<TaskSelect> {
@@ -47,14 +78,28 @@ fn outcomes(text: Option<&str>) -> ApiResult<Vec<Outcome>> {
     };
     text.split(',')
         .map(|name| {
-            name.trim()
+            name.trim_matches(' ')
                 .parse::<Outcome>()
                 .map_err(|e| ApiError::bad_request(format!("parameter `outcome`: {e}")))
         })
         .collect()
 }
 
-/// `POST /v1/tasks/{id}/retry`: runs a failed or cancelled task again.
+/// Run a failed or cancelled task again, with fresh attempts.
+#[utoipa::path(
+    post,
+    path = "/tasks/{id}/retry",
+    operation_id = "retry_task",
+    tag = "tasks",
+    params(("id" = i64, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The task, pending again", body = TaskInfo),
+        (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
+        (status = 409, description = "The task has not failed and was not cancelled \
+            (`conflict`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn retry_task(
     State(state): State<AppState>,
     caller: TaskCaller,
@@ -66,70 +111,163 @@ pub async fn retry_task(
     Ok(Json(task))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct RetryQuery {
+    /// Outcomes, comma-separated (`trap,lost`, or `cancelled`): run again the tasks that
+    /// ended so. Without it, every failed task.
+    #[param(
+        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost) *)*$"
+    )]
     pub outcome: Option<String>,
 }
 
-/// `POST /v1/batches/{id}/retry?outcome=`: runs the batch's failed tasks again, or those
-/// that ended with one of the outcomes named (`cancelled` included).
+/// Run a batch's failed tasks again, or those that ended with one of the outcomes named
+/// (`cancelled` included).
+#[utoipa::path(
+    post,
+    path = "/batches/{id}/retry",
+    operation_id = "retry_batch",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id"), RetryQuery),
+    responses(
+        (status = 200, description = "How many run again", body = Retried),
+        (status = 400, description = BAD_OUTCOME, body = ErrorBody),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn retry_batch(
     State(state): State<AppState>,
     caller: BatchCaller,
     Query(query): Query<RetryQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Retried>> {
     let select = TaskSelect {
         outcomes: outcomes(query.outcome.as_deref())?,
         ..TaskSelect::batch(caller.batch)
     };
     let retried = state.scheduler.tasks_retry(&caller.access, select).await?;
-    Ok(Json(json!({ "retried": retried })))
+    Ok(Json(Retried { retried }))
 }
 
-/// `POST /v1/tasks/retry?...`: runs the failed tasks the filter names again (with
-/// `outcome`, those that ended so, `cancelled` included; a `task` named runs again
-/// whether it failed or was cancelled).
+/// Run the failed tasks a filter names again (with `outcome`, those that ended so,
+/// `cancelled` included; a `task` named runs again whether it failed or was cancelled).
+#[utoipa::path(
+    post,
+    path = "/tasks/retry",
+    operation_id = "retry_tasks",
+    tag = "tasks",
+    params(SelectQuery),
+    responses(
+        (status = 200, description = "How many run again", body = Retried),
+        (status = 400, description = BAD_OUTCOME, body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn retry_where(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<SelectQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Retried>> {
     let retried = state
         .scheduler
         .tasks_retry(&caller.0, query.select()?)
         .await?;
-    Ok(Json(json!({ "retried": retried })))
+    Ok(Json(Retried { retried }))
 }
 
-/// `POST /v1/tasks/cancel?...`: cancels the pending tasks the filter names and stops its
-/// running ones.
+/// Cancel the pending tasks a filter names, and stop its running ones.
+#[utoipa::path(
+    post,
+    path = "/tasks/cancel",
+    operation_id = "cancel_tasks",
+    tag = "tasks",
+    params(SelectQuery),
+    responses(
+        (status = 200, description = "What changed", body = Cancelled),
+        (status = 400, description = BAD_OUTCOME, body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn cancel_where(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<SelectQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Cancelled>> {
     let result = state
         .scheduler
         .tasks_cancel(&caller.0, query.select()?)
         .await?;
-    Ok(Json(
-        json!({ "cancelled": result.cancelled, "stopping": result.stopping }),
-    ))
+    Ok(Json(Cancelled {
+        cancelled: result.cancelled,
+        stopping: result.stopping,
+    }))
 }
 
-/// `PUT /v1/tasks/priority?...` `{priority}`: sets the priority of the tasks the filter
-/// names that have not started.
+/// Set the priority of the tasks a filter names that have not started.
+#[utoipa::path(
+    put,
+    path = "/tasks/priority",
+    operation_id = "set_tasks_priority",
+    tag = "tasks",
+    params(SelectQuery),
+    request_body = SetPriority,
+    responses(
+        (status = 200, description = "How many changed", body = Changed),
+        (status = 400, description = BAD_OUTCOME, body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
 pub async fn priority_where(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<SelectQuery>,
     body: Result<Json<SetPriority>, JsonRejection>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Changed>> {
     let body = json_body(body)?;
     let changed = state
         .scheduler
         .tasks_set_priority(&caller.0, query.select()?, body.priority)
         .await?;
-    Ok(Json(json!({ "changed": changed })))
+    Ok(Json(Changed { changed }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented pattern of `outcome` names exactly the outcomes the parser reads, in
+    /// the bulk actions and in the task list.
+    #[test]
+    fn the_outcome_pattern_names_every_outcome() {
+        let document = serde_json::to_value(crate::api::document()).unwrap();
+        let pattern_of = |path: &str, method: &str| {
+            let parameters = document["paths"][path][method]["parameters"]
+                .as_array()
+                .unwrap();
+            let outcome = parameters.iter().find(|p| p["name"] == "outcome").unwrap();
+            outcome["schema"]["pattern"].as_str().unwrap().to_owned()
+        };
+        let pattern = |path: &str| pattern_of(path, "post");
+        let pattern_ = pattern("/v1/tasks/retry");
+        assert_eq!(pattern_, pattern("/v1/batches/{id}/retry"));
+        let alternatives = &pattern_[pattern_.find('(').unwrap() + 1..pattern_.find(')').unwrap()];
+        let mut documented: Vec<&str> = alternatives.split('|').collect();
+        let mut known: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        documented.sort();
+        known.sort();
+        assert_eq!(documented, known);
+        let listed = pattern_of("/v1/tasks", "get");
+        let alternatives = &listed[listed.find('(').unwrap() + 1..listed.find(')').unwrap()];
+        let mut listed: Vec<&str> = alternatives.split('|').collect();
+        listed.sort();
+        assert_eq!(listed, known, "the task list's outcome filter");
+        for name in known {
+            assert!(
+                outcomes(Some(&format!(" {name} ,{name}"))).is_ok(),
+                "{name}"
+            );
+        }
+    }
 }

@@ -79,6 +79,9 @@ async fn compile(state: &AppState, schedule: &ScheduleInfo, tick: Micros) -> Api
         priority: plan.priority,
         max_parallel: plan.max_parallel,
         failure_policy: plan.failure_policy,
+        // A schedule grants its batches nothing: outbound HTTP is granted batch by batch.
+        allow_http: Vec::new(),
+        settings: Vec::new(),
     };
     let tasks = task_specs(state, plan.tasks).await?;
     // Nobody holds a tick's handle: its batch is the admin's to see and steer.

@@ -1,9 +1,10 @@
 //! What every handler is given: the scheduler, the admin token, the permits for large
-//! bodies, and the schedule ticker's wake-up.
+//! bodies, the schedule ticker's wake-up and the queue's history.
 
 use std::sync::Arc;
 
 use super::body;
+use super::history::History;
 use crate::scheduler::Scheduler;
 
 #[derive(Clone)]
@@ -13,6 +14,8 @@ pub struct AppState {
     pub large_bodies: body::LargeBodies,
     /// Wakes this node's schedule ticker: a schedule was created or resumed.
     pub schedules_wake: Arc<tokio::sync::Notify>,
+    /// The queue's recent samples, which `qhost serve` takes.
+    pub history: History,
 }
 
 impl AppState {
@@ -22,6 +25,7 @@ impl AppState {
             admin_token: admin_token.into(),
             large_bodies: body::LargeBodies::default(),
             schedules_wake: Default::default(),
+            history: History::default(),
         }
     }
 }

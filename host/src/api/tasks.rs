@@ -1,4 +1,4 @@
-//! `/v1/tasks` and `/v1/groups`: show a task, its output, cancel or reprioritize it; set
+//! `/v1/tasks` and `/v1/groups`: show a task (with what holds it back), its output, cancel or reprioritize it; set
 //! and show a group's limit.
 
 use axum::Json;
@@ -15,13 +15,17 @@ use super::batches::{SetPriority, json_body};
 use super::doc::Binary;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::whole;
-use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskInfo};
+use crate::scheduler::rules::WaitingOn;
+use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskInfo, now_micros};
 
 /// A task with its entries of the execution log.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TaskView {
     #[serde(flatten)]
     pub task: TaskInfo,
+    /// Why no node claims it now; none when it is not pending, or is claimable now.
+    #[schema(required = true)]
+    pub waiting_on: Option<WaitingOn>,
     /// The task's entries of the execution log (`attempts` is the task's count of them).
     pub log: Vec<AttemptRecord>,
 }
@@ -52,7 +56,16 @@ pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResul
         .into_iter()
         .map(|(_, a)| a)
         .collect();
-    Ok(Json(TaskView { task: info, log }))
+    let waiting_on = state
+        .scheduler
+        .waiting_on(std::slice::from_ref(&info), now_micros())
+        .await?
+        .remove(&task);
+    Ok(Json(TaskView {
+        task: info,
+        waiting_on,
+        log,
+    }))
 }
 
 /// A task's output, the bytes its `run` returned.

@@ -1,4 +1,4 @@
-//! `qhost batch open|submit|show|priority|pause|resume|limit|retry|seal|cancel|wait|release`:
+//! `qhost batch ls|open|submit|show|priority|pause|resume|limit|retry|seal|cancel|wait|release`:
 //! a batch, named by its handle (or by its id, with the admin token).
 
 use std::path::PathBuf;
@@ -22,6 +22,8 @@ pub struct BatchArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum BatchCommand {
+    /// List batches, newest first, with their states and progress.
+    Ls(super::lists::BatchLsArgs),
     /// Open an empty batch and print its id and handle.
     Open {
         /// A name shown with the batch.
@@ -138,6 +140,7 @@ pub enum BatchCommand {
 pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
     let client = Client::new(&args.connect)?;
     match args.command {
+        BatchCommand::Ls(ls) => super::lists::batch_ls(&client, ls)?,
         BatchCommand::Open {
             name,
             priority,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scheduler::node::Node;
@@ -15,12 +15,15 @@ use crate::scheduler::{Access, Scheduler, SchedulerConfig};
 use crate::store::{AttemptFilter, BatchSpec, Store, TaskSpec};
 
 /// The `echo` guest, built from guest-examples/echo.
-const ECHO: &[u8] = include_bytes!("../../assets/echo.wasm");
+pub(super) const ECHO: &[u8] = include_bytes!("../../assets/echo.wasm");
 /// The `sleep` guest, built from guest-examples/sleep.
 const SLEEP: &[u8] = include_bytes!("../../assets/sleep.wasm");
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// Tasks to queue and drain.
     #[arg(long, default_value_t = 100_000)]
     pub tasks: usize,
@@ -53,7 +56,17 @@ pub struct BenchArgs {
     pub task_ms: u64,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Fill a fresh store with many tasks, as a queue looks after a day of work, serve it,
+    /// and time the reads an operator makes: metrics, status, pages of the log.
+    Fill(super::bench_fill::FillArgs),
+}
+
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(BenchCommand::Fill(fill)) = args.command {
+        return super::bench_fill::run(fill);
+    }
     anyhow::ensure!(args.tasks >= 1, "--tasks must be at least 1");
     anyhow::ensure!(
         args.batches >= 1 && args.orders >= 1,
@@ -68,7 +81,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Where the run keeps its store, removed when it ends.
-enum Fresh {
+pub(super) enum Fresh {
     Sqlite,
     Postgres { url: String, schema: String },
 }
@@ -79,35 +92,55 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         .db
         .clone()
         .unwrap_or_else(|| format!("sqlite:{}", temp.path().join("bench.db").display()));
-    let postgres = db.starts_with("postgres://") || db.starts_with("postgresql://");
+    let postgres = is_postgres(&db);
     anyhow::ensure!(
         args.nodes >= 1 && (postgres || args.nodes == 1),
         "--nodes {}: several nodes need a postgres:// database",
         args.nodes
     );
-    let (url, fresh) = if postgres {
+    let (url, fresh) = fresh_store(&db).await?;
+    let result = drain(&args, &url, &db, temp.path()).await;
+    fresh.remove().await?;
+    result
+}
+
+pub(super) fn is_postgres(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// A fresh store at `db` (`sqlite:PATH` of a file that does not exist yet, or a
+/// `postgres://` URL, where a schema is made for the run): its URL, and what to remove
+/// after the run.
+pub(super) async fn fresh_store(db: &str) -> anyhow::Result<(String, Fresh)> {
+    if is_postgres(db) {
         let schema = format!("qhost_bench_{}", std::process::id());
-        let url = crate::store::postgres::create_schema(&db, &schema).await?;
-        (
+        let url = crate::store::postgres::create_schema(db, &schema).await?;
+        Ok((
             url,
             Fresh::Postgres {
-                url: db.clone(),
+                url: db.to_owned(),
                 schema,
             },
-        )
+        ))
     } else {
-        let path = db.strip_prefix("sqlite:").unwrap_or(&db);
+        let path = db.strip_prefix("sqlite:").unwrap_or(db);
         anyhow::ensure!(
             !std::path::Path::new(path).exists(),
             "{path} exists: bench needs a fresh database"
         );
-        (db.clone(), Fresh::Sqlite)
-    };
-    let result = drain(&args, &url, &db, temp.path()).await;
-    if let Fresh::Postgres { url, schema } = fresh {
-        crate::store::postgres::drop_schema(&url, &schema).await?;
+        Ok((db.to_owned(), Fresh::Sqlite))
     }
-    result
+}
+
+impl Fresh {
+    /// Removes what the run made: a PostgreSQL schema (a SQLite file goes with its
+    /// temporary directory, or stays where it was asked for).
+    pub(super) async fn remove(self) -> anyhow::Result<()> {
+        if let Fresh::Postgres { url, schema } = self {
+            crate::store::postgres::drop_schema(&url, &schema).await?;
+        }
+        Ok(())
+    }
 }
 
 async fn drain(

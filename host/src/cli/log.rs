@@ -1,5 +1,6 @@
-//! `qhost log`: the execution log, filtered, as a table or JSON lines; `--follow` keeps
-//! printing attempts as they end.
+//! `qhost log`: the execution log, filtered, newest first, as a table or JSON lines;
+//! `--tail N` prints the last N oldest first, and `--follow` keeps printing attempts as
+//! they end.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use super::client::{BatchRef, Client, ConnectArgs, duration, time, unreachable};
 use super::module::encode;
 use crate::scheduler::module_ref::SHOWN_DIGITS;
 use crate::store::{AttemptRecord, TaskId, now_micros};
-use crate::units::parse_duration;
+use crate::units::{parse_duration, parse_time};
 
 /// How often `--follow` asks for new attempts.
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);
@@ -38,14 +39,22 @@ pub struct LogArgs {
     /// output-too-large, cancelled, lost.
     #[arg(long)]
     pub outcome: Option<String>,
-    /// Only attempts that started within this long ago, e.g. `10m`.
+    /// Only attempts that started at or after this: a span ago (`10m`) or an RFC 3339
+    /// time (`2026-11-24T09:00:00Z`).
     #[arg(long)]
     pub since: Option<String>,
-    /// At most this many attempts (without --follow).
+    /// Only attempts that started before this: a span ago (`1h`) or an RFC 3339 time.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// At most this many attempts, newest first (without --tail and --follow).
     #[arg(long, default_value_t = 1000)]
     pub limit: usize,
-    /// Keep printing attempts as they end; through a restart of the server too, going on
-    /// from the last attempt printed.
+    /// Only the last N attempts, printed oldest to newest as `tail` does; with --follow,
+    /// those printed before following (default 10).
+    #[arg(long = "tail", short = 'n', value_name = "N")]
+    pub tail: Option<usize>,
+    /// Print the last attempts (see --tail), then keep printing attempts as they end;
+    /// through a restart of the server too, going on from the last attempt printed.
     #[arg(long, short)]
     pub follow: bool,
     /// One JSON object per attempt and line.
@@ -58,6 +67,9 @@ struct LogPage {
     attempts: Vec<AttemptRecord>,
     next: Option<i64>,
 }
+
+/// What `--follow` prints before following, without `--tail`.
+const FOLLOW_TAIL: usize = 10;
 
 pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
     let mut client = Client::new(&args.connect)?;
@@ -76,33 +88,107 @@ pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
         filter.push(format!("outcome={}", encode(outcome)));
     }
     if let Some(since) = &args.since {
-        let ago = parse_duration(since).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
-        filter.push(format!("since={}", now_micros() - ago.as_micros() as i64));
+        filter.push(format!("since={}", when(since, "--since")?));
     }
-    let mut after: Option<i64> = None;
-    let mut printed = 0usize;
-    let mut header = !args.json;
-    // Whether the server answered once; while it is lost, how long the last wait was.
-    let mut reached = false;
-    let mut lost: Option<Duration> = None;
-    loop {
-        let want = if args.follow {
-            PAGE
-        } else {
-            PAGE.min(args.limit - printed)
-        };
-        if want == 0 {
+    if let Some(until) = &args.until {
+        filter.push(format!("until={}", when(until, "--until")?));
+    }
+    let mut out = Printer {
+        header: !args.json,
+        json: args.json,
+    };
+    match args.tail.or(args.follow.then_some(FOLLOW_TAIL)) {
+        // The last N, read newest first from the newest now, printed oldest first; then
+        // on from the newest.
+        Some(n) => {
+            let head = page(&client, &filter, "newest", None, None, 1)?.next;
+            let mut attempts = match head {
+                Some(head) if n > 0 => newest_first(&client, &filter, Some(head + 1), n)?,
+                _ => Vec::new(),
+            };
+            attempts.reverse();
+            for attempt in &attempts {
+                out.print(attempt)?;
+            }
+            if args.follow {
+                follow(&client, &filter, head, &mut out)?;
+            }
+        }
+        None => {
+            for attempt in newest_first(&client, &filter, None, args.limit)? {
+                out.print(&attempt)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A `--since` or `--until`: a span ago, or an RFC 3339 time.
+fn when(text: &str, flag: &str) -> anyhow::Result<i64> {
+    if let Ok(at) = parse_time(text) {
+        return Ok(at);
+    }
+    let ago = parse_duration(text).map_err(|e| {
+        anyhow::anyhow!("{flag}: {e}; or give an RFC 3339 time like 2026-11-24T09:00:00Z")
+    })?;
+    Ok(now_micros() - ago.as_micros() as i64)
+}
+
+/// One page of the log.
+fn page(
+    client: &Client,
+    filter: &[String],
+    order: &str,
+    before: Option<i64>,
+    after: Option<i64>,
+    limit: usize,
+) -> anyhow::Result<LogPage> {
+    let mut query = filter.to_vec();
+    query.push(format!("order={order}"));
+    query.push(format!("limit={limit}"));
+    if let Some(before) = before {
+        query.push(format!("before={before}"));
+    }
+    if let Some(after) = after {
+        query.push(format!("after={after}"));
+    }
+    client.get(&format!("/v1/attempts?{}", query.join("&")))
+}
+
+/// The newest `n` attempts before the position `before` (none: of the whole log),
+/// newest first.
+fn newest_first(
+    client: &Client,
+    filter: &[String],
+    mut before: Option<i64>,
+    n: usize,
+) -> anyhow::Result<Vec<AttemptRecord>> {
+    let mut attempts = Vec::new();
+    while attempts.len() < n {
+        let want = PAGE.min(n - attempts.len());
+        let page = page(client, filter, "newest", before, None, want)?;
+        let count = page.attempts.len();
+        attempts.extend(page.attempts);
+        before = page.next;
+        if count < want {
             break;
         }
-        let mut query = filter.clone();
-        query.push(format!("limit={want}"));
-        if let Some(after) = after {
-            query.push(format!("after={after}"));
-        }
-        let path = format!("/v1/attempts?{}", query.join("&"));
-        let page: LogPage = match client.get(&path) {
+    }
+    Ok(attempts)
+}
+
+/// Prints attempts as they end, after the position `after` (none: from the start).
+fn follow(
+    client: &Client,
+    filter: &[String],
+    mut after: Option<i64>,
+    out: &mut Printer,
+) -> anyhow::Result<()> {
+    // The server answered once already; while it is lost, how long the last wait was.
+    let mut lost: Option<Duration> = None;
+    loop {
+        let page = match page(client, filter, "oldest", None, after, PAGE) {
             Ok(page) => {
-                reached = true;
                 if lost.take().is_some() {
                     errln!("reconnected to {}", client.server());
                 }
@@ -110,8 +196,7 @@ pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
             }
             Err(err) => {
                 // A server that restarts keeps its log: go on from the last attempt printed.
-                // One never reached is more likely a wrong address: that is said at once.
-                let Some(gone) = unreachable(&err).filter(|_| args.follow && reached) else {
+                let Some(gone) = unreachable(&err) else {
                     return Err(err);
                 };
                 let wait = match lost {
@@ -130,35 +215,41 @@ pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let count = page.attempts.len();
         for attempt in &page.attempts {
-            if header {
-                outln!(
-                    "{:<24}  {:>6}  {:>5}  {:<12}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  OUTCOME",
-                    "STARTED",
-                    "TASK",
-                    "BATCH",
-                    "MODULE",
-                    "TRY",
-                    "ORDER",
-                    "GROUP",
-                    "NODE/SLOT",
-                    "TOOK"
-                )?;
-                header = false;
-            }
-            print_attempt(attempt, args.json)?;
+            out.print(attempt)?;
         }
-        printed += count;
         after = page.next;
-        if count < want {
-            if !args.follow {
-                break;
-            }
+        if page.attempts.len() < PAGE {
             std::thread::sleep(FOLLOW_EVERY);
         }
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints attempts as a table under one header, or as JSON lines.
+struct Printer {
+    header: bool,
+    json: bool,
+}
+
+impl Printer {
+    fn print(&mut self, attempt: &AttemptRecord) -> anyhow::Result<()> {
+        if self.header {
+            outln!(
+                "{:<24}  {:>6}  {:>5}  {:<12}  {:>3}  {:>5}  {:<10}  {:<10}  {:>9}  OUTCOME",
+                "STARTED",
+                "TASK",
+                "BATCH",
+                "MODULE",
+                "TRY",
+                "ORDER",
+                "GROUP",
+                "NODE/SLOT",
+                "TOOK"
+            )?;
+            self.header = false;
+        }
+        print_attempt(attempt, self.json)
+    }
 }
 
 fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {

@@ -1,9 +1,11 @@
 //! The `qhost` command line: the argument structs (clap derive) and the dispatch to one
 //! file per subcommand.
 //!
-//! Local: [`run`] (one task, no server), [`serve`] (a node with the HTTP API), [`bench`].
+//! Local: [`run`] (one task, no server), [`serve`] (a node with the HTTP API), [`bench`]
+//! (and [`bench_fill`]).
 //! Clients of a server, sharing [`client`] (server address, token, errors): [`module`],
-//! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`], [`group`], [`status`],
+//! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`] (its bulk actions in
+//! [`task_bulk`]), [`lists`] (`batch ls`, `task ls`), [`group`], [`status`], [`nodes`],
 //! [`log`]; and [`completions`].
 
 /// `println!` that hands back the write's error instead of panicking, for `?`: a reader
@@ -26,11 +28,14 @@ macro_rules! errln {
 
 mod batch;
 mod bench;
+mod bench_fill;
 mod client;
 mod completions;
 mod group;
+mod lists;
 mod log;
 mod module;
+mod nodes;
 mod plan;
 mod run;
 mod schedule;
@@ -38,6 +43,7 @@ mod serve;
 mod status;
 mod submit;
 mod task;
+mod task_bulk;
 mod task_logs;
 
 use std::process::ExitCode;
@@ -75,14 +81,18 @@ pub enum Command {
     /// Open batches, submit plans, follow, reprioritize, pause, re-drive, cancel and
     /// release them.
     Batch(batch::BatchArgs),
-    /// Show a task, print its output, cancel it, run it again.
+    /// List tasks; show a task, print its output, cancel it, run it again, reprioritize it;
+    /// cancel, retry or reprioritize the tasks a filter names.
     Task(task::TaskArgs),
     /// Set or show a group's limit; pause and resume a group.
     Group(group::GroupArgs),
     /// Schedules that open a batch from a plan on a cron expression.
     Schedule(schedule::ScheduleArgs),
-    /// What runs now, where.
+    /// The queue at a glance (tasks per state, groups, batches, nodes) and what runs now,
+    /// where.
     Status(status::StatusArgs),
+    /// The nodes sharing the store: heartbeats, clock offsets, slots busy.
+    Nodes(nodes::NodesArgs),
     /// The execution log.
     Log(log::LogArgs),
     /// Print a shell completion script.
@@ -101,6 +111,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Group(args) => group::run(args),
         Command::Schedule(args) => schedule::run(args),
         Command::Status(args) => status::run(args),
+        Command::Nodes(args) => nodes::run(args),
         Command::Log(args) => log::run(args),
         Command::Completions(args) => completions::run(args),
     }

@@ -97,11 +97,15 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
                             m.name.clone().unwrap_or_default(),
                             m.tag.clone().unwrap_or_default(),
                             m.size.to_string(),
+                            languages(m),
                             time(m.added_at),
                         ]
                     })
                     .collect();
-                print_table(&["DIGEST", "NAME", "TAG", "BYTES", "ADDED"], &rows)?;
+                print_table(
+                    &["DIGEST", "NAME", "TAG", "BYTES", "LANGUAGES", "ADDED"],
+                    &rows,
+                )?;
             }
         }
         ModuleCommand::Rm { module } => {
@@ -111,6 +115,15 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A module's languages, `unknown` when it names none or was stored before they were
+/// read.
+fn languages(module: &ModuleInfo) -> String {
+    match module.languages.as_deref() {
+        Some(list) if !list.is_empty() => list.join(", "),
+        _ => "unknown".into(),
+    }
 }
 
 /// The digest of the one module a name, a digest or the start of a digest names.

@@ -15,9 +15,10 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::api::{self, AppState};
-use crate::runtime::{Mount, Runtime, RuntimeConfig, create_private_dir};
+use crate::runtime::{AllowedOrigin, Mount, Runtime, RuntimeConfig, create_private_dir};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Scheduler, SchedulerConfig};
+use crate::secrets::SecretKey;
 use crate::units::parse_duration;
 
 #[derive(Debug, Args)]
@@ -60,6 +61,23 @@ pub struct ServeArgs {
     /// (default: none; read-only unless `:rw`).
     #[arg(long = "mount", value_name = "NAME=DIR[:ro|:rw]")]
     pub mounts: Vec<Mount>,
+    /// An origin tasks may reach over HTTP when their batch is granted it too:
+    /// SCHEME://HOST[:PORT|:*]. Repeatable; in QHOST_ALLOW_HTTP, comma-separated. A name
+    /// reaches only public addresses; a private or loopback one must be named as an IP
+    /// address (default: none, no outbound HTTP).
+    #[arg(
+        long = "allow-http",
+        env = "QHOST_ALLOW_HTTP",
+        value_name = "ORIGIN",
+        value_delimiter = ','
+    )]
+    pub allow_http: Vec<AllowedOrigin>,
+    /// A file holding the key (64 hex digits) that seals the secret settings granted to
+    /// batches; QHOST_SECRET_KEY gives the key itself. Every node sharing a database needs
+    /// the same one (default: the `secret-key` file of the data directory, created on
+    /// first start).
+    #[arg(long, env = "QHOST_SECRET_KEY_FILE")]
+    pub secret_key_file: Option<PathBuf>,
     /// HTTP connections open at once; more wait to be accepted (default: 10000, or half
     /// the open-file limit if that is less).
     #[arg(long, env = "QHOST_MAX_CONNECTIONS")]
@@ -69,8 +87,9 @@ pub struct ServeArgs {
     #[arg(long, env = "QHOST_CLIENT_TIMEOUT")]
     pub client_timeout: Option<String>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
-    /// workers, admin_token, grace, lease, retention, mounts, max_connections,
-    /// client_timeout); flags and variables take precedence (default: none).
+    /// workers, admin_token, grace, lease, retention, mounts, allow_http, secret_key_file,
+    /// max_connections, client_timeout); flags and variables take precedence (default:
+    /// none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -93,6 +112,8 @@ struct FileConfig {
     retention: Option<String>,
     #[serde(default)]
     mounts: Vec<String>,
+    allow_http: Option<Vec<String>>,
+    secret_key_file: Option<PathBuf>,
     max_connections: Option<usize>,
     client_timeout: Option<String>,
 }
@@ -183,6 +204,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("setting `mounts`: {e}"))?,
         );
     }
+    let allow_http = if args.allow_http.is_empty() {
+        let mut list = Vec::new();
+        for text in file.allow_http.unwrap_or_default() {
+            list.push(
+                text.parse::<AllowedOrigin>()
+                    .map_err(|e| anyhow::anyhow!("setting `allow_http`: {e}"))?,
+            );
+        }
+        list
+    } else {
+        args.allow_http
+    };
     create_private_dir(&data_dir).context("setting `data_dir`")?;
     // A task given the data directory could read the admin token or change the database.
     let data_real = data_dir
@@ -202,9 +235,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = db.strip_prefix("sqlite:") {
         let path = Path::new(path.strip_prefix("//").unwrap_or(path));
         if !path.as_os_str().is_empty() {
-            private_file(path).context("setting `db`")?;
+            crate::private_file::keep_private(path).context("setting `db`")?;
         }
     }
+    let secret_key = match std::env::var("QHOST_SECRET_KEY") {
+        Ok(text) => SecretKey::from_hex(&text).context("setting QHOST_SECRET_KEY")?,
+        Err(_) => match args.secret_key_file.or(file.secret_key_file) {
+            Some(path) => SecretKey::load(&path, false).context("setting `secret_key_file`")?,
+            None => SecretKey::load(&data_dir.join("secret-key"), true)?,
+        },
+    };
     let (admin_token, token_file) = match args.admin_token.or(file.admin_token) {
         Some(token) => {
             anyhow::ensure!(
@@ -237,14 +277,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let store = crate::store::open(&db, &node)
             .await
             .context("setting `db`")?;
+        // A node that could not open the secrets it would hand to tasks must not start.
+        if let Some(sample) = store.grant_secret_sample().await? {
+            secret_key.open(&sample.name, &sample.value).context(
+                "the store holds secrets this node's secret key cannot open: give it the key \
+                 the other nodes use (--secret-key-file or QHOST_SECRET_KEY)",
+            )?;
+        }
         let mut runtime = RuntimeConfig::with_workers(workers);
         runtime.cache_dir = Some(data_dir.join("artifacts"));
         runtime.mounts = mounts;
+        runtime.allow_http = allow_http;
         let runtime = Arc::new(Runtime::new(runtime)?);
         let node_name = node.clone();
         let mut config = SchedulerConfig::new(node);
         config.lease = lease;
         config.retention = retention;
+        config.secret_key = Some(secret_key);
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
         let address = listener.local_addr()?;
@@ -265,6 +314,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         drop(out);
         let state = AppState::new(scheduler.clone(), &admin_token);
         let stop_ticking = tokio_util::sync::CancellationToken::new();
+        let sampler = tokio::spawn(
+            state
+                .history
+                .clone()
+                .sample(scheduler.clone(), stop_ticking.clone()),
+        );
         let ticker = tokio::spawn(
             crate::schedules::ticker::Ticker {
                 store: scheduler.store.clone(),
@@ -281,6 +336,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         api::serve(listener, state, limits, shutdown).await;
         stop_ticking.cancel();
         let _ = ticker.await;
+        let _ = sampler.await;
         tracing::info!(
             "stopping: running tasks have {} to finish",
             humantime::format_duration(grace)
@@ -372,47 +428,18 @@ fn admin_token_file(path: &Path) -> anyhow::Result<String> {
              a token generated, or write a longer one in it",
             path.display()
         );
-        private_file(path)?;
+        crate::private_file::keep_private(path)?;
         return Ok(token.to_owned());
     }
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("random source: {e}"))?;
     let token = format!("qha_{}", hex::encode(secret));
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    writeln!(file, "{token}")?;
+    crate::private_file::create(path, &token)?;
     Ok(token)
 }
 
 /// Makes `path` readable and writable by its owner only, creating it empty if it does not
 /// exist.
-fn private_file(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    let mode = file.metadata()?.permissions().mode() & 0o777;
-    if mode != 0o600 {
-        tracing::warn!(
-            "{} was open to others (mode {mode:04o}): made it readable by its owner only",
-            path.display()
-        );
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("making {} private", path.display()))?;
-    }
-    Ok(())
-}
-
 fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_owned())

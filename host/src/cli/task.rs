@@ -1,4 +1,5 @@
-//! `qhost task show|output|logs|cancel|retry`: one task. The token may be the admin token
+//! `qhost task ls|show|output|logs|cancel|retry|priority`: tasks listed, one task, or
+//! (cancel, retry, priority) the tasks a filter names. The token may be the admin token
 //! or the handle of the task's batch (`--token qhb_...`).
 
 use std::io::Write as _;
@@ -8,6 +9,7 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 
 use super::client::{Client, ConnectArgs, duration, print_json, time};
+use super::task_bulk::{self, Filter};
 use crate::store::{AttemptRecord, TaskId, TaskInfo};
 
 #[derive(Debug, Args)]
@@ -20,6 +22,8 @@ pub struct TaskArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
+    /// List tasks, newest first, with what holds each pending one back.
+    Ls(super::lists::TaskLsArgs),
     /// Show a task and its attempts.
     Show {
         /// The task's id.
@@ -44,15 +48,30 @@ pub enum TaskCommand {
         #[arg(long, short)]
         follow: bool,
     },
-    /// Cancel a pending task, or stop a running one.
+    /// Cancel a pending task, or stop a running one; or every task a filter names.
     Cancel {
-        /// The task's id.
-        task: TaskId,
+        /// The task's id (none: the tasks the filter names).
+        task: Option<TaskId>,
+        #[command(flatten)]
+        filter: Filter,
     },
-    /// Run a failed or cancelled task again, with fresh attempts.
+    /// Run a failed or cancelled task again, with fresh attempts; or the failed tasks a
+    /// filter names (with --outcome, those that ended so).
     Retry {
-        /// The task's id.
-        task: TaskId,
+        /// The task's id (none: the tasks the filter names).
+        task: Option<TaskId>,
+        #[command(flatten)]
+        filter: Filter,
+    },
+    /// Change the priority of a task that has not started (`ID N`), or of those a filter
+    /// names (`N`).
+    Priority {
+        /// The task's id then the priority (higher runs first), or the priority alone with
+        /// a filter.
+        #[arg(num_args = 1..=2, required = true, allow_negative_numbers = true)]
+        values: Vec<i64>,
+        #[command(flatten)]
+        filter: Filter,
     },
 }
 
@@ -128,26 +147,10 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
             attempt,
             follow,
         } => super::task_logs::run(&client, task, attempt, follow)?,
-        TaskCommand::Retry { task } => {
-            let info: TaskInfo = serde_json::from_value(client.call(
-                "POST",
-                &format!("/v1/tasks/{task}/retry"),
-                None,
-            )?)?;
-            outln!(
-                "task {task}: {}, attempts {} of {}",
-                info.state.as_str(),
-                info.attempts,
-                info.max_attempts
-            )?;
-        }
-        TaskCommand::Cancel { task } => {
-            let answer = client.call("POST", &format!("/v1/tasks/{task}/cancel"), None)?;
-            outln!(
-                "task {task}: {}",
-                answer["result"].as_str().unwrap_or_default()
-            )?;
-        }
+        TaskCommand::Ls(ls) => super::lists::task_ls(&client, ls)?,
+        TaskCommand::Retry { task, filter } => task_bulk::retry(&client, task, filter)?,
+        TaskCommand::Cancel { task, filter } => task_bulk::cancel(&client, task, filter)?,
+        TaskCommand::Priority { values, filter } => task_bulk::priority(&client, &values, filter)?,
     }
     Ok(ExitCode::SUCCESS)
 }

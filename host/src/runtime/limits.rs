@@ -23,7 +23,10 @@ pub const MAX_LOG_LINES: usize = 65_536;
 /// The limits one task attempt runs under. A breach ends only that attempt, with its own
 /// outcome (`timeout`, `memory-limit`, `output-too-large`); captured stdout, stderr and
 /// logs are cut at their limit instead.
+///
+/// Limits kept before a field was added read it as its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TaskLimits {
     /// Linear memory of all of the component's memories together, in bytes.
     pub memory: u64,
@@ -39,6 +42,15 @@ pub struct TaskLimits {
     /// Bytes of log kept, each line costing its message and [`LOG_LINE_COST`]; further
     /// lines are dropped and counted.
     pub log: u64,
+    /// Outbound HTTP requests one attempt may make, refused ones included.
+    pub http_requests: u32,
+    /// Request body bytes one attempt may send, over all its requests.
+    pub http_sent: u64,
+    /// Response body bytes one attempt may receive, over all its requests.
+    pub http_received: u64,
+    /// Wall-clock time for one request, from its start to the end of its response body.
+    #[serde(with = "crate::units::duration_text")]
+    pub http_timeout: Duration,
 }
 
 impl Default for TaskLimits {
@@ -50,6 +62,10 @@ impl Default for TaskLimits {
             stdout: 64 * KIB,
             stderr: 64 * KIB,
             log: 64 * KIB,
+            http_requests: 100,
+            http_sent: MIB,
+            http_received: 16 * MIB,
+            http_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -64,6 +80,10 @@ impl TaskLimits {
             stdout: 16 * MIB,
             stderr: 16 * MIB,
             log: 16 * MIB,
+            http_requests: 10_000,
+            http_sent: GIB,
+            http_received: GIB,
+            http_timeout: Duration::from_secs(3600),
         }
     }
 
@@ -75,6 +95,8 @@ impl TaskLimits {
             ("stdout", self.stdout, maxima.stdout),
             ("stderr", self.stderr, maxima.stderr),
             ("log", self.log, maxima.log),
+            ("http_sent", self.http_sent, maxima.http_sent),
+            ("http_received", self.http_received, maxima.http_received),
         ];
         for (name, value, max) in checks {
             if value > max {
@@ -92,22 +114,40 @@ impl TaskLimits {
                 min: "64 KiB (one wasm page)".into(),
             });
         }
-        if self.timeout.is_zero() {
-            return Err(LimitError::BelowMinimum {
-                name: "timeout",
-                value: "0s".into(),
-                min: "1ms".into(),
+        if self.http_requests > maxima.http_requests {
+            return Err(LimitError::AboveMaximum {
+                name: "http_requests",
+                value: self.http_requests.to_string(),
+                max: maxima.http_requests.to_string(),
             });
         }
-        if self.timeout > maxima.timeout {
-            return Err(LimitError::AboveMaximum {
-                name: "timeout",
-                value: humantime::format_duration(self.timeout).to_string(),
-                max: humantime::format_duration(maxima.timeout).to_string(),
-            });
+        for (name, value, max) in [
+            ("timeout", self.timeout, maxima.timeout),
+            ("http_timeout", self.http_timeout, maxima.http_timeout),
+        ] {
+            check_duration(name, value, max)?;
         }
         Ok(())
     }
+}
+
+/// A time limit: at least 1ms, at most `max`.
+fn check_duration(name: &'static str, value: Duration, max: Duration) -> Result<(), LimitError> {
+    if value.is_zero() {
+        return Err(LimitError::BelowMinimum {
+            name,
+            value: "0s".into(),
+            min: "1ms".into(),
+        });
+    }
+    if value > max {
+        return Err(LimitError::AboveMaximum {
+            name,
+            value: humantime::format_duration(value).to_string(),
+            max: humantime::format_duration(max).to_string(),
+        });
+    }
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -6,18 +6,29 @@
 //! - [`sandbox`]: the WASI context, mounts and the `qhost:task/host` implementation.
 //! - [`limits`], [`capture`], [`epoch`]: what bounds a run and how it is enforced.
 //! - [`outcome`]: how a run ended.
-//! - [`digest`]: what names a module; [`slots`]: the instance slots.
+//! - [`digest`]: what names a module; [`producers`]: what a module says made it;
+//!   [`slots`]: the instance slots.
+//! - [`settings`]: what a task reads through `wasi:config/store`.
+//! - [`origin`], [`address`], [`http_gate`], [`http_send`], [`http_metrics`]: outbound
+//!   HTTP, under the operator's allow-list and the batch's grant.
 
+mod address;
 mod artifacts;
 mod bindings;
 mod capture;
 mod digest;
 mod engine;
 mod epoch;
+mod http_gate;
+mod http_metrics;
+mod http_send;
 pub mod limits;
 mod links;
+pub mod origin;
 pub mod outcome;
+pub mod producers;
 pub mod sandbox;
+mod settings;
 mod slots;
 
 use std::collections::HashMap;
@@ -37,11 +48,15 @@ use capture::{LogCapture, OutputCapture};
 pub use digest::Digest;
 use engine::MemoryInit;
 use epoch::EpochTicker;
+use http_gate::{HttpGate, HttpLedger};
 use limits::MemoryLimiter;
 pub use limits::TaskLimits;
-pub use outcome::{Captured, LogLevel, LogLine, Outcome, RunReport};
+pub use origin::AllowedOrigin;
+pub use outcome::{Captured, HttpCall, LogLevel, LogLine, Outcome, RunReport};
+pub use producers::Producers;
 use sandbox::HostState;
 pub use sandbox::{Mount, MountGrant};
+pub use settings::GrantedSetting;
 pub use slots::Slot;
 use slots::SlotPool;
 
@@ -58,6 +73,8 @@ pub struct RuntimeConfig {
     pub max_wasm_stack: usize,
     /// The directories the operator offers to tasks by name.
     pub mounts: Vec<Mount>,
+    /// The origins tasks may reach over HTTP, when their batch was granted them too.
+    pub allow_http: Vec<AllowedOrigin>,
 }
 
 impl RuntimeConfig {
@@ -68,6 +85,7 @@ impl RuntimeConfig {
             max_limits: TaskLimits::default_maxima(),
             max_wasm_stack: 512 * 1024,
             mounts: Vec::new(),
+            allow_http: Vec::new(),
         }
     }
 }
@@ -86,7 +104,7 @@ pub enum LoadError {
     Invalid(String),
     #[error(
         "the component imports something qhost does not provide: {0}; a task may import \
-         qhost:task/host@0.1.x and WASI 0.2 interfaces only"
+         qhost:task/host@0.1.x and WASI 0.2 interfaces (wasi:http included) only"
     )]
     UnsupportedImport(String),
     #[error("the component does not export the qhost:task world's `run` function: {0}")]
@@ -122,6 +140,12 @@ pub struct RunRequest {
     pub info: RunInfo,
     pub limits: TaskLimits,
     pub mounts: Vec<MountGrant>,
+    /// The origins its batch was granted (`allow_http`); requests go out only to those
+    /// the operator's list allows too.
+    pub allow_http: Arc<[AllowedOrigin]>,
+    /// The settings its batch was granted, in clear: the task reads them through
+    /// `wasi:config/store`; secret ones are scrubbed from what the run leaves behind.
+    pub settings: Arc<[GrantedSetting]>,
     /// Cancelling it stops the run promptly with outcome `cancelled`.
     pub cancel: CancellationToken,
 }
@@ -142,6 +166,10 @@ impl Flavor {
         let engine = engine::build(config, init)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        wasmtime_wasi_config::add_to_linker(&mut linker, |state: &mut HostState| {
+            wasmtime_wasi_config::WasiConfig::new(&state.config)
+        })?;
         links::guard_symlinks(&mut linker)?;
         bindings::Task::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
             &mut linker,
@@ -160,6 +188,8 @@ pub struct Runtime {
     artifacts: Option<ArtifactCache>,
     loaded: Mutex<HashMap<Digest, Arc<TaskModule>>>,
     ticker: EpochTicker,
+    allow_http: Arc<[AllowedOrigin]>,
+    http_metrics: http_metrics::HttpMetrics,
 }
 
 impl Runtime {
@@ -175,6 +205,8 @@ impl Runtime {
             .context("starting the epoch thread")?;
         Ok(Runtime {
             slots: SlotPool::new(config.workers),
+            allow_http: config.allow_http.clone().into(),
+            http_metrics: Default::default(),
             copied,
             mapped,
             config,
@@ -191,6 +223,11 @@ impl Runtime {
     /// How many slots are running a task right now.
     pub fn busy_slots(&self) -> usize {
         self.config.workers - self.slots.free()
+    }
+
+    /// The count of tasks' outbound HTTP requests, in Prometheus text format.
+    pub fn render_http_metrics(&self, out: &mut String) {
+        self.http_metrics.render(out);
     }
 
     /// Reads and loads a component file.
@@ -285,6 +322,13 @@ impl Runtime {
         let stdout = OutputCapture::new(limits.stdout);
         let stderr = OutputCapture::new(limits.stderr);
         let wasi = sandbox::wasi_context(&self.config.mounts, &request.mounts, &stdout, &stderr)?;
+        let gate = HttpGate::new(
+            self.allow_http.clone(),
+            request.allow_http.clone(),
+            limits,
+            started,
+        );
+        let ledger = gate.ledger();
         let mut store = Store::new(
             module.pre.engine(),
             HostState {
@@ -292,6 +336,9 @@ impl Runtime {
                 table: ResourceTable::new(),
                 limiter: MemoryLimiter::new(limits.memory),
                 log: LogCapture::new(limits.log, started),
+                http: wasmtime_wasi_http::WasiHttpCtx::new(),
+                gate,
+                config: settings::variables(&request.settings),
             },
         );
         store.limiter(|state| &mut state.limiter);
@@ -318,13 +365,18 @@ impl Runtime {
                     Err(_) => Ended::TimedOut,
                 },
                 () = request.cancel.cancelled() => Ended::Cancelled,
+                // A request past an HTTP limit ends the attempt, even one the guest
+                // does not wait for.
+                () = ledger.tripped.cancelled() => Ended::HttpLimit,
             }
         };
         let duration = started.elapsed();
         let state = store.into_data();
         let stderr = stderr.take();
-        let (outcome, output, error) = classify(ended, &state.limiter, &limits, &stderr);
-        Ok(RunReport {
+        let (outcome, output, error) = classify(ended, &state.limiter, &limits, &stderr, &ledger);
+        let http = ledger.take();
+        self.http_metrics.count(&http);
+        let mut report = RunReport {
             outcome,
             output,
             error,
@@ -332,10 +384,13 @@ impl Runtime {
             logs_dropped: state.log.dropped,
             stdout: stdout.take(),
             stderr,
+            http,
             slot: slot.index(),
             started_at,
             duration,
-        })
+        };
+        settings::scrub(&mut report, &request.settings);
+        Ok(report)
     }
 }
 
@@ -343,6 +398,7 @@ enum Ended {
     Returned(wasmtime::Result<Result<Vec<u8>, String>>),
     TimedOut,
     Cancelled,
+    HttpLimit,
 }
 
 /// How a run ended: its outcome, its output if it succeeded, and its error message
@@ -352,8 +408,13 @@ fn classify(
     limiter: &MemoryLimiter,
     limits: &TaskLimits,
     stderr: &Captured,
+    ledger: &HttpLedger,
 ) -> (Outcome, Option<Vec<u8>>, Option<String>) {
-    let (outcome, output, error) = classify_uncut(ended, limiter, limits, stderr);
+    // A limit passed ends the attempt even when the guest carried on and returned.
+    let (outcome, output, error) = match ledger.trip_reason() {
+        Some(reason) => (Outcome::HttpLimit, None, Some(reason)),
+        None => classify_uncut(ended, limiter, limits, stderr),
+    };
     let error = error.map(|e| outcome::cut_text(e, limits::MAX_ERROR_BYTES));
     (outcome, output, error)
 }
@@ -407,6 +468,11 @@ fn classify_uncut(
             Outcome::Cancelled,
             None,
             Some("cancelled while running".into()),
+        ),
+        Ended::HttpLimit => (
+            Outcome::HttpLimit,
+            None,
+            Some("an outbound HTTP limit was reached".into()),
         ),
     }
 }

@@ -25,6 +25,9 @@ pub enum Outcome {
     MemoryLimit,
     /// `run` returned more output bytes than the output limit.
     OutputTooLarge,
+    /// The run went past one of its outbound HTTP limits (requests, bytes sent or
+    /// received, time per request) and was stopped by the host.
+    HttpLimit,
     /// The run was stopped because its task was cancelled.
     Cancelled,
     /// The node running the attempt died; the attempt's end is unknown.
@@ -32,13 +35,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Succeeded,
         Outcome::GuestError,
         Outcome::Trap,
         Outcome::Timeout,
         Outcome::MemoryLimit,
         Outcome::OutputTooLarge,
+        Outcome::HttpLimit,
         Outcome::Cancelled,
         Outcome::Lost,
     ];
@@ -51,6 +55,7 @@ impl Outcome {
             Outcome::Timeout => "timeout",
             Outcome::MemoryLimit => "memory-limit",
             Outcome::OutputTooLarge => "output-too-large",
+            Outcome::HttpLimit => "http-limit",
             Outcome::Cancelled => "cancelled",
             Outcome::Lost => "lost",
         }
@@ -85,10 +90,16 @@ impl FromStr for Outcome {
 }
 
 impl RunReport {
-    /// Takes the log lines, as the execution log keeps them: when lines were dropped at
-    /// the log limit, a last line says how many.
+    /// Takes the log lines, as the execution log keeps them: the task's own, a line for
+    /// each outbound HTTP request in time order among them, and, when lines were dropped at
+    /// the log limit, a last line that says how many.
     pub fn take_logs(&mut self) -> Vec<LogLine> {
         let mut lines = std::mem::take(&mut self.logs);
+        if !self.http.is_empty() {
+            lines.extend(self.http.iter().map(HttpCall::log_line));
+            // Stable: lines logged at the same microsecond keep their order.
+            lines.sort_by_key(|line| line.at_micros);
+        }
         if self.logs_dropped > 0 {
             lines.push(LogLine {
                 at_micros: self.duration.as_micros().try_into().unwrap_or(u64::MAX),
@@ -166,6 +177,56 @@ pub struct Captured {
     pub dropped: u64,
 }
 
+/// One outbound HTTP request of an attempt, as its log records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpCall {
+    /// When it started, since the attempt started.
+    pub at_micros: u64,
+    pub method: String,
+    /// `SCHEME://HOST[:PORT]`; the path and query are the task's business and not kept.
+    pub origin: String,
+    /// The response's status, once its headers came.
+    pub status: Option<u16>,
+    /// Request body bytes sent.
+    pub sent: u64,
+    /// Response body bytes received.
+    pub received: u64,
+    /// From its start to the end of its response body, or to the end of the attempt.
+    pub duration: Duration,
+    /// Why it was refused or failed, if it was.
+    pub error: Option<String>,
+    /// It never went out: the allow-lists or the address checks refused it.
+    pub refused: bool,
+}
+
+impl HttpCall {
+    fn log_line(&self) -> LogLine {
+        let mut message = format!("[qhost] http {} {}", self.method, self.origin);
+        if let Some(status) = self.status {
+            message.push_str(&format!(" -> {status}"));
+        }
+        message.push_str(&format!(
+            ", sent {}, received {}, {}",
+            bytesize::ByteSize(self.sent),
+            bytesize::ByteSize(self.received),
+            humantime::format_duration(Duration::from_millis(self.duration.as_millis() as u64))
+        ));
+        if let Some(error) = &self.error {
+            message.push_str(&format!(": {error}"));
+        }
+        let level = if self.error.is_some() {
+            LogLevel::Warn
+        } else {
+            LogLevel::Info
+        };
+        LogLine {
+            at_micros: self.at_micros,
+            level,
+            message,
+        }
+    }
+}
+
 /// What one run of a task produced.
 #[derive(Debug, Clone)]
 pub struct RunReport {
@@ -179,6 +240,8 @@ pub struct RunReport {
     pub logs_dropped: u64,
     pub stdout: Captured,
     pub stderr: Captured,
+    /// Its outbound HTTP requests, in the order they were made.
+    pub http: Vec<HttpCall>,
     /// The instance slot that ran the task.
     pub slot: usize,
     pub started_at: SystemTime,

@@ -1,12 +1,12 @@
 //! What a task may touch: the per-attempt WASI context (deny by default), the operator's
 //! named mounts, and the host side of the `qhost:task/host` interface.
 //!
-//! A fresh context gets no arguments, no environment, no stdin, no network and no
-//! directories; stdout and stderr go to bounded captures. The only capability a task can
-//! be granted is a directory mount the operator defined by name, read-only unless the
-//! operator allowed writes. Paths inside a mount are resolved by cap-std, so `..` and
-//! symbolic links never lead outside it, and the links a task makes point only down
-//! (`links.rs`).
+//! A fresh context gets no arguments, no environment, no stdin, no sockets and no
+//! directories; stdout and stderr go to bounded captures. Besides outbound HTTP, which has
+//! its own gate (`http_gate.rs`), the one capability a task can be granted is a directory
+//! mount the operator defined by name, read-only unless the operator allowed writes. Paths
+//! inside a mount are resolved by cap-std, so `..` and symbolic links never lead outside
+//! it, and the links a task makes point only down (`links.rs`).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -15,9 +15,11 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::qhost::task::{host, types};
 use super::capture::{LogCapture, OutputCapture};
+use super::http_gate::HttpGate;
 use super::limits::MemoryLimiter;
 use super::outcome::LogLevel;
 
@@ -150,6 +152,21 @@ pub(crate) struct HostState {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) log: LogCapture,
+    pub(crate) http: WasiHttpCtx,
+    /// Decides which outbound HTTP requests go out, and keeps their ledger.
+    pub(crate) gate: HttpGate,
+    /// What `wasi:config/store` answers: the settings its batch was granted.
+    pub(crate) config: wasmtime_wasi_config::WasiConfigVariables,
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.gate,
+        }
+    }
 }
 
 impl WasiView for HostState {

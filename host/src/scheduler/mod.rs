@@ -3,8 +3,10 @@
 //!
 //! - [`reads`]: what callers read: modules, batches, tasks, the execution log, groups,
 //!   nodes, what runs now.
+//! - [`lists`]: lists of batches and tasks, paged, with what each pending task waits on.
 //! - [`module_ref`]: which module a name, digest or digest prefix names.
-//! - [`rules`]: the scheduling rules as plain functions over the execution log.
+//! - [`rules`]: the scheduling rules as plain functions over the execution log, and what
+//!   holds a pending task back.
 //! - [`model`]: an executable model of the claim, that tests hold the store drivers to.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
 //! - [`reserved`]: the tasks a node claimed and has not started, in claim order.
@@ -13,7 +15,9 @@
 //!   idempotency key; `pause`: pauses and limits changed after the fact; `redrive`:
 //!   failed and cancelled tasks run again, and bulk actions.
 
+mod grants;
 mod keys;
+pub mod lists;
 pub mod metrics;
 pub mod model;
 pub mod module_ref;
@@ -111,6 +115,8 @@ pub struct SchedulerConfig {
     pub retention: Option<Duration>,
     /// How often to look for other nodes' expired leases; `None` on a single node.
     pub rescue_every: Option<Duration>,
+    /// Seals the secret settings granted to batches; none: secrets are refused.
+    pub secret_key: Option<crate::secrets::SecretKey>,
 }
 
 impl SchedulerConfig {
@@ -122,6 +128,7 @@ impl SchedulerConfig {
             default_limits: TaskLimits::default(),
             retention: None,
             rescue_every: None,
+            secret_key: None,
         }
     }
 }
@@ -173,6 +180,7 @@ pub struct Scheduler {
     /// Runs on this node, by task: for cancellation and the live view.
     pub(crate) running: Mutex<HashMap<TaskId, LocalRun>>,
     modules: Mutex<HashMap<Digest, Arc<TaskModule>>>,
+    grants: grants::GrantCache,
     /// Handles already checked against the store, by batch (their sha256): a handle never
     /// changes, so a caller that submits and waits is checked once, not on every request.
     handles: Mutex<HashMap<BatchId, [u8; 32]>>,
@@ -197,6 +205,7 @@ impl Scheduler {
             started_at: now_micros(),
             running: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
+            grants: grants::GrantCache::default(),
             handles: Mutex::new(HashMap::new()),
             pace: node::Pace::default(),
             metrics: metrics::Metrics::default(),

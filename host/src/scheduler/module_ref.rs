@@ -123,6 +123,8 @@ mod tests {
             tag: None,
             size: 1,
             added_at,
+            languages: None,
+            processed_by: None,
         }
     }
 

@@ -52,24 +52,45 @@ impl Scheduler {
         Ok(self.store.task_counts().await?)
     }
 
+    /// The whole queue at a glance: counts, ended totals, the oldest ready task, busy
+    /// groups.
+    pub async fn queue_stats(&self) -> Result<QueueStats> {
+        Ok(self.store.queue_stats(now_micros()).await?)
+    }
+
+    /// The batches with most tasks not ended, at most `limit`.
+    pub async fn batch_depths(&self, limit: usize) -> Result<Vec<BatchDepth>> {
+        Ok(self.store.batch_depths(limit).await?)
+    }
+
     /// A page of the execution log: each attempt with its position, to read on after it.
     pub async fn attempt_list(&self, filter: AttemptFilter) -> Result<Vec<(i64, AttemptRecord)>> {
         Ok(self.store.attempt_list(filter).await?)
     }
 
-    /// The nodes sharing the store, from its registry; on a store of its own, this node.
+    /// The nodes sharing the store, from its registry (on a store of its own, this node),
+    /// each with its slots running a task now.
     pub async fn nodes(&self) -> Result<Vec<NodeInfo>> {
-        let nodes = self.store.node_list().await?;
-        if !nodes.is_empty() {
-            return Ok(nodes);
+        let mut nodes = self.store.node_list().await?;
+        if nodes.is_empty() {
+            nodes.push(NodeInfo {
+                node: self.config.node.clone(),
+                workers: self.runtime.config().workers,
+                started_at: self.started_at,
+                heartbeat_at: now_micros(),
+                clock_offset: 0,
+                busy: 0,
+            });
         }
-        Ok(vec![NodeInfo {
-            node: self.config.node.clone(),
-            workers: self.runtime.config().workers,
-            started_at: self.started_at,
-            heartbeat_at: now_micros(),
-            clock_offset: 0,
-        }])
+        let running = self.running_now().await?;
+        for node in &mut nodes {
+            node.busy = if node.node == self.config.node {
+                self.runtime.busy_slots()
+            } else {
+                running.iter().filter(|r| r.node == node.node).count()
+            };
+        }
+        Ok(nodes)
     }
 
     /// What runs now and where: every node's started tasks, with the slot of those

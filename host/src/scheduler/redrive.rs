@@ -11,12 +11,13 @@ use crate::store::*;
 
 /// The outcomes of failed tasks: every one but `succeeded` and `cancelled`. A re-drive
 /// that names no outcome runs the failed tasks again, not the cancelled ones.
-pub const FAILURES: [Outcome; 6] = [
+pub const FAILURES: [Outcome; 7] = [
     Outcome::GuestError,
     Outcome::Trap,
     Outcome::Timeout,
     Outcome::MemoryLimit,
     Outcome::OutputTooLarge,
+    Outcome::HttpLimit,
     Outcome::Lost,
 ];
 
@@ -46,7 +47,7 @@ impl Scheduler {
     /// ([`FAILURES`]), but for a task named by its id, which runs again whether it failed
     /// or was cancelled; name `cancelled` to run cancelled ones again.
     pub async fn tasks_retry(&self, access: &Access, mut select: TaskSelect) -> Result<u64> {
-        self.authorize_select(access, &select).await?;
+        self.authorize_select(access, &mut select).await?;
         if select.outcomes.is_empty() && select.task.is_none() {
             select.outcomes = FAILURES.to_vec();
         }
@@ -58,8 +59,12 @@ impl Scheduler {
     }
 
     /// Cancels the pending tasks `select` names and stops its claimed ones.
-    pub async fn tasks_cancel(&self, access: &Access, select: TaskSelect) -> Result<BulkCancel> {
-        self.authorize_select(access, &select).await?;
+    pub async fn tasks_cancel(
+        &self,
+        access: &Access,
+        mut select: TaskSelect,
+    ) -> Result<BulkCancel> {
+        self.authorize_select(access, &mut select).await?;
         let result = self.store.task_cancel_where(select, now_micros()).await?;
         // Cancelled tasks may close their orders and open the next ones.
         self.wake.notify_one();
@@ -77,24 +82,30 @@ impl Scheduler {
     pub async fn tasks_set_priority(
         &self,
         access: &Access,
-        select: TaskSelect,
+        mut select: TaskSelect,
         priority: i32,
     ) -> Result<u64> {
-        self.authorize_select(access, &select).await?;
+        self.authorize_select(access, &mut select).await?;
         let changed = self.store.task_set_priority_where(select, priority).await?;
         self.reclaim.notify_one();
         Ok(changed)
     }
 
-    /// A handle may select only within its own batch.
-    async fn authorize_select(&self, access: &Access, select: &TaskSelect) -> Result<()> {
-        match (access, select.batch) {
-            (Access::Admin, _) => Ok(()),
-            (Access::Handle(_), Some(batch)) => self.authorize(access, batch).await,
-            (Access::Handle(_), None) => Err(Error::Invalid(
-                "a batch handle acts within its own batch only: name it (parameter `batch`)".into(),
-            )),
+    /// A handle selects within its own batch only: a selection that names no batch is
+    /// confined to the handle's.
+    async fn authorize_select(&self, access: &Access, select: &mut TaskSelect) -> Result<()> {
+        if let Access::Handle(handle) = access {
+            let own = super::handle_batch(handle);
+            let Some(batch) = select.batch.or(own) else {
+                return Err(Error::Invalid(
+                    "a batch handle acts within its own batch only: name it (parameter `batch`)"
+                        .into(),
+                ));
+            };
+            self.authorize(access, batch).await?;
+            select.batch = Some(batch);
         }
+        Ok(())
     }
 
     /// After a re-drive: a gate that moved down reaches the tasks reserved above it, which

@@ -1,4 +1,5 @@
-//! The scheduling rules, stated once as plain functions over an execution log.
+//! The scheduling rules, stated once as plain functions: over an execution log, and
+//! over what holds a pending task back ([`waiting_on`]).
 //!
 //! The store drivers enforce these rules inside their atomic claim; these functions say
 //! what the rules mean, and the tests check every run's execution log against them.
@@ -6,7 +7,84 @@
 
 use std::collections::HashMap;
 
-use crate::store::{AttemptRecord, BatchId, Micros};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::store::{AttemptRecord, BatchId, HoldFacts, Micros};
+
+/// What holds a pending task back: why no node claims it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WaitingOn {
+    /// Its batch's gate: a lower order, `order`, still has `open` tasks not ended.
+    Gate { order: i64, open: u64 },
+    /// Its batch is paused.
+    BatchPaused,
+    /// Its group is paused.
+    GroupPaused { group: String },
+    /// It was delayed (`run_at`, `delay`) until `until`.
+    Delay { until: Micros },
+    /// It waits out the backoff after its `attempts`-th attempt, until `until`.
+    Retry { until: Micros, attempts: u32 },
+    /// Its group has `running` tasks claimed, its limit.
+    Group {
+        group: String,
+        #[schema(format = Int64, maximum = 4294967295_u64)]
+        limit: u32,
+        running: u64,
+    },
+    /// Its batch has `running` tasks claimed, its `max_parallel`.
+    Batch {
+        #[schema(format = Int64, maximum = 4294967295_u64)]
+        max_parallel: u32,
+        running: u64,
+    },
+}
+
+/// Why a task is not claimed at `now`, as the claim's rules say, in the order a person
+/// would lift them: its gate; else a pause; else its delay or backoff; else its group's
+/// limit, then its batch's. `None`: it is not pending, or a node may claim it now.
+/// The stores' list filters state the same rules in SQL (`sql/task_list.sql`).
+pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
+    match facts.state {
+        0 => facts
+            .gate
+            .map(|(order, open)| WaitingOn::Gate { order, open }),
+        1 => {
+            let group = facts.group.as_ref();
+            if facts.batch_paused {
+                return Some(WaitingOn::BatchPaused);
+            }
+            if let Some(g) = group.filter(|g| g.paused) {
+                return Some(WaitingOn::GroupPaused {
+                    group: g.key.clone(),
+                });
+            }
+            if facts.not_before > now {
+                let until = facts.not_before;
+                return Some(match facts.attempts {
+                    0 => WaitingOn::Delay { until },
+                    attempts => WaitingOn::Retry { until, attempts },
+                });
+            }
+            if let Some(g) = group.filter(|g| g.running >= u64::from(g.limit)) {
+                return Some(WaitingOn::Group {
+                    group: g.key.clone(),
+                    limit: g.limit,
+                    running: g.running,
+                });
+            }
+            match facts.batch_max_parallel {
+                Some(max) if facts.batch_running >= u64::from(max) => Some(WaitingOn::Batch {
+                    max_parallel: max,
+                    running: facts.batch_running,
+                }),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
 
 /// One attempt as the rules see it.
 #[derive(Debug, Clone)]
@@ -143,6 +221,54 @@ mod tests {
             start,
             end,
         }
+    }
+
+    #[test]
+    fn waiting_on_names_what_a_person_lifts_first() {
+        use crate::store::GroupFacts;
+        let ready = HoldFacts {
+            state: 1,
+            group: Some(GroupFacts {
+                key: "g".into(),
+                paused: false,
+                limit: 1,
+                running: 1,
+            }),
+            batch_max_parallel: Some(2),
+            batch_running: 2,
+            ..HoldFacts::default()
+        };
+        let group = WaitingOn::Group {
+            group: "g".into(),
+            limit: 1,
+            running: 1,
+        };
+        assert_eq!(waiting_on(&ready, 10), Some(group));
+        let delayed = HoldFacts {
+            not_before: 20,
+            attempts: 1,
+            ..ready.clone()
+        };
+        assert_eq!(
+            waiting_on(&delayed, 10),
+            Some(WaitingOn::Retry {
+                until: 20,
+                attempts: 1
+            })
+        );
+        assert_eq!(
+            waiting_on(&delayed, 20),
+            waiting_on(&ready, 20),
+            "due once its time comes"
+        );
+        let free = HoldFacts {
+            group: None,
+            batch_max_parallel: None,
+            ..ready.clone()
+        };
+        assert_eq!(waiting_on(&free, 10), None, "claimable now");
+        let running = HoldFacts { state: 2, ..ready };
+        assert_eq!(waiting_on(&running, 10), None, "not pending");
     }
 
     #[test]

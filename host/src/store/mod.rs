@@ -5,9 +5,10 @@
 //!
 //! Beside the trait: the vocabulary (`types`, `completion`, `time`, `schedule`, `text`:
 //! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
-//! requests done exactly once), the policies both drivers share (`pick`: claim order and
-//! rooms; `admit`: what a submission may add and where it puts the gate; `fate`: retry or
-//! end; `errors`: the refusals), and `open`, which picks the driver a URL names.
+//! requests done exactly once, `list`: lists' filters, order and pages, `stats`: the whole
+//! queue at a glance), the policies both drivers share (`pick`: claim order and rooms;
+//! `admit`: what a submission may add and where it puts the gate; `fate`: retry or end;
+//! `errors`: the refusals), and `open`, which picks the driver a URL names.
 //!
 //! Every scheduling rule (ordering gates, group limits, batch limits, priority, fairness)
 //! is enforced inside the driver's atomic claim; [`crate::scheduler::rules`] states the
@@ -19,25 +20,31 @@ mod admit;
 mod completion;
 mod errors;
 mod fate;
+mod grant;
 mod keys;
+mod list;
 mod open;
 mod pick;
 pub mod postgres;
 mod schedule;
 mod select;
 pub mod sqlite;
+mod stats;
 pub mod text;
 mod time;
 mod types;
 
 pub use completion::*;
 pub use errors::{StoreError, StoreResult};
+pub use grant::*;
 pub use keys::{
     Answer, Created, HandleHasher, MAX_KEYS_PER_BATCH, NewBatch, NewHandle, RequestKey,
 };
+pub use list::*;
 pub use open::open;
 pub use schedule::*;
 pub use select::{BulkCancel, TaskSelect};
+pub use stats::*;
 pub use time::*;
 pub use types::*;
 
@@ -81,6 +88,13 @@ pub trait Store: Send + Sync + 'static {
     /// only once it is open).
     async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()>;
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo>;
+    /// What the batch was granted when opened ([`BatchSpec::allow_http`] and
+    /// [`BatchSpec::settings`]); nothing for a batch granted nothing, or one that does
+    /// not exist.
+    async fn batch_grant(&self, batch: BatchId) -> StoreResult<Grant>;
+    /// One secret setting of any batch, sealed as stored, if the store holds one: a node
+    /// checks at start that its secret key opens it.
+    async fn grant_secret_sample(&self) -> StoreResult<Option<Setting>>;
     /// How many of the batch's tasks have not ended: cheap enough to ask after every
     /// completion (unlike the full progress counts).
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64>;
@@ -182,8 +196,21 @@ pub trait Store: Send + Sync + 'static {
     /// restarting), retrying their tasks while attempts remain.
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult>;
 
-    /// How many tasks of the whole store are in each state.
+    /// The batches a filter names, newest first: one more than its limit when more follow.
+    async fn batch_list(&self, filter: BatchFilter) -> StoreResult<Vec<BatchInfo>>;
+    /// A page of the tasks a filter names, newest first (one more than its limit when more
+    /// follow), and how many it names in each state, each count stopping at [`COUNT_CAP`].
+    async fn task_list(&self, filter: TaskFilter) -> StoreResult<TaskPage>;
+    /// What each of these tasks may wait on; a task that does not exist is left out.
+    async fn task_hold(&self, tasks: Vec<TaskId>) -> StoreResult<Vec<HoldFacts>>;
+
+    /// How many tasks of the whole store are in each state: from counters and the
+    /// indexes of tasks not ended, never a scan of the ended ones.
     async fn task_counts(&self) -> StoreResult<Progress>;
+    /// The counts, ended totals, oldest ready task and busy groups, as cheaply.
+    async fn queue_stats(&self, now: Micros) -> StoreResult<QueueStats>;
+    /// The batches with most tasks not ended, at most `limit`.
+    async fn batch_depths(&self, limit: usize) -> StoreResult<Vec<BatchDepth>>;
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>>;
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>>;
     /// Deletes up to `chunk` ended tasks (with their attempts) that ended before `before`,

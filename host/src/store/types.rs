@@ -115,6 +115,14 @@ pub struct BatchSpec {
     /// At most this many of the batch's tasks run at once.
     pub max_parallel: Option<u32>,
     pub failure_policy: FailurePolicy,
+    /// The origins its tasks may reach over HTTP (`SCHEME://HOST[:PORT|:*]`), within the
+    /// operator's `--allow-http`; checked by the API before it reaches a store.
+    #[serde(default)]
+    pub allow_http: Vec<String>,
+    /// Named values its tasks read through `wasi:config/store`; a secret one's value is
+    /// sealed by the API before it reaches a store.
+    #[serde(default)]
+    pub settings: Vec<super::Setting>,
 }
 
 /// A task to submit.
@@ -160,6 +168,16 @@ pub struct ModuleInfo {
     pub tag: Option<String>,
     pub size: u64,
     pub added_at: Micros,
+    /// The source languages its `producers` sections name (of the component and every
+    /// core module in it), as `Rust`; none when it was stored before qhost read them
+    /// (unknown), empty when it names none.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub languages: Option<Vec<String>>,
+    /// The tools those sections say made it, as `rustc 1.95.0`; none when unknown.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub processed_by: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -258,6 +276,10 @@ pub struct TaskInfo {
     pub error: Option<String>,
     #[schema(required = true)]
     pub output_size: Option<u64>,
+    /// The size of its input in bytes.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub input_size: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -315,6 +337,8 @@ pub struct ClaimParams {
 #[derive(Debug, Clone, Copy)]
 pub struct Start {
     pub task: TaskId,
+    /// Its batch, whose followers hear of the start.
+    pub batch: BatchId,
     pub lease_token: i64,
     pub at: Micros,
 }
@@ -362,7 +386,46 @@ pub struct AttemptFilter {
     pub until: Option<Micros>,
     /// Only attempts with a larger row position: for paging and following.
     pub after: Option<i64>,
+    /// Only attempts with a smaller row position: for paging newest first.
+    pub before: Option<i64>,
+    /// Newest first (largest position first) instead of in the order they were written.
+    pub newest_first: bool,
     pub limit: Option<usize>,
+}
+
+impl AttemptFilter {
+    /// Attempts in a time range past which reading them from the index of start times
+    /// may cost more than another way.
+    pub const LONG_RANGE: i64 = 10_000;
+
+    /// Whether a driver reads a page with a time range from the attempts in the range
+    /// (found by the index of start times, then taken by position), given how many
+    /// started in it (counted up to past [`Self::LONG_RANGE`]): yes for a short range; for
+    /// a long one, unless a task or batch filter is more selective, or the page is read
+    /// from the log's newest end with no `until` (walking back from the newest attempt
+    /// meets the range at once), or an outcome or group has its own index. Without a time
+    /// range, no.
+    pub fn reads_by_time(&self, in_range: i64) -> bool {
+        if self.since.is_none() && self.until.is_none() {
+            return false;
+        }
+        if self.task.is_some() || self.batch.is_some() {
+            return false;
+        }
+        if in_range <= Self::LONG_RANGE {
+            return true;
+        }
+        let from_newest = self.newest_first && self.until.is_none();
+        !from_newest && self.outcome.is_none() && self.group.is_none()
+    }
+
+    /// The time range, open ends filled.
+    pub fn time_range(&self) -> (Micros, Micros) {
+        (
+            self.since.unwrap_or(Micros::MIN),
+            self.until.unwrap_or(Micros::MAX),
+        )
+    }
 }
 
 /// A task running now (started on a slot, not only reserved), for the live view.
@@ -404,6 +467,8 @@ pub enum Signal {
     Reclaim,
     /// Tasks of these batches ended (which also frees slots: a wake-up too).
     Batches(Vec<BatchId>),
+    /// Tasks of these batches started: news for their event streams only.
+    Started(Vec<BatchId>),
     /// A running task was asked to stop: renew leases now to learn which.
     Cancel,
     /// Signals may have been missed (the connection dropped): look at everything again.
@@ -428,4 +493,9 @@ pub struct NodeInfo {
     pub heartbeat_at: Micros,
     /// The store's clock minus the node's, microseconds (0 when within tolerance).
     pub clock_offset: Micros,
+    /// Its instance slots running a task now: counted by the scheduler from what runs,
+    /// not kept in the registry.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub busy: usize,
 }

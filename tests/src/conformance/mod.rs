@@ -19,14 +19,17 @@ pub mod claims;
 pub mod completions;
 pub mod delays;
 pub mod gates;
+pub mod grants;
 pub mod groups;
 pub mod keys;
+pub mod lists;
 pub mod log;
 pub mod modules;
 pub mod pause;
 pub mod priority;
 pub mod redrive;
 pub mod schedules;
+pub mod stats;
 
 /// Stamps out one `#[tokio::test]` per conformance case, each on a fresh store from
 /// `$fresh`: an async function returning the store and what must outlive it (its file,
@@ -37,11 +40,14 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@cases $fresh;
             modules::modules_are_content_addressed_and_kept_while_used,
             modules::reads_name_the_module_beside_its_digest,
+            modules::a_module_keeps_the_languages_its_producers_sections_name,
+            modules::reads_give_a_tasks_input_size,
             batches::handles_open_only_their_batch,
             batches::a_released_batch_leaves_nothing_to_the_next,
             batches::ids_are_never_reused,
             gates::gates_hold_back_higher_orders,
             gates::a_lower_order_than_one_started_is_refused,
+            grants::a_batch_keeps_its_grant_until_released,
             groups::groups_limit_running_tasks_without_blocking_others,
             groups::a_long_group_at_the_head_holds_up_nothing_behind_it,
             groups::batch_limits_bound_a_batch,
@@ -60,6 +66,9 @@ macro_rules! conformance_tests {
             delays::a_delayed_task_holds_its_gate_and_keeps_its_place_once_due,
             log::the_execution_log_filters,
             log::release_and_prune_remove_ended_work,
+            stats::counters_match_the_tasks_through_ends_retries_and_prunes,
+            stats::the_oldest_ready_task_is_the_oldest_claimable,
+            stats::the_log_reads_newest_first_in_pages_with_no_attempt_twice,
             schedules::a_tick_is_handled_once_however_many_handle_it,
             schedules::a_refused_tick_changes_nothing,
             schedules::schedules_pause_list_delete_and_keep_their_last_ticks,
@@ -78,6 +87,11 @@ macro_rules! conformance_tests {
             keys::an_opened_batch_has_its_handle,
             keys::a_repeated_request_gets_the_first_answer,
             keys::keys_are_bounded_per_batch_and_go_with_the_batch,
+            lists::batches_list_newest_first_filtered_and_paged,
+            lists::tasks_list_by_every_filter_with_counts,
+            lists::task_pages_neither_repeat_nor_miss_while_tasks_are_added,
+            lists::waiting_on_names_each_reason,
+            lists::task_counts_match_the_rows_through_every_change,
         );
     };
     (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {
@@ -171,6 +185,7 @@ async fn start(store: &Arc<dyn Store>, tasks: &[ClaimedTask], now: Micros) {
         .iter()
         .map(|t| Start {
             task: t.id,
+            batch: t.batch,
             lease_token: t.lease_token,
             at: now,
         })

@@ -71,3 +71,58 @@ pub async fn reads_name_the_module_beside_its_digest(store: Arc<dyn Store>) {
     store.module_delete(m).await.unwrap();
     assert_eq!(names(store.clone()).await, (None, None), "deleted: no name");
 }
+
+pub async fn a_module_keeps_the_languages_its_producers_sections_name(store: Arc<dyn Store>) {
+    // The echo guest is Rust (with wasi-libc's C), built by rustc and made a component
+    // by wit-component.
+    let added = store.module_put(module(), None, None, T0).await.unwrap();
+    let listed = store.module_list().await.unwrap().remove(0);
+    for info in [&added, &listed] {
+        let languages = info.languages.clone().unwrap();
+        assert_eq!(
+            languages.first().map(String::as_str),
+            Some("Rust"),
+            "{languages:?}"
+        );
+        let tools = info.processed_by.clone().unwrap();
+        assert!(tools.iter().any(|t| t.starts_with("rustc ")), "{tools:?}");
+        assert!(
+            tools.iter().any(|t| t.starts_with("wit-component ")),
+            "{tools:?}"
+        );
+    }
+    // Bytes that are no component name nothing, which is not unknown.
+    let other = store
+        .module_put(b"not a component".to_vec(), None, None, T0)
+        .await
+        .unwrap();
+    assert_eq!(other.languages, Some(vec![]));
+    assert_eq!(other.processed_by, Some(vec![]));
+}
+
+pub async fn reads_give_a_tasks_input_size(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    let ids = store
+        .task_submit(
+            b,
+            vec![TaskSpec::new(m, "twelve bytes"), TaskSpec::new(m, "")],
+            T0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.task_get(ids[0]).await.unwrap().input_size, 12);
+    assert_eq!(store.task_get(ids[1]).await.unwrap().input_size, 0);
+    let page = store
+        .task_list(TaskFilter {
+            batch: Some(b),
+            limit: 10,
+            now: T0,
+            ..TaskFilter::default()
+        })
+        .await
+        .unwrap();
+    let mut sizes: Vec<u64> = page.tasks.iter().map(|t| t.input_size).collect();
+    sizes.sort();
+    assert_eq!(sizes, vec![0, 12], "a list gives them too");
+}

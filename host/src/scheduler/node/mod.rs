@@ -131,6 +131,11 @@ async fn forward_signals(scheduler: Arc<Scheduler>, mut signals: broadcast::Rece
                     scheduler.notify_batch(batch);
                 }
             }
+            Ok(Signal::Started(batches)) => {
+                for batch in batches {
+                    scheduler.notify_batch(batch);
+                }
+            }
             Ok(Signal::Cancel) => scheduler.renew_now.notify_one(),
             Ok(Signal::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
                 scheduler.reclaim.notify_one();

@@ -72,11 +72,13 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
     };
     let _ = ctx.done.send(Done::Started(Start {
         task: task.id,
+        batch: task.batch,
         lease_token: task.lease_token,
         at: started_at,
     }));
     let run = async {
         let module = scheduler.module(task.module).await?;
+        let grant = scheduler.batch_grant(task.batch).await?;
         let request = RunRequest {
             input: task.input.clone(),
             info: RunInfo {
@@ -88,6 +90,8 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             },
             limits: task.limits,
             mounts: task.mounts.clone(),
+            allow_http: grant.allow_http.clone(),
+            settings: grant.settings.clone(),
             cancel,
         };
         scheduler.runtime.run_in(slot, &module, request).await

@@ -120,7 +120,9 @@ pub(super) async fn write_completions(
         let report = Report::of(buffer.drain(..));
         let ends = report.ends();
         match write_report(&scheduler, report, &give_up).await {
-            Ok(batches) => {
+            Ok(mut batches) => {
+                batches.sort_unstable();
+                batches.dedup();
                 for batch in batches {
                     scheduler.notify_batch(batch);
                 }
@@ -237,7 +239,7 @@ fn unstorable(refused: Completion, err: &StoreError) -> Completion {
 }
 
 /// Writes what `report` holds, each part taken out of it once written, so that a retry
-/// writes only what is left; adds the batches whose tasks ended to `batches`.
+/// writes only what is left; adds the batches whose tasks started or ended to `batches`.
 async fn write(
     scheduler: &Scheduler,
     report: &mut Report,
@@ -245,6 +247,8 @@ async fn write(
 ) -> StoreResult<()> {
     if !report.starts.is_empty() {
         scheduler.store.task_start(report.starts.clone()).await?;
+        // The batches' event streams announce the starts.
+        batches.extend(report.starts.iter().map(|s| s.batch));
         report.starts.clear();
     }
     if !report.completions.is_empty() {

@@ -41,7 +41,7 @@ pub(super) async fn insert(
 ) -> StoreResult<BatchId> {
     let max_parallel = spec.max_parallel.map(to_i32);
     let halt = spec.failure_policy == FailurePolicy::Halt;
-    Ok(tx
+    let id: BatchId = tx
         .query_one(
             "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
@@ -49,7 +49,9 @@ pub(super) async fn insert(
         )
         .await
         .map_err(pg)?
-        .get(0))
+        .get(0);
+    super::grants::insert(tx, id, spec).await?;
+    Ok(id)
 }
 
 pub(super) async fn set_handle(
@@ -185,6 +187,7 @@ pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResul
             "DELETE FROM tasks WHERE batch_id = $1",
             "DELETE FROM batch_orders WHERE batch_id = $1",
             "DELETE FROM request_keys WHERE batch_id = $1",
+            "DELETE FROM batch_grants WHERE batch_id = $1",
             "DELETE FROM batches WHERE id = $1",
         ] {
             tx.execute(sql, &[&batch]).await.map_err(pg)?;
@@ -208,6 +211,15 @@ pub(super) async fn info(tx: &impl GenericClient, batch: BatchId) -> StoreResult
         .ok_or_else(|| not_found("batch", batch))?;
     let progress = count_states(tx, include_str!("sql/batch_counts.sql"), &[&batch]).await?;
     Ok(BatchInfo {
+        progress,
+        ..settings(&row)
+    })
+}
+
+/// A batch's settings from its row's first columns (id, name, priority, max_parallel as
+/// set, halt_on_failure, sealed, created_at, paused), its progress not read.
+pub(super) fn settings(row: &tokio_postgres::Row) -> BatchInfo {
+    BatchInfo {
         id: row.get(0),
         name: row.get(1),
         priority: row.get(2),
@@ -220,6 +232,6 @@ pub(super) async fn info(tx: &impl GenericClient, batch: BatchId) -> StoreResult
         sealed: row.get(5),
         paused: row.get(7),
         created_at: row.get(6),
-        progress,
-    })
+        progress: Progress::default(),
+    }
 }

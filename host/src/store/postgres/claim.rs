@@ -481,12 +481,14 @@ pub(super) async fn start(store: &PostgresStore, starts: Vec<Start>) -> StoreRes
     let ids: Vec<i64> = starts.iter().map(|s| s.task).collect();
     let tokens: Vec<i64> = starts.iter().map(|s| s.lease_token).collect();
     let at: Vec<i64> = starts.iter().map(|s| store.db_time(s.at)).collect();
+    let batches: Vec<BatchId> = starts.iter().map(|s| s.batch).collect();
     transaction!(store, Commit::Bookkeeping, |tx| {
         let stmt = tx
             .prepare_cached(include_str!("sql/task_start.sql"))
             .await
             .map_err(pg)?;
         tx.execute(&stmt, &[&ids, &tokens, &at]).await.map_err(pg)?;
+        store.notify_started(&tx, batches.clone()).await?;
         Ok(())
     })
 }

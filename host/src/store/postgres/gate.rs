@@ -57,6 +57,27 @@ pub(super) async fn current(tx: &impl GenericClient, batch: BatchId) -> StoreRes
         .get(0))
 }
 
+/// Counts a task open in the batch at each of `orders` (one entry per task): tasks
+/// submitted, or run again.
+pub(super) async fn open(
+    tx: &impl GenericClient,
+    batch: BatchId,
+    orders: impl IntoIterator<Item = i64>,
+) -> StoreResult<()> {
+    let mut per_order = std::collections::BTreeMap::<i64, i64>::new();
+    for order in orders {
+        *per_order.entry(order).or_default() += 1;
+    }
+    let (orders, counts): (Vec<i64>, Vec<i64>) = per_order.into_iter().unzip();
+    tx.execute(
+        include_str!("sql/submit_orders.sql"),
+        &[&batch, &orders, &counts],
+    )
+    .await
+    .map_err(pg)?;
+    Ok(())
+}
+
 /// Records that `count` tasks of `(batch, order)` ended, for each entry; where an order
 /// closed, takes those batches' gate locks and promotes their next orders.
 pub(super) async fn close(

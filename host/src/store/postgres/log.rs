@@ -1,5 +1,5 @@
 //! The execution log and what nodes and people read: attempt records, the running view,
-//! tasks counted per state, and pruning what ended long ago.
+//! a batch's tasks counted per state, and pruning what ended long ago.
 
 use deadpool_postgres::GenericClient;
 
@@ -25,34 +25,85 @@ pub(super) async fn count_states(
     Ok(progress)
 }
 
-pub(super) async fn task_counts(store: &PostgresStore) -> StoreResult<Progress> {
-    let client = store.client(Commit::Durable).await?;
-    count_states(&client, include_str!("sql/task_counts.sql"), &[]).await
-}
-
+/// Attempt records in the order they were written (or newest first), filtered. Each
+/// filter given adds its own clause, so that the plan can use the index of the log for it
+/// (`attempts_task`, `attempts_batch`, `attempts_group`, `attempts_outcome`,
+/// `attempts_started`) whatever the values: a generic plan of `$1 IS NULL OR ...` clauses
+/// would scan the whole log.
 pub(super) async fn attempt_list(
     store: &PostgresStore,
     filter: AttemptFilter,
 ) -> StoreResult<Vec<(i64, AttemptRecord)>> {
+    type Param = Box<dyn tokio_postgres::types::ToSql + Sync + Send>;
     let client = store.client(Commit::Durable).await?;
-    let outcome = filter.outcome.map(|o| o.as_str());
+    let mut sql = String::from(include_str!("sql/attempt_list.sql").trim_end());
+    let mut args: Vec<Param> = Vec::new();
+    let mut add = |clause: &str, value: Param| {
+        args.push(value);
+        sql.push_str(&clause.replace('?', &format!("${}", args.len())));
+    };
+    if let Some(batch) = filter.batch {
+        add(" AND a.batch_id = ?", Box::new(batch));
+    }
+    if let Some(task) = filter.task {
+        add(" AND a.task_id = ?", Box::new(task));
+    }
+    if let Some(group) = filter.group.clone() {
+        add(" AND a.group_key = ?", Box::new(group));
+    }
+    if let Some(outcome) = filter.outcome {
+        add(" AND a.outcome = ?", Box::new(outcome.as_str()));
+    }
+    if let Some(since) = filter.since {
+        add(" AND a.started_at >= ?", Box::new(since));
+    }
+    if let Some(until) = filter.until {
+        add(" AND a.started_at < ?", Box::new(until));
+    }
+    if let Some(after) = filter.after {
+        add(" AND a.id > ?", Box::new(after));
+    }
+    if let Some(before) = filter.before {
+        add(" AND a.id < ?", Box::new(before));
+    }
+    let by_time = if filter.since.is_some() || filter.until.is_some() {
+        let (since, until) = filter.time_range();
+        let count: i64 = if filter.task.is_some() || filter.batch.is_some() {
+            0
+        } else {
+            client
+                .query_one(
+                    include_str!("sql/attempt_range_count.sql"),
+                    &[&since, &until, &(AttemptFilter::LONG_RANGE + 1)],
+                )
+                .await
+                .map_err(pg)?
+                .get(0)
+        };
+        filter.reads_by_time(count)
+    } else {
+        false
+    };
     let limit = filter.limit.unwrap_or(1000).min(10_000) as i64;
-    let rows = client
-        .query(
-            include_str!("sql/attempt_list.sql"),
-            &[
-                &filter.batch,
-                &filter.task,
-                &filter.group,
-                &outcome,
-                &filter.since,
-                &filter.until,
-                &filter.after,
-                &limit,
-            ],
-        )
-        .await
-        .map_err(pg)?;
+    args.push(Box::new(limit));
+    let order = if filter.newest_first { "DESC" } else { "ASC" };
+    if by_time {
+        // The page's positions from the index of start times alone (`+ 0`: not in the
+        // order of the primary key, which would walk the whole log to the range), then
+        // their records.
+        let base = include_str!("sql/attempt_list.sql").trim_end();
+        let clauses = &sql[base.len()..];
+        sql = format!(
+            "{base} AND a.id IN (SELECT a.id FROM attempts a WHERE TRUE{clauses} \
+             ORDER BY a.id + 0 {order} LIMIT ${}) ORDER BY a.id {order}",
+            args.len()
+        );
+    } else {
+        sql.push_str(&format!(" ORDER BY a.id {order} LIMIT ${}", args.len()));
+    }
+    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        args.iter().map(|a| a.as_ref() as _).collect();
+    let rows = client.query(&sql, &params).await.map_err(pg)?;
     Ok(rows
         .iter()
         .map(|r| {

@@ -21,7 +21,8 @@
 //! priority, groups), `pause.rs` (pauses, limits changed after the fact), `redrive.rs`
 //! (re-drive, and bulk cancel and priority), `keys.rs` (a batch opened with its tasks at
 //! once, idempotency keys), `claim.rs`, `complete.rs` (completion, retry, rescue, hand-back,
-//! lease renewal), `log.rs` (attempt records, the running view, counts, pruning),
+//! lease renewal), `lists.rs` (lists of batches and tasks, what a task waits on), `log.rs`
+//! (attempt records, the running view, pruning), `stats.rs` (the queue at a glance),
 //! `nodes.rs`, `gate.rs` (ordering gates), `notifier.rs` (LISTEN/NOTIFY) and `schema.rs`
 //! (pools, migrations). Statements longer than a line or two are in `sql/`, each headed by
 //! what it does and what its parameters are; the migrations are in `migrations/`. This
@@ -111,7 +112,10 @@ mod batches;
 mod claim;
 mod complete;
 mod gate;
+mod grants;
 mod keys;
+mod list_counts;
+mod lists;
 mod log;
 mod modules;
 mod nodes;
@@ -120,6 +124,7 @@ mod pause;
 mod redrive;
 mod schedules;
 mod schema;
+mod stats;
 mod tasks;
 
 impl PostgresStore {
@@ -274,6 +279,14 @@ impl Store for PostgresStore {
         batches::get(self, batch).await
     }
 
+    async fn batch_grant(&self, batch: BatchId) -> StoreResult<Grant> {
+        grants::get(self, batch).await
+    }
+
+    async fn grant_secret_sample(&self) -> StoreResult<Option<Setting>> {
+        grants::secret_sample(self).await
+    }
+
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
         batches::open_count(self, batch).await
     }
@@ -405,8 +418,29 @@ impl Store for PostgresStore {
         complete::rescue(self, node, now).await
     }
 
+    async fn batch_list(&self, filter: BatchFilter) -> StoreResult<Vec<BatchInfo>> {
+        lists::batches(self, filter).await
+    }
+
+    async fn task_list(&self, filter: TaskFilter) -> StoreResult<TaskPage> {
+        let now = self.db_time(filter.now);
+        lists::tasks(self, TaskFilter { now, ..filter }).await
+    }
+
+    async fn task_hold(&self, tasks: Vec<TaskId>) -> StoreResult<Vec<HoldFacts>> {
+        lists::hold(self, &tasks).await
+    }
+
     async fn task_counts(&self) -> StoreResult<Progress> {
-        log::task_counts(self).await
+        stats::task_counts(self).await
+    }
+
+    async fn queue_stats(&self, now: Micros) -> StoreResult<QueueStats> {
+        stats::queue_stats(self, now).await
+    }
+
+    async fn batch_depths(&self, limit: usize) -> StoreResult<Vec<BatchDepth>> {
+        stats::batch_depths(self, limit).await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {

@@ -1,6 +1,7 @@
 //! Modules: the WebAssembly components tasks run, stored by digest.
 
 use super::{Commit, PostgresStore, digest_of, not_found, pg};
+use crate::runtime::Producers;
 use crate::store::*;
 
 pub(super) async fn put(
@@ -14,11 +15,21 @@ pub(super) async fn put(
     let hex = digest.to_hex();
     let size = bytes.len() as i64;
     let now = store.db_time(now);
+    let producers = Producers::of(&bytes);
     transaction!(store, Commit::Durable, |tx| {
         let row = tx
             .query_one(
                 include_str!("sql/module_put.sql"),
-                &[&hex, &name, &tag, &size, &bytes, &now],
+                &[
+                    &hex,
+                    &name,
+                    &tag,
+                    &size,
+                    &bytes,
+                    &now,
+                    &producers.languages,
+                    &producers.processed_by,
+                ],
             )
             .await
             .map_err(pg)?;
@@ -28,6 +39,8 @@ pub(super) async fn put(
             tag: row.get(1),
             size: size as u64,
             added_at: row.get(2),
+            languages: Some(producers.languages.clone()),
+            processed_by: Some(producers.processed_by.clone()),
         })
     })
 }
@@ -49,7 +62,8 @@ pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<ModuleInfo>> 
     let client = store.client(Commit::Durable).await?;
     let rows = client
         .query(
-            "SELECT digest, name, tag, size, added_at FROM modules ORDER BY added_at, digest",
+            "SELECT digest, name, tag, size, added_at, languages, processed_by FROM modules \
+             ORDER BY added_at, digest",
             &[],
         )
         .await
@@ -62,6 +76,8 @@ pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<ModuleInfo>> 
             tag: r.get(2),
             size: r.get::<_, i64>(3) as u64,
             added_at: r.get(4),
+            languages: r.get(5),
+            processed_by: r.get(6),
         })
         .collect())
 }

@@ -47,6 +47,7 @@ pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<NodeInfo>> {
             started_at: r.get(2),
             heartbeat_at: r.get(3),
             clock_offset: r.get(4),
+            busy: 0,
         })
         .collect())
 }

@@ -3,7 +3,8 @@
 //!
 //! A message is `NODE\nWHAT`, on the channel `qhost:SCHEMA`; WHAT is `w` (work may be
 //! claimable), `r` (priorities or limits changed), `c` (a running task's cancellation was
-//! asked) or `b ID ID ...` (these batches had tasks end).
+//! asked), `b ID ID ...` (these batches had tasks end) or `s ID ID ...` (these batches had
+//! tasks start).
 
 use std::time::Duration;
 
@@ -50,18 +51,38 @@ impl PostgresStore {
         }
     }
 
-    /// Tells the other nodes which batches had tasks end, a few hundred ids a message.
+    /// Tells the other nodes which batches had tasks end.
     pub(super) async fn notify_batches(
         &self,
         tx: &impl GenericClient,
         ended: &[(TaskId, BatchId)],
     ) -> StoreResult<()> {
-        let mut batches: Vec<BatchId> = ended.iter().map(|&(_, b)| b).collect();
+        self.notify_ids(tx, 'b', ended.iter().map(|&(_, b)| b).collect())
+            .await
+    }
+
+    /// Tells the other nodes which batches had tasks start, for their event streams.
+    pub(super) async fn notify_started(
+        &self,
+        tx: &impl GenericClient,
+        batches: Vec<BatchId>,
+    ) -> StoreResult<()> {
+        self.notify_ids(tx, 's', batches).await
+    }
+
+    /// Sends `kind` with these batch ids, each once, a few hundred a message.
+    async fn notify_ids(
+        &self,
+        tx: &impl GenericClient,
+        kind: char,
+        mut batches: Vec<BatchId>,
+    ) -> StoreResult<()> {
         batches.sort_unstable();
         batches.dedup();
         for chunk in batches.chunks(400) {
             let ids: Vec<String> = chunk.iter().map(|b| b.to_string()).collect();
-            self.notify(tx, &format!("b {}", ids.join(" "))).await?;
+            self.notify(tx, &format!("{kind} {}", ids.join(" ")))
+                .await?;
         }
         Ok(())
     }
@@ -133,10 +154,13 @@ fn parse_signal(payload: &str, this_node: &str) -> Option<Signal> {
         "r" => Some(Signal::Reclaim),
         "c" => Some(Signal::Cancel),
         _ => {
-            let ids = what.strip_prefix("b ")?;
-            Some(Signal::Batches(
-                ids.split(' ').filter_map(|id| id.parse().ok()).collect(),
-            ))
+            let (kind, ids) = what.split_once(' ')?;
+            let ids = ids.split(' ').filter_map(|id| id.parse().ok()).collect();
+            match kind {
+                "b" => Some(Signal::Batches(ids)),
+                "s" => Some(Signal::Started(ids)),
+                _ => None,
+            }
         }
     }
 }

@@ -134,17 +134,7 @@ async fn again(
             .await
             .map_err(pg)?;
     }
-    let mut per_order: BTreeMap<i64, i64> = BTreeMap::new();
-    for task in tasks {
-        *per_order.entry(task.order).or_default() += 1;
-    }
-    let (orders, counts): (Vec<i64>, Vec<i64>) = per_order.into_iter().unzip();
-    tx.execute(
-        include_str!("sql/submit_orders.sql"),
-        &[&batch, &orders, &counts],
-    )
-    .await
-    .map_err(pg)?;
+    gate::open(tx, batch, tasks.iter().map(|t| t.order)).await?;
     let ids: Vec<i64> = tasks.iter().map(|t| t.id).collect();
     let states: Vec<i32> = tasks
         .iter()

@@ -11,13 +11,18 @@ use crate::store::{Micros, errors, now_micros};
 
 /// The migrations in order. A database records only how many it has applied (the
 /// `qhost_schema` table), so these files never change once released: a change is a new one.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 11] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_queue_tables.sql"),
     include_str!("migrations/0004_start_marks.sql"),
     include_str!("migrations/0005_redrive_pause_keys.sql"),
     include_str!("migrations/0006_schedules.sql"),
+    include_str!("migrations/0007_lists.sql"),
+    include_str!("migrations/0008_counters.sql"),
+    include_str!("migrations/0009_grants.sql"),
+    include_str!("migrations/0010_module_producers.sql"),
+    include_str!("migrations/0011_list_reads.sql"),
 ];
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).

@@ -1,7 +1,7 @@
 //! Tasks and groups: submission, what a task reports, its output, priority and
 //! cancellation, and group limits.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use deadpool_postgres::GenericClient;
 
@@ -101,17 +101,7 @@ pub(super) async fn submit_in(
         .await
         .map_err(pg)?;
     }
-    let mut per_order: BTreeMap<i64, i64> = Default::default();
-    for spec in specs {
-        *per_order.entry(spec.order).or_default() += 1;
-    }
-    let (orders, counts): (Vec<i64>, Vec<i64>) = per_order.into_iter().unzip();
-    tx.execute(
-        include_str!("sql/submit_orders.sql"),
-        &[&batch, &orders, &counts],
-    )
-    .await
-    .map_err(pg)?;
+    gate::open(tx, batch, specs.iter().map(|s| s.order)).await?;
 
     let n = specs.len();
     let mut c = TaskColumns::with_capacity(n);
@@ -218,7 +208,12 @@ pub(super) async fn info(tx: &impl GenericClient, task: TaskId) -> StoreResult<T
         .await
         .map_err(pg)?
         .ok_or_else(|| not_found("task", task))?;
-    Ok(TaskInfo {
+    Ok(row(&r))
+}
+
+/// A task from a row of the columns of `sql/task_get.sql`.
+pub(super) fn row(r: &tokio_postgres::Row) -> TaskInfo {
+    TaskInfo {
         id: r.get(0),
         batch: r.get(1),
         module: digest_of(r.get(2)),
@@ -235,7 +230,8 @@ pub(super) async fn info(tx: &impl GenericClient, task: TaskId) -> StoreResult<T
         outcome: r.get::<_, Option<String>>(11).and_then(|o| o.parse().ok()),
         error: r.get(12),
         output_size: r.get::<_, Option<i32>>(13).map(|n| n as u64),
-    })
+        input_size: r.get::<_, i32>(16) as u64,
+    }
 }
 
 pub(super) async fn output(store: &PostgresStore, task: TaskId) -> StoreResult<Option<Vec<u8>>> {

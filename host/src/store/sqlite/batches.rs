@@ -26,7 +26,9 @@ pub(super) fn open(
         ],
     )
     .map_err(internal)?;
-    get(tx, tx.last_insert_rowid())
+    let id = tx.last_insert_rowid();
+    super::grants::insert(tx, id, &spec)?;
+    get(tx, id)
 }
 
 pub(super) fn set_handle(
@@ -175,6 +177,7 @@ pub(super) fn release(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
         "DELETE FROM tasks WHERE batch_id = ?",
         "DELETE FROM batch_orders WHERE batch_id = ?",
         "DELETE FROM request_keys WHERE batch_id = ?",
+        "DELETE FROM batch_grants WHERE batch_id = ?",
         "DELETE FROM batches WHERE id = ?",
     ] {
         tx.execute(sql, [batch]).map_err(internal)?;

@@ -1,5 +1,6 @@
 //! The execution log and what people read of the scheduler: attempt records, the
-//! running view, tasks counted per state, and pruning what ended long ago.
+//! running view, the counting of a batch's tasks per state, and pruning what ended long
+//! ago.
 
 use rusqlite::{Connection, Transaction, params};
 
@@ -30,46 +31,66 @@ pub(super) fn count_states(
     Ok(progress)
 }
 
-pub(super) fn task_counts(conn: &Connection) -> StoreResult<Progress> {
-    count_states(conn, include_str!("sql/task_counts.sql"), [])
-}
-
-/// Attempt records in the order they were written, filtered. Each filter given adds its
-/// own clause, so that SQLite can search `attempts_task` or `attempts_batch` for it: with
-/// plans fixed before values are bound (see `schema.rs`), one statement with
-/// `?N IS NULL OR ...` for every filter would scan the whole log.
+/// Attempt records in the order they were written (or newest first), filtered. Each
+/// filter given adds its own clause, so that SQLite can search an index of the log for
+/// it (`attempts_task`, `attempts_batch`, `attempts_group`, `attempts_outcome`,
+/// `attempts_started`): with plans fixed before values are bound (see `schema.rs`), one
+/// statement with `?N IS NULL OR ...` for every filter would scan the whole log.
 pub(super) fn attempt_list(
     conn: &Connection,
     filter: AttemptFilter,
 ) -> StoreResult<Vec<(i64, AttemptRecord)>> {
     let mut sql = String::from(include_str!("sql/attempt_list.sql").trim_end());
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
-    let mut add = |clause: &str, value: rusqlite::types::Value| {
+    let mut add = |clause: &str, values: Vec<rusqlite::types::Value>| {
         sql.push_str(clause);
-        args.push(value);
+        args.extend(values);
     };
     if let Some(batch) = filter.batch {
-        add(" AND a.batch_id = ?", batch.into());
+        add(" AND a.batch_id = ?", vec![batch.into()]);
     }
     if let Some(task) = filter.task {
-        add(" AND a.task_id = ?", task.into());
+        add(" AND a.task_id = ?", vec![task.into()]);
     }
-    if let Some(group) = filter.group {
-        add(" AND a.group_key = ?", group.into());
+    if let Some(group) = filter.group.clone() {
+        add(" AND a.group_key = ?", vec![group.into()]);
     }
     if let Some(outcome) = filter.outcome {
-        add(" AND a.outcome = ?", outcome.as_str().to_owned().into());
+        add(
+            " AND a.outcome = ?",
+            vec![outcome.as_str().to_owned().into()],
+        );
     }
-    if let Some(since) = filter.since {
-        add(" AND a.started_at >= ?", since.into());
-    }
-    if let Some(until) = filter.until {
-        add(" AND a.started_at < ?", until.into());
+    if filter.since.is_some() || filter.until.is_some() {
+        let (since, until) = filter.time_range();
+        let count = if filter.task.is_some() || filter.batch.is_some() {
+            0
+        } else {
+            range_count(conn, since, until)?
+        };
+        if filter.reads_by_time(count) {
+            add(
+                " AND a.id IN (SELECT id FROM attempts INDEXED BY attempts_started
+                   WHERE started_at >= ? AND started_at < ?)",
+                vec![since.into(), until.into()],
+            );
+        }
+        // `+`: never a way into the log by itself (plans are fixed before the values are
+        // known): the range is read from its index above, or met walking the log.
+        add(" AND +a.started_at >= ?", vec![since.into()]);
+        add(" AND +a.started_at < ?", vec![until.into()]);
     }
     if let Some(after) = filter.after {
-        add(" AND a.id > ?", after.into());
+        add(" AND a.id > ?", vec![after.into()]);
     }
-    sql.push_str(" ORDER BY a.id LIMIT ?");
+    if let Some(before) = filter.before {
+        add(" AND a.id < ?", vec![before.into()]);
+    }
+    sql.push_str(if filter.newest_first {
+        " ORDER BY a.id DESC LIMIT ?"
+    } else {
+        " ORDER BY a.id LIMIT ?"
+    });
     args.push((filter.limit.unwrap_or(1000) as i64).into());
     let mut stmt = conn.prepare_cached(&sql).map_err(internal)?;
     let rows = stmt
@@ -101,6 +122,17 @@ pub(super) fn attempt_list(
         })
         .map_err(internal)?;
     rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+/// How many attempts started in `[since, until)`, counted up to past
+/// [`AttemptFilter::LONG_RANGE`].
+fn range_count(conn: &Connection, since: Micros, until: Micros) -> StoreResult<i64> {
+    conn.prepare_cached(include_str!("sql/attempt_range_count.sql"))
+        .map_err(internal)?
+        .query_row(params![since, until, AttemptFilter::LONG_RANGE + 1], |r| {
+            r.get(0)
+        })
+        .map_err(internal)
 }
 
 pub(super) fn running_list(conn: &Connection) -> StoreResult<Vec<RunningTask>> {

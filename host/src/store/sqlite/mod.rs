@@ -17,7 +17,8 @@
 //! priority, groups), `pause.rs` (pauses, limits changed after the fact), `redrive.rs`
 //! (re-drive, and bulk cancel and priority), `keys.rs` (a batch opened with its tasks at
 //! once, idempotency keys), `claim.rs` (the claim and its look behind the scan), `complete.rs`
-//! (completion, retry, rescue, hand-back, lease renewal, start marks), `log.rs` (attempt
+//! (completion, retry, rescue, hand-back, lease renewal, start marks), `lists.rs` (lists of
+//! batches and tasks, what a task waits on), `log.rs` (attempt
 //! records, the running view, counts, pruning), `nodes.rs` (why there is no registry),
 //! `gate.rs` (ordering gates) and `schema.rs` (opening, pragmas, migrations).
 //! Statements longer than a line or two are in `sql/`, each headed by what it does, its
@@ -29,7 +30,9 @@ mod batches;
 mod claim;
 mod complete;
 mod gate;
+mod grants;
 mod keys;
+mod lists;
 mod log;
 mod modules;
 mod nodes;
@@ -37,6 +40,7 @@ mod pause;
 mod redrive;
 mod schedules;
 mod schema;
+mod stats;
 mod tasks;
 
 use std::path::Path;
@@ -75,6 +79,12 @@ impl SqliteStore {
                 durable: true,
             })),
         })
+    }
+
+    /// Opens the database at `path` as the driver does (creating and migrating it), for a
+    /// tool that writes it directly (`qhost bench fill`) before a store opens it.
+    pub fn connect(path: &Path) -> anyhow::Result<Connection> {
+        schema::open(path)
     }
 
     /// Runs `f` on the connection, off the async executor.
@@ -204,6 +214,14 @@ impl Store for SqliteStore {
 
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
         self.call(move |conn| batches::get(conn, batch)).await
+    }
+
+    async fn batch_grant(&self, batch: BatchId) -> StoreResult<Grant> {
+        self.call(move |conn| grants::get(conn, batch)).await
+    }
+
+    async fn grant_secret_sample(&self) -> StoreResult<Option<Setting>> {
+        self.call(|conn| grants::secret_sample(conn)).await
     }
 
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
@@ -364,8 +382,29 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn batch_list(&self, filter: BatchFilter) -> StoreResult<Vec<BatchInfo>> {
+        self.call(move |conn| lists::batches(conn, filter)).await
+    }
+
+    async fn task_list(&self, filter: TaskFilter) -> StoreResult<TaskPage> {
+        self.call(move |conn| lists::tasks(conn, filter)).await
+    }
+
+    async fn task_hold(&self, tasks: Vec<TaskId>) -> StoreResult<Vec<HoldFacts>> {
+        self.call(move |conn| lists::hold(conn, &tasks)).await
+    }
+
     async fn task_counts(&self) -> StoreResult<Progress> {
-        self.call(|conn| log::task_counts(conn)).await
+        self.call(|conn| stats::task_counts(conn)).await
+    }
+
+    async fn queue_stats(&self, now: Micros) -> StoreResult<QueueStats> {
+        self.call(move |conn| stats::queue_stats(conn, now)).await
+    }
+
+    async fn batch_depths(&self, limit: usize) -> StoreResult<Vec<BatchDepth>> {
+        self.call(move |conn| stats::batch_depths(conn, limit))
+            .await
     }
 
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {

@@ -3,6 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{digest_of, internal, not_found};
+use crate::runtime::Producers;
 use crate::store::*;
 
 /// Stores a module, or gives the one stored already a new name or tag.
@@ -15,9 +16,20 @@ pub(super) fn put(
     now: Micros,
 ) -> StoreResult<ModuleInfo> {
     let size = bytes.len() as u64;
+    let producers = Producers::of(&bytes);
+    let json = |list: &Vec<String>| serde_json::to_string(list).expect("a list of text");
     tx.execute(
         include_str!("sql/module_put.sql"),
-        params![digest.to_hex(), name, tag, size, bytes, now],
+        params![
+            digest.to_hex(),
+            name,
+            tag,
+            size,
+            bytes,
+            now,
+            json(&producers.languages),
+            json(&producers.processed_by)
+        ],
     )
     .map_err(internal)?;
     tx.query_row(
@@ -30,10 +42,17 @@ pub(super) fn put(
                 tag: r.get(1)?,
                 size,
                 added_at: r.get(2)?,
+                languages: Some(producers.languages.clone()),
+                processed_by: Some(producers.processed_by.clone()),
             })
         },
     )
     .map_err(internal)
+}
+
+/// A list stored as a JSON array of text; none when nothing was stored.
+fn text_list(json: Option<String>) -> Option<Vec<String>> {
+    json.and_then(|json| serde_json::from_str(&json).ok())
 }
 
 pub(super) fn bytes(conn: &Connection, digest: Digest) -> StoreResult<Vec<u8>> {
@@ -49,7 +68,10 @@ pub(super) fn bytes(conn: &Connection, digest: Digest) -> StoreResult<Vec<u8>> {
 
 pub(super) fn list(conn: &Connection) -> StoreResult<Vec<ModuleInfo>> {
     let mut stmt = conn
-        .prepare("SELECT digest, name, tag, size, added_at FROM modules ORDER BY added_at, digest")
+        .prepare(
+            "SELECT digest, name, tag, size, added_at, languages, processed_by FROM modules \
+             ORDER BY added_at, digest",
+        )
         .map_err(internal)?;
     let rows = stmt
         .query_map([], |r| {
@@ -59,6 +81,8 @@ pub(super) fn list(conn: &Connection) -> StoreResult<Vec<ModuleInfo>> {
                 tag: r.get(2)?,
                 size: r.get(3)?,
                 added_at: r.get(4)?,
+                languages: text_list(r.get(5)?),
+                processed_by: text_list(r.get(6)?),
             })
         })
         .map_err(internal)?;

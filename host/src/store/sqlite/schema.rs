@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 11] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -16,6 +16,10 @@ const MIGRATIONS: [&str; 7] = [
     include_str!("migrations/0005_open_groups.sql"),
     include_str!("migrations/0006_redrive_pause_keys.sql"),
     include_str!("migrations/0007_schedules.sql"),
+    include_str!("migrations/0008_lists.sql"),
+    include_str!("migrations/0009_counters.sql"),
+    include_str!("migrations/0010_grants.sql"),
+    include_str!("migrations/0011_module_producers.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and
@@ -199,5 +203,43 @@ mod tests {
             4,
             "above the released batch's task 3"
         );
+    }
+
+    #[test]
+    fn an_upgraded_store_counts_the_ended_tasks_it_keeps() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+        let counters = MIGRATIONS
+            .iter()
+            .position(|sql| sql.contains("CREATE TABLE task_totals"))
+            .unwrap();
+        for sql in &MIGRATIONS[..counters] {
+            conn.execute_batch(sql).unwrap();
+        }
+        // Two succeeded, one failed, one ready.
+        conn.execute_batch(
+            "INSERT INTO tasks (batch_id, module, input, ord, priority, vseq, state,
+                 max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
+             VALUES (1, 'm', x'00', 0, 0, 0, 3, 1, 0, '{}', '[]', 0, 10),
+                    (1, 'm', x'00', 0, 0, 1, 3, 1, 0, '{}', '[]', 0, 10),
+                    (1, 'm', x'00', 0, 0, 2, 4, 1, 0, '{}', '[]', 0, 10),
+                    (1, 'm', x'00', 0, 0, 3, 1, 1, 0, '{}', '[]', 0, 10);",
+        )
+        .unwrap();
+        conn.execute_batch(MIGRATIONS[counters]).unwrap();
+        let totals = |conn: &Connection| -> Vec<(i64, i64, i64)> {
+            let mut stmt = conn
+                .prepare("SELECT state, ended, gone FROM task_totals ORDER BY state")
+                .unwrap();
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+            rows.unwrap().map(Result::unwrap).collect()
+        };
+        assert_eq!(totals(&conn), [(3, 2, 0), (4, 1, 0), (5, 0, 0)]);
+        // From then on the triggers keep them: a cancel, and a prune of the failed task.
+        conn.execute_batch(
+            "UPDATE tasks SET state = 5 WHERE state = 1; DELETE FROM tasks WHERE state = 4;",
+        )
+        .unwrap();
+        assert_eq!(totals(&conn), [(3, 2, 0), (4, 1, 1), (5, 1, 0)]);
     }
 }

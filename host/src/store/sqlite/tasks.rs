@@ -98,29 +98,33 @@ pub(super) fn submit(
 pub(super) fn get(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
     conn.prepare_cached(include_str!("sql/task_get.sql"))
         .map_err(internal)?
-        .query_row([task], |r| {
-            Ok(TaskInfo {
-                id: r.get(0)?,
-                batch: r.get(1)?,
-                module: digest_of(r.get(2)?),
-                module_name: r.get(15)?,
-                order: r.get(3)?,
-                group: r.get(4)?,
-                priority: r.get(5)?,
-                state: TaskState::from_code(r.get(6)?).unwrap_or(TaskState::Failed),
-                attempts: r.get(7)?,
-                max_attempts: r.get(8)?,
-                submitted_at: r.get(9)?,
-                due_at: r.get(14)?,
-                ended_at: r.get(10)?,
-                outcome: r.get::<_, Option<String>>(11)?.and_then(|o| o.parse().ok()),
-                error: r.get(12)?,
-                output_size: r.get(13)?,
-            })
-        })
+        .query_row([task], row)
         .optional()
         .map_err(internal)?
         .ok_or_else(|| not_found("task", task))
+}
+
+/// A task from a row of the columns of `sql/task_get.sql`.
+pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskInfo> {
+    Ok(TaskInfo {
+        id: r.get(0)?,
+        batch: r.get(1)?,
+        module: digest_of(r.get(2)?),
+        module_name: r.get(15)?,
+        order: r.get(3)?,
+        group: r.get(4)?,
+        priority: r.get(5)?,
+        state: TaskState::from_code(r.get(6)?).unwrap_or(TaskState::Failed),
+        attempts: r.get(7)?,
+        max_attempts: r.get(8)?,
+        submitted_at: r.get(9)?,
+        due_at: r.get(14)?,
+        ended_at: r.get(10)?,
+        outcome: r.get::<_, Option<String>>(11)?.and_then(|o| o.parse().ok()),
+        error: r.get(12)?,
+        output_size: r.get(13)?,
+        input_size: r.get(16)?,
+    })
 }
 
 pub(super) fn output(conn: &Connection, task: TaskId) -> StoreResult<Option<Vec<u8>>> {

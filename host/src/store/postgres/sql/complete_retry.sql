@@ -16,6 +16,8 @@ WITH back AS (
                                    WHERE o.batch_id = t.batch_id AND o.open > 0)
                      THEN 1 ELSE 0 END
     WHERE t.id = $4
-    RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before, t.state)
-INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
-SELECT id, batch_id, group_key, priority, vseq, not_before FROM back WHERE state = 1
+    RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before, t.state,
+        t.submitted_at)
+INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before,
+        submitted_at)
+SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at FROM back WHERE state = 1

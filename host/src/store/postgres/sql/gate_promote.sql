@@ -9,6 +9,8 @@ WITH promoted AS (
     FROM (SELECT batch_id, MIN(ord) AS gate FROM batch_orders
           WHERE batch_id = ANY($1) GROUP BY batch_id) AS g
     WHERE t.batch_id = g.batch_id AND t.ord = g.gate AND t.state = 0
-    RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before)
-INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
+    RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before,
+        t.submitted_at)
+INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before,
+        submitted_at)
 SELECT * FROM promoted

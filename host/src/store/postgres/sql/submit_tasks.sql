@@ -28,9 +28,10 @@ WITH added AS (
         $13::text[], $14::bigint[])
         AS u(module, input, ord, group_key, priority, vseq, state, max_attempts,
              backoff_ms, limits, mounts, not_before)
-    RETURNING id, batch_id, group_key, priority, vseq, not_before, state),
+    RETURNING id, batch_id, group_key, priority, vseq, not_before, state, submitted_at),
 queued AS (
-    INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before)
-    SELECT id, batch_id, group_key, priority, vseq, not_before FROM added
+    INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before,
+        submitted_at)
+    SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at FROM added
     WHERE state = 1)
 SELECT id, vseq FROM added

@@ -6,10 +6,15 @@
 -- 2 claimed, 3 succeeded, 4 failed, 5 cancelled. A claimed task without a start mark is
 -- reported as 6 (reserved: its node has not started it on a slot); a ready task whose
 -- batch or group has a limit of 0 (which a pause sets) as 7 (held); 6 and 7 are never
--- stored.
+-- stored. The states that need no more than the state are counted from tasks_list_batch
+-- alone; the batch's limit is read once, not per task.
+SELECT state, COUNT(*) FROM tasks INDEXED BY tasks_list_batch
+WHERE batch_id = ?1 AND state IN (0, 3, 4, 5) GROUP BY state
+UNION ALL
 SELECT CASE WHEN state = 2 AND started_at IS NULL THEN 6
             WHEN state = 1 AND (
-                EXISTS (SELECT 1 FROM batches b WHERE b.id = tasks.batch_id AND b.max_parallel = 0)
+                (SELECT max_parallel FROM batches WHERE id = ?1) = 0
                 OR EXISTS (SELECT 1 FROM groups g WHERE g.key = tasks.group_key AND g.lim = 0)) THEN 7
             ELSE state END, COUNT(*)
-FROM tasks WHERE batch_id = ?1 GROUP BY 1;
+FROM tasks INDEXED BY tasks_list_batch
+WHERE batch_id = ?1 AND state IN (1, 2) GROUP BY 1;

@@ -1,6 +1,6 @@
 -- The tasks a bulk action selects (cancel, re-drive, priority), in id order, with what
 -- acting on them needs. Each branch reads along the index of the first filter given (the
--- primary key, tasks_batch, tasks_group, else the whole table) and runs only when the
+-- primary key, tasks_batch, tasks_list_group, else the whole table) and runs only when the
 -- filters before it are absent; every filter given applies.
 --
 -- ?1 task id, or NULL

@@ -8,7 +8,7 @@
 -- reported as 6 (reserved: its node has not started it on a slot); a ready task whose
 -- batch or group has a limit of 0 (which a pause sets) as 7 (held); 6 and 7 are never
 -- stored. Then when a pending (waiting or ready) task is due, if it was delayed; and the
--- module's name, if it has one.
+-- module's name, if it has one; the input's size.
 SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        CASE WHEN t.state = 2 AND t.started_at IS NULL THEN 6
             WHEN t.state = 1 AND (
@@ -17,7 +17,7 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
             ELSE t.state END,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, length(t.output),
-       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input)
 FROM tasks t
 LEFT JOIN modules m ON m.digest = t.module
 WHERE t.id = ?1;

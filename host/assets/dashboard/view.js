@@ -1,0 +1,90 @@
+// Building blocks of every page: elements from data (never HTML from strings, so no
+// server text is ever read as markup), times and durations as people read them, and the
+// confirmation every action asks for.
+
+/** `h("td", {class: "num"}, "3")`: an element with attributes and children. */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "style") el.style.cssText = v; // an attribute would break the CSP
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
+  }
+  return el;
+}
+
+/** A table with `columns` ([heading, cell(row), numeric?]) over `rows`. */
+export function table(columns, rows, caption) {
+  return h("table", {},
+    caption && h("caption", { class: "muted" }, caption),
+    h("thead", {}, h("tr", {}, columns.map(([name, , num]) =>
+      h("th", { scope: "col", class: num ? "num" : null }, name)))),
+    h("tbody", {}, rows.length === 0
+      ? h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, "None."))
+      : rows.map((row) => h("tr", {}, columns.map(([, cell, num]) =>
+        h("td", { class: num ? "num" : null }, cell(row)))))));
+}
+
+/** A time in microseconds since the epoch, as a local date and time. */
+export function when(micros) {
+  if (micros === null || micros === undefined) return "";
+  return new Date(micros / 1000).toLocaleString();
+}
+
+/** A duration in microseconds, as `1.2 s`, `3 m 4 s`. */
+export function span(micros) {
+  const ms = micros / 1000;
+  if (ms < 1000) return `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} m ${Math.round(s % 60)} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} m`;
+}
+
+/** The states a batch's progress counts, in the order a bar shows them. */
+export const STATES = ["succeeded", "failed", "cancelled", "running", "reserved", "ready",
+  "held", "waiting"];
+
+/** A progress bar of a batch's tasks by state. */
+export function progressBar(progress) {
+  const total = STATES.reduce((n, s) => n + (progress[s] ?? 0), 0);
+  const ended = progress.succeeded + progress.failed + progress.cancelled;
+  return h("div", {
+    class: "bar", role: "img",
+    "aria-label": `${ended} of ${total} ended: ${progress.succeeded} succeeded, ` +
+      `${progress.failed} failed, ${progress.cancelled} cancelled`,
+  }, STATES.filter((s) => progress[s]).map((s) =>
+    h("span", { class: `s-${s}`, style: `width:${(100 * progress[s]) / total}%` })));
+}
+
+/** Asks before an action; resolves to true if the user confirmed. */
+export function confirm(text) {
+  const dialog = document.getElementById("confirm");
+  document.getElementById("confirm-text").textContent = text;
+  dialog.returnValue = "";
+  dialog.showModal();
+  document.getElementById("confirm-ok").focus();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+  });
+}
+
+/** Runs `action` after a confirmation, then shows what it answered in `status`. */
+export async function act(question, action, describe, status) {
+  if (!(await confirm(question))) return false;
+  try {
+    status.textContent = describe(await action());
+    status.className = "";
+    return true;
+  } catch (e) {
+    status.textContent = e.message;
+    status.className = "error";
+    return false;
+  }
+}

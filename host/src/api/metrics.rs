@@ -1,0 +1,164 @@
+//! `/metrics` in the Prometheus text format: the queue (tasks per state, ended totals, the
+//! oldest ready task, busy groups) as every node reads it from the store, and this node's
+//! slots and measurements. Reading it costs the same however many tasks ended.
+
+use std::fmt::Write as _;
+
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+
+use super::AppState;
+use super::error::ApiResult;
+use crate::store::now_micros;
+
+/// Prometheus metrics: the queue (tasks by state, ended totals, the oldest ready task's
+/// age, busy groups), slots busy, pool occupancy, and the node's claim and run latencies
+/// and attempts by outcome.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    tag = "observe",
+    responses((status = 200, description = "The Prometheus text format", content_type = "text/plain", body = String)),
+)]
+pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
+    let stats = state.scheduler.queue_stats().await?;
+    let runtime = state.scheduler.runtime();
+    let mut text = String::new();
+    head(
+        &mut text,
+        "qhost_build_info",
+        "gauge",
+        "The qhost version serving, as a label; always 1.",
+    );
+    let _ = writeln!(
+        text,
+        "qhost_build_info{{version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    head(
+        &mut text,
+        "qhost_tasks",
+        "gauge",
+        "Tasks in the store by state now (ended ones until they are pruned).",
+    );
+    let counts = &stats.counts;
+    for (name, value) in [
+        ("waiting", counts.waiting),
+        ("ready", counts.ready),
+        ("held", counts.held),
+        ("reserved", counts.reserved),
+        ("running", counts.running),
+        ("succeeded", counts.succeeded),
+        ("failed", counts.failed),
+        ("cancelled", counts.cancelled),
+    ] {
+        let _ = writeln!(text, "qhost_tasks{{state=\"{name}\"}} {value}");
+    }
+    head(
+        &mut text,
+        "qhost_tasks_ended_total",
+        "counter",
+        "Tasks that ended so, counted at each end (a task run again and ended again counts \
+         twice); pruning lowers none.",
+    );
+    let ended = &stats.ended_total;
+    for (name, value) in [
+        ("succeeded", ended.succeeded),
+        ("failed", ended.failed),
+        ("cancelled", ended.cancelled),
+    ] {
+        let _ = writeln!(text, "qhost_tasks_ended_total{{state=\"{name}\"}} {value}");
+    }
+    head(
+        &mut text,
+        "qhost_oldest_ready_age_seconds",
+        "gauge",
+        "Since when the oldest claimable task (ready, due, not paused) was submitted; 0 when \
+         none is.",
+    );
+    let age = stats
+        .oldest_ready
+        .map(|at| (now_micros() - at).max(0) as f64 / 1e6)
+        .unwrap_or(0.0);
+    let _ = writeln!(text, "qhost_oldest_ready_age_seconds {age}");
+    let groups = &stats.groups;
+    let per_group: [(&str, &str, Vec<u64>); 3] = [
+        (
+            "qhost_group_limit",
+            "The limit of each group with tasks ready or claimed (a paused group's: the one it \
+             gets back).",
+            groups.iter().map(|g| u64::from(g.limit)).collect(),
+        ),
+        (
+            "qhost_group_running",
+            "Tasks claimed now per group, for groups with tasks ready or claimed.",
+            groups.iter().map(|g| g.running).collect(),
+        ),
+        (
+            "qhost_group_ready",
+            "Ready tasks waiting for room per group, for groups with tasks ready or claimed.",
+            groups.iter().map(|g| g.ready).collect(),
+        ),
+    ];
+    for (name, help, values) in per_group {
+        head(&mut text, name, "gauge", help);
+        for (group, value) in groups.iter().zip(values) {
+            let _ = writeln!(text, "{name}{{group=\"{}\"}} {value}", label(&group.key));
+        }
+    }
+    head(
+        &mut text,
+        "qhost_slots_busy",
+        "gauge",
+        "Instance slots running a task on this node.",
+    );
+    let _ = writeln!(text, "qhost_slots_busy {}", runtime.busy_slots());
+    head(
+        &mut text,
+        "qhost_slots",
+        "gauge",
+        "Instance slots of this node.",
+    );
+    let _ = writeln!(text, "qhost_slots {}", runtime.config().workers);
+    let occupancy = runtime.busy_slots() as f64 / runtime.config().workers.max(1) as f64;
+    head(
+        &mut text,
+        "qhost_pool_occupancy",
+        "gauge",
+        "Share of this node's instance slots running a task.",
+    );
+    let _ = writeln!(text, "qhost_pool_occupancy {occupancy}");
+    let held = state.scheduler.running.lock().expect("running lock").len();
+    head(
+        &mut text,
+        "qhost_tasks_held",
+        "gauge",
+        "Tasks this node has claimed and not completed, running or about to.",
+    );
+    let _ = writeln!(text, "qhost_tasks_held {held}");
+    state.scheduler.metrics.render(&mut text);
+    runtime.render_http_metrics(&mut text);
+    Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4")], text))
+}
+
+fn head(text: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// A label value as the text format escapes it.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(super::label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

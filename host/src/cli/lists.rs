@@ -1,0 +1,285 @@
+//! `qhost batch ls` and `qhost task ls`: lists from `GET /v1/batches` and `GET /v1/tasks`,
+//! as tables newest first, with the command for the next page when there is one.
+
+use clap::Args;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::client::{Client, age, print_json, print_table};
+use super::module::encode;
+use crate::store::{BatchInfo, ListCounts, Micros, TaskInfo, now_micros};
+use crate::units::{parse_duration, parse_time};
+
+#[derive(Debug, Args)]
+pub struct BatchLsArgs {
+    /// Only batches of this exact name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Only batches in these states: open, sealed, ended (comma-separated).
+    #[arg(long)]
+    pub state: Option<String>,
+    #[command(flatten)]
+    pub list: ListArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskLsArgs {
+    /// Only this batch's tasks (required with a batch handle).
+    #[arg(long)]
+    pub batch: Option<i64>,
+    /// Only tasks in these states: waiting, ready, reserved, running, succeeded, failed,
+    /// cancelled (comma-separated).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Only this group's tasks.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Only this module's tasks: its name, digest or the start of its digest.
+    #[arg(long)]
+    pub module: Option<String>,
+    /// Only tasks that ended so: outcomes, comma-separated (`trap,lost`).
+    #[arg(long)]
+    pub outcome: Option<String>,
+    #[command(flatten)]
+    pub list: ListArgs,
+}
+
+/// What both lists take: a time range, and which page to show and how.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only those created (batches) or submitted (tasks) since: a time ago (`2h`) or an
+    /// RFC 3339 time.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only those created (batches) or submitted (tasks) before: a time ago (`30m`) or an
+    /// RFC 3339 time.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// The most rows to show (1 to 500).
+    #[arg(short = 'n', long, default_value_t = 50)]
+    pub limit: usize,
+    /// Show the page after the one that printed this cursor.
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// Print the page as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ListArgs {
+    /// `pairs` with the time range (as the parameters `{what}_after` and `{what}_before`),
+    /// the page's size and its cursor, joined into a query.
+    fn query(&self, mut pairs: Vec<String>, what: &str) -> anyhow::Result<String> {
+        if let Some(since) = &self.since {
+            let at = rfc3339(time_arg("--since", since)?);
+            pairs.push(format!("{what}_after={at}"));
+        }
+        if let Some(until) = &self.until {
+            let at = rfc3339(time_arg("--until", until)?);
+            pairs.push(format!("{what}_before={at}"));
+        }
+        pairs.push(format!("limit={}", self.limit));
+        if let Some(cursor) = &self.cursor {
+            pairs.push(format!("cursor={}", encode(cursor)));
+        }
+        Ok(pairs.join("&"))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct BatchRow {
+    #[serde(flatten)]
+    batch: BatchInfo,
+    state: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct BatchPage {
+    batches: Vec<BatchRow>,
+    next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TaskRow {
+    #[serde(flatten)]
+    task: TaskInfo,
+    waiting_on: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TaskPage {
+    tasks: Vec<TaskRow>,
+    next_cursor: Option<String>,
+    counts: ListCounts,
+    counts_capped: bool,
+}
+
+/// A time given as a span ago (`2h`) or as an RFC 3339 time.
+fn time_arg(flag: &str, text: &str) -> anyhow::Result<Micros> {
+    if let Ok(ago) = parse_duration(text) {
+        return Ok(now_micros() - ago.as_micros() as i64);
+    }
+    parse_time(text).map_err(|e| anyhow::anyhow!("{flag}: {e}, or a span ago like 2h"))
+}
+
+fn rfc3339(at: Micros) -> String {
+    encode(&super::client::time(at))
+}
+
+pub fn batch_ls(client: &Client, args: BatchLsArgs) -> anyhow::Result<()> {
+    let mut pairs = Vec::new();
+    if let Some(name) = &args.name {
+        pairs.push(format!("name={}", encode(name)));
+    }
+    if let Some(state) = &args.state {
+        pairs.push(format!("state={}", encode(state)));
+    }
+    let page: Value = client.get(&format!(
+        "/v1/batches?{}",
+        args.list.query(pairs, "created")?
+    ))?;
+    if args.list.json {
+        return print_json(&page);
+    }
+    let page: BatchPage = serde_json::from_value(page)?;
+    let rows: Vec<Vec<String>> = page
+        .batches
+        .iter()
+        .map(|row| {
+            let b = &row.batch;
+            let p = &b.progress;
+            let state = if b.paused {
+                format!("{} (paused)", row.state)
+            } else {
+                row.state.clone()
+            };
+            vec![
+                b.id.to_string(),
+                b.name.clone().unwrap_or_else(|| "-".into()),
+                state,
+                format!("{}/{}", p.ended(), p.total()),
+                format!("{}", p.waiting + p.ready + p.held),
+                format!("{}", p.reserved + p.running),
+                format!("{}", p.failed),
+                age(b.created_at),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "ID",
+            "NAME",
+            "STATE",
+            "ENDED",
+            "PENDING",
+            "RUNNING",
+            "FAILED",
+            "CREATED AGO",
+        ],
+        &rows,
+    )?;
+    more(page.next_cursor.as_deref())
+}
+
+pub fn task_ls(client: &Client, args: TaskLsArgs) -> anyhow::Result<()> {
+    let mut pairs = Vec::new();
+    if let Some(batch) = args.batch {
+        pairs.push(format!("batch={batch}"));
+    }
+    for (name, value) in [
+        ("state", &args.state),
+        ("group", &args.group),
+        ("module", &args.module),
+        ("outcome", &args.outcome),
+    ] {
+        if let Some(value) = value {
+            pairs.push(format!("{name}={}", encode(value)));
+        }
+    }
+    let page: Value = client.get(&format!(
+        "/v1/tasks?{}",
+        args.list.query(pairs, "submitted")?
+    ))?;
+    if args.list.json {
+        return print_json(&page);
+    }
+    let page: TaskPage = serde_json::from_value(page)?;
+    let rows: Vec<Vec<String>> = page
+        .tasks
+        .iter()
+        .map(|row| {
+            let t = &row.task;
+            vec![
+                t.id.to_string(),
+                t.batch.to_string(),
+                t.state.as_str().to_owned(),
+                t.module_name
+                    .clone()
+                    .unwrap_or_else(|| t.module.to_hex()[..12].to_owned()),
+                t.group.clone().unwrap_or_else(|| "-".into()),
+                t.order.to_string(),
+                format!("{}/{}", t.attempts, t.max_attempts),
+                row.waiting_on
+                    .as_ref()
+                    .map(waiting_text)
+                    .or_else(|| t.outcome.map(|o| o.as_str().to_owned()))
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "ID",
+            "BATCH",
+            "STATE",
+            "MODULE",
+            "GROUP",
+            "ORDER",
+            "ATTEMPTS",
+            "WAITING ON / OUTCOME",
+        ],
+        &rows,
+    )?;
+    let c = page.counts;
+    outln!(
+        "{}{} waiting, {} ready, {} reserved, {} running, {} succeeded, {} failed, {} cancelled",
+        if page.counts_capped { "at least: " } else { "" },
+        c.waiting,
+        c.ready,
+        c.reserved,
+        c.running,
+        c.succeeded,
+        c.failed,
+        c.cancelled
+    )?;
+    more(page.next_cursor.as_deref())
+}
+
+/// `waiting_on` as a few words: `gate: order 2 has 3 open`.
+fn waiting_text(on: &Value) -> String {
+    let n = |key: &str| on[key].as_i64().unwrap_or_default();
+    let s = |key: &str| on[key].as_str().unwrap_or_default().to_owned();
+    match on["kind"].as_str().unwrap_or_default() {
+        "gate" => format!("gate: order {} has {} open", n("order"), n("open")),
+        "batch_paused" => "batch paused".into(),
+        "group_paused" => format!("group {} paused", s("group")),
+        "delay" => format!("delay until {}", super::client::time(n("until"))),
+        "retry" => format!("retry at {}", super::client::time(n("until"))),
+        "group" => format!(
+            "group {}: {} of {} running",
+            s("group"),
+            n("running"),
+            n("limit")
+        ),
+        "batch" => format!("batch: {} of {} running", n("running"), n("max_parallel")),
+        other => other.to_owned(),
+    }
+}
+
+/// The hint for the next page.
+fn more(cursor: Option<&str>) -> anyhow::Result<()> {
+    if let Some(cursor) = cursor {
+        outln!("more: --cursor {cursor}")?;
+    }
+    Ok(())
+}

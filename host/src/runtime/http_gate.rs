@@ -1,0 +1,270 @@
+//! The gate of a task's outbound HTTP (`wasi:http/outgoing-handler`): which requests go
+//! out, and the ledger of what each attempt sent and received.
+//!
+//! A request goes out only when its origin is in both the operator's allow-list and its
+//! batch's grant ([`super::origin`]). A refused request fails in the guest with
+//! `HTTP-request-denied`, and the attempt's log says why. wasi:http never follows a
+//! redirect itself: a guest that follows one makes a new request, which passes this gate
+//! again, so a `Location` outside the lists is refused like any other origin.
+//!
+//! The attempt's HTTP limits are kept here: past one of them the ledger trips, which
+//! ends the attempt with outcome `http-limit` (see [`super::Runtime::run_in`]).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+
+use super::TaskLimits;
+use super::http_send;
+use super::origin::{AllowedOrigin, RequestOrigin};
+use super::outcome::HttpCall;
+
+/// Whom a request is refused by, and how the guest sees it.
+type Refusal = (Error, String);
+
+/// The send future [`WasiHttpHooks::send_request`] returns.
+type Sending = Box<dyn Future<Output = http_send::Answer> + Send>;
+
+/// One attempt's gate: the lists it checks, its limits and its ledger.
+pub(crate) struct HttpGate {
+    operator: Arc<[AllowedOrigin]>,
+    grant: Arc<[AllowedOrigin]>,
+    limits: TaskLimits,
+    ledger: Arc<HttpLedger>,
+}
+
+impl HttpGate {
+    pub(crate) fn new(
+        operator: Arc<[AllowedOrigin]>,
+        grant: Arc<[AllowedOrigin]>,
+        limits: TaskLimits,
+        started: Instant,
+    ) -> Self {
+        HttpGate {
+            operator,
+            grant,
+            limits,
+            ledger: Arc::new(HttpLedger {
+                started,
+                state: Mutex::new(LedgerState::default()),
+                tripped: CancellationToken::new(),
+            }),
+        }
+    }
+
+    pub(crate) fn ledger(&self) -> Arc<HttpLedger> {
+        self.ledger.clone()
+    }
+
+    /// Whether a request to `origin` may go out, and if so whether its host may resolve
+    /// to addresses that are not public.
+    fn admit(&self, origin: Option<&RequestOrigin>) -> Result<RequestOrigin, Refusal> {
+        let requests = self.ledger.count_request();
+        if requests > self.limits.http_requests {
+            let reason = format!(
+                "more than {} outbound HTTP requests, its limit `http_requests`",
+                self.limits.http_requests
+            );
+            self.ledger.trip(format!("made {reason}"));
+            return Err((Error::HttpRequestDenied, reason));
+        }
+        let denied = |reason: String| Err((Error::HttpRequestDenied, reason));
+        let Some(origin) = origin else {
+            return Err((
+                Error::HttpRequestUriInvalid,
+                "the request names no http or https host".into(),
+            ));
+        };
+        if self.operator.is_empty() {
+            return denied("refused: this server allows no outbound HTTP (no --allow-http)".into());
+        }
+        if self.grant.is_empty() {
+            return denied(
+                "refused: its batch was not granted outbound HTTP (`allow_http` when the \
+                 batch is opened)"
+                    .into(),
+            );
+        }
+        if !self.grant.iter().any(|allowed| allowed.matches(origin)) {
+            return denied(format!(
+                "refused: {origin} is not in its batch's `allow_http`"
+            ));
+        }
+        if !self.operator.iter().any(|allowed| allowed.matches(origin)) {
+            return denied(format!(
+                "refused: {origin} is not in this server's --allow-http"
+            ));
+        }
+        Ok(origin.clone())
+    }
+}
+
+impl WasiHttpHooks for HttpGate {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        _options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
+    ) -> Sending {
+        let origin = RequestOrigin::of(request.uri());
+        let shown = origin
+            .as_ref()
+            .map_or_else(|| "(no host)".to_owned(), ToString::to_string);
+        let call = self.ledger.open(request.method().to_string(), shown);
+        match self.admit(origin.as_ref()) {
+            Err((error, reason)) => {
+                self.ledger.refuse(call, reason);
+                Box::new(http_send::refused(error))
+            }
+            Ok(origin) => Box::new(http_send::send(
+                request,
+                origin,
+                self.limits,
+                self.ledger.clone(),
+                call,
+            )),
+        }
+    }
+}
+
+/// What one attempt's requests did, shared by the gate and the requests in flight.
+pub(crate) struct HttpLedger {
+    started: Instant,
+    state: Mutex<LedgerState>,
+    /// Cancelled when a limit is passed: the attempt ends.
+    pub(crate) tripped: CancellationToken,
+}
+
+#[derive(Default)]
+struct LedgerState {
+    calls: Vec<HttpCall>,
+    /// When each call started, while it has not ended.
+    open: Vec<Option<Instant>>,
+    requests: u32,
+    sent: u64,
+    received: u64,
+    trip: Option<String>,
+}
+
+/// Which way body bytes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Sent,
+    Received,
+}
+
+impl HttpLedger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LedgerState> {
+        self.state.lock().expect("http ledger lock")
+    }
+
+    fn count_request(&self) -> u32 {
+        let mut state = self.lock();
+        state.requests = state.requests.saturating_add(1);
+        state.requests
+    }
+
+    /// Records a request starting; returns its index.
+    fn open(&self, method: String, origin: String) -> usize {
+        let now = Instant::now();
+        let mut state = self.lock();
+        state.calls.push(HttpCall {
+            at_micros: micros(now - self.started),
+            method,
+            origin,
+            status: None,
+            sent: 0,
+            received: 0,
+            duration: Duration::ZERO,
+            error: None,
+            refused: false,
+        });
+        state.open.push(Some(now));
+        state.calls.len() - 1
+    }
+
+    /// Records a request's end, with why it failed if it did. Only its first end counts.
+    pub(crate) fn close(&self, call: usize, error: Option<String>) {
+        let mut state = self.lock();
+        if let Some(started) = state.open[call].take() {
+            let entry = &mut state.calls[call];
+            entry.duration = started.elapsed();
+            entry.error = error;
+        }
+    }
+
+    /// Records that a request was refused before it went out.
+    pub(crate) fn refuse(&self, call: usize, reason: String) {
+        self.lock().calls[call].refused = true;
+        self.close(call, Some(reason));
+    }
+
+    pub(crate) fn set_status(&self, call: usize, status: u16) {
+        self.lock().calls[call].status = Some(status);
+    }
+
+    /// Counts body bytes of a request; past the attempt's `limit` for that direction,
+    /// trips the ledger and answers the reason.
+    pub(crate) fn add(
+        &self,
+        call: usize,
+        direction: Direction,
+        bytes: u64,
+        limit: u64,
+    ) -> Result<(), String> {
+        let mut state = self.lock();
+        let (total, name, verb) = match direction {
+            Direction::Sent => {
+                state.calls[call].sent += bytes;
+                (&mut state.sent, "http_sent", "sent")
+            }
+            Direction::Received => {
+                state.calls[call].received += bytes;
+                (&mut state.received, "http_received", "received")
+            }
+        };
+        *total += bytes;
+        if *total <= limit {
+            return Ok(());
+        }
+        drop(state);
+        let reason = format!(
+            "{verb} more than {} of HTTP bodies, its limit `{name}`",
+            bytesize::ByteSize(limit)
+        );
+        self.trip(reason.clone());
+        Err(reason)
+    }
+
+    /// Ends the attempt for `reason`; the first reason stays.
+    pub(crate) fn trip(&self, reason: String) {
+        self.lock().trip.get_or_insert(reason);
+        self.tripped.cancel();
+    }
+
+    /// Why the attempt was ended, if a limit ended it.
+    pub(crate) fn trip_reason(&self) -> Option<String> {
+        self.lock().trip.clone()
+    }
+
+    /// The calls made, those still open timed to now.
+    pub(crate) fn take(&self) -> Vec<HttpCall> {
+        let mut state = self.lock();
+        let open = std::mem::take(&mut state.open);
+        let mut calls = std::mem::take(&mut state.calls);
+        for (call, started) in calls.iter_mut().zip(open) {
+            if let Some(started) = started {
+                call.duration = started.elapsed();
+                call.error
+                    .get_or_insert_with(|| "not finished when the attempt ended".into());
+            }
+        }
+        calls
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}

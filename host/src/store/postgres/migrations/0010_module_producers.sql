@@ -1,0 +1,4 @@
+-- What a module's `producers` sections name, read at upload. NULL for a module stored
+-- before they were read (shown as unknown until it is added again).
+ALTER TABLE modules ADD COLUMN languages TEXT[];
+ALTER TABLE modules ADD COLUMN processed_by TEXT[];

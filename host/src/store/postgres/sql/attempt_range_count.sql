@@ -1,0 +1,4 @@
+-- How many attempts started in [$1, $2), counted up to $3 from the index of start times.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM attempts WHERE started_at >= $1 AND started_at < $2 LIMIT $3
+) r

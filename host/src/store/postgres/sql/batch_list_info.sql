@@ -1,0 +1,22 @@
+-- The batches of a list's page as `batches::info` reads them, each with its tasks counted
+-- per state (as batch_counts.sql counts them), one row per batch and state; a batch
+-- without tasks has one row, its state NULL.
+--
+-- $1 batch ids (bigint[])
+SELECT b.id, b.name, b.priority,
+       CASE WHEN b.paused THEN b.resume_max_parallel ELSE b.max_parallel END,
+       b.halt_on_failure, b.sealed, b.created_at, b.paused, c.state, c.count
+FROM batches b
+LEFT JOIN LATERAL (
+    SELECT CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6
+                WHEN t.state = 1 AND (
+                    b.max_parallel = 0
+                    OR EXISTS (SELECT 1 FROM groups g
+                               WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
+                ELSE t.state END AS state, COUNT(*) AS count
+    FROM tasks t
+    LEFT JOIN leases l ON l.task_id = t.id
+    WHERE t.batch_id = b.id
+    GROUP BY 1
+) c ON TRUE
+WHERE b.id = ANY($1::bigint[])

@@ -1,0 +1,1 @@
+SELECT settings FROM batch_grants WHERE has_secret LIMIT 1;

@@ -1,0 +1,120 @@
+//! The whole queue at a glance in PostgreSQL: tasks per state from the ended totals the
+//! triggers of `migrations/0008_counters.sql` keep and from the tables of tasks not ended
+//! (the ready queue, the leases); the oldest ready task, the busy groups and the deepest
+//! batches. Each read is one snapshot, so that its counts agree with each other.
+
+use deadpool_postgres::GenericClient;
+use tokio_postgres::IsolationLevel;
+
+use super::{Commit, PostgresStore, pg};
+use crate::store::*;
+
+pub(super) async fn task_counts(store: &PostgresStore) -> StoreResult<Progress> {
+    let mut client = store.client(Commit::Durable).await?;
+    let tx = snapshot(&mut client).await?;
+    Ok(counts(&tx).await?.0)
+}
+
+async fn snapshot(
+    client: &mut deadpool_postgres::Object,
+) -> StoreResult<deadpool_postgres::Transaction<'_>> {
+    client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(pg)
+}
+
+/// Tasks per state now, and the ended totals.
+async fn counts(tx: &impl GenericClient) -> StoreResult<(Progress, EndedTotals)> {
+    let mut progress = Progress::default();
+    let mut totals = EndedTotals::default();
+    for row in tx
+        .query(include_str!("sql/stats_totals.sql"), &[])
+        .await
+        .map_err(pg)?
+    {
+        let state: i32 = row.get(0);
+        let ended = row.get::<_, i64>(1).max(0) as u64;
+        let now = ended.saturating_sub(row.get::<_, i64>(2).max(0) as u64);
+        match state {
+            3 => (progress.succeeded, totals.succeeded) = (now, ended),
+            4 => (progress.failed, totals.failed) = (now, ended),
+            5 => (progress.cancelled, totals.cancelled) = (now, ended),
+            _ => {}
+        }
+    }
+    let row = tx
+        .query_one(include_str!("sql/stats_open.sql"), &[])
+        .await
+        .map_err(pg)?;
+    let count = |i: usize| row.get::<_, i64>(i).max(0) as u64;
+    let (open, ready, held, reserved, running) = (count(0), count(1), count(2), count(3), count(4));
+    progress.ready = ready.saturating_sub(held);
+    progress.held = held;
+    progress.reserved = reserved;
+    progress.running = running;
+    progress.waiting = open.saturating_sub(ready + reserved + running);
+    Ok((progress, totals))
+}
+
+pub(super) async fn queue_stats(store: &PostgresStore, now: Micros) -> StoreResult<QueueStats> {
+    let mut client = store.client(Commit::Durable).await?;
+    let tx = snapshot(&mut client).await?;
+    let (counts, ended_total) = counts(&tx).await?;
+    let oldest_ready = tx
+        .query_opt(
+            include_str!("sql/stats_oldest_ready.sql"),
+            &[&store.db_time(now)],
+        )
+        .await
+        .map_err(pg)?
+        .map(|r| store.local_time(r.get(0)));
+    let groups = tx
+        .query(
+            include_str!("sql/stats_groups.sql"),
+            &[&(MAX_LISTED as i64)],
+        )
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(|r| GroupDepth {
+            key: r.get(0),
+            limit: r.get::<_, i32>(1).max(0) as u32,
+            paused: r.get(2),
+            running: r.get::<_, i64>(3).max(0) as u64,
+            ready: r.get::<_, i64>(4).max(0) as u64,
+        })
+        .collect();
+    Ok(QueueStats {
+        counts,
+        ended_total,
+        oldest_ready,
+        groups,
+    })
+}
+
+pub(super) async fn batch_depths(
+    store: &PostgresStore,
+    limit: usize,
+) -> StoreResult<Vec<BatchDepth>> {
+    let client = store.client(Commit::Durable).await?;
+    let rows = client
+        .query(
+            include_str!("sql/stats_batches.sql"),
+            &[&(limit.min(MAX_LISTED) as i64)],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows
+        .iter()
+        .map(|r| BatchDepth {
+            batch: r.get(0),
+            name: r.get(1),
+            open: r.get::<_, i64>(2).max(0) as u64,
+            paused: r.get(3),
+        })
+        .collect())
+}

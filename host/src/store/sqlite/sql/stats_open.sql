@@ -1,0 +1,15 @@
+-- The tasks not ended, each count from a small index, never from the ended tasks:
+-- open (every task not ended, from the open counts per batch and order), ready (state 1),
+-- held (ready, in a batch or a group with a limit of 0, which a pause sets), reserved
+-- (state 2 without a start mark) and running (state 2 started on a slot). Waiting tasks
+-- are the open ones that are none of the others.
+SELECT
+    (SELECT coalesce(SUM(open), 0) FROM batch_orders),
+    (SELECT COUNT(*) FROM tasks WHERE state = 1),
+    (SELECT COUNT(*) FROM tasks t
+        WHERE t.state = 1 AND t.batch_id IN (SELECT id FROM batches WHERE max_parallel = 0))
+    + (SELECT COUNT(*) FROM tasks t
+        WHERE t.state = 1 AND t.group_key IN (SELECT key FROM groups WHERE lim = 0)
+          AND t.batch_id NOT IN (SELECT id FROM batches WHERE max_parallel = 0)),
+    (SELECT COUNT(*) FROM tasks WHERE state = 2 AND started_at IS NULL),
+    (SELECT COUNT(*) FROM tasks WHERE state = 2 AND started_at IS NOT NULL)

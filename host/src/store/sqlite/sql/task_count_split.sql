@@ -1,0 +1,18 @@
+-- How many tasks of one stored state, ready (1) or claimed (2), a list's filter names in
+-- each list state, up to a cap: list_code as in task_list.sql, read from each task. The
+-- caller names the index in place of the index comment below and appends the same
+-- clauses as for task_list.sql, then the cap and the grouping (see `lists.rs`).
+--
+-- ?1 stored state; ?2 submitted at or after; ?3 submitted before; ?4 now; ?5 the list
+-- states wanted, a JSON array of codes
+SELECT list_code, COUNT(*) FROM (
+    SELECT CASE WHEN t.state = 1 AND (t.not_before > ?4
+                    OR EXISTS (SELECT 1 FROM batches b
+                               WHERE b.id = t.batch_id AND b.running >= b.max_parallel)
+                    OR EXISTS (SELECT 1 FROM groups g
+                               WHERE g.key = t.group_key AND g.running >= g.lim)) THEN 0
+                WHEN t.state = 2 AND t.started_at IS NULL THEN 6
+                ELSE t.state END AS list_code
+    FROM tasks t /* index */
+    WHERE t.state = ?1 AND t.submitted_at >= ?2 AND t.submitted_at < ?3
+      AND list_code IN (SELECT value FROM json_each(?5))

@@ -1,0 +1,39 @@
+-- Tasks a list shows, of one stored state, as reads report them (the columns of
+-- task_get.sql), with the state lists filter by. The caller names the index to walk in
+-- place of the index comment below (`INDEXED BY tasks_list_batch`: SQLite's planner,
+-- without statistics, picks the state's index for a batch), appends one `AND t.column ...`
+-- clause per other filter given, then the order and the limit (see `lists.rs`).
+--
+-- ?1 stored state: 0 waiting (behind its batch's gate), 1 ready, 2 claimed,
+--    3 succeeded, 4 failed, 5 cancelled
+-- ?2 now: a task delayed past it is not claimable
+-- ?3 the list states wanted, a JSON array of codes
+-- ?4 submitted at or after; ?5 submitted before
+-- ?6, ?7 the position a page ended at: rows strictly before it, newest first
+--
+-- list_code, the state as lists filter it: 0 waiting, for a stored waiting task and for
+-- a ready one no node may claim now (delayed, or its batch or group at its limit, which
+-- a pause sets to 0: the rules of scheduler::rules::waiting_on); 1 ready, claimable now;
+-- 6 reserved (claimed, no start mark); 2 running; 3, 4, 5 ended.
+SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
+       CASE WHEN t.state = 2 AND t.started_at IS NULL THEN 6
+            WHEN t.state = 1 AND (
+                EXISTS (SELECT 1 FROM batches b WHERE b.id = t.batch_id AND b.max_parallel = 0)
+                OR EXISTS (SELECT 1 FROM groups g WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
+            ELSE t.state END,
+       t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
+       t.error, length(t.output),
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
+       CASE WHEN t.state = 1 AND (t.not_before > ?2
+                OR EXISTS (SELECT 1 FROM batches b
+                           WHERE b.id = t.batch_id AND b.running >= b.max_parallel)
+                OR EXISTS (SELECT 1 FROM groups g
+                           WHERE g.key = t.group_key AND g.running >= g.lim)) THEN 0
+            WHEN t.state = 2 AND t.started_at IS NULL THEN 6
+            ELSE t.state END AS list_code
+FROM tasks t /* index */
+LEFT JOIN modules m ON m.digest = t.module
+WHERE t.state = ?1
+  AND list_code IN (SELECT value FROM json_each(?3))
+  AND t.submitted_at >= ?4 AND t.submitted_at < ?5
+  AND (t.submitted_at, t.id) < (?6, ?7)

@@ -1,0 +1,111 @@
+//! A tiny HTTP/1.1 server on 127.0.0.1 for the outbound HTTP tests: the origin a task is
+//! allowed to reach, or one it must not. It counts the requests it is sent.
+//!
+//! - `/hello`: `200`, body `hello`
+//! - `/bytes/N`: `200`, N bytes of `x`
+//! - `/redirect?to=URL`: `302`, `Location: URL`
+//! - `/authorization`: `200`, body the request's `Authorization` header
+//! - `/hang`: never answers (until the client goes away)
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::server::Server;
+
+pub struct OriginServer {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl OriginServer {
+    /// Starts serving on a free port, on threads that live as long as the test process.
+    pub fn start() -> OriginServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binding the origin server");
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = hits.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let counted = counted.clone();
+                std::thread::spawn(move || serve(stream, &counted));
+            }
+        });
+        OriginServer { port, hits }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A `qhost serve` with one slot, its data in `data`, allowed to reach this origin,
+    /// with the `fetch` example added as `fetch`.
+    pub fn allowed_by_server(&self, data: &Path) -> Server {
+        let server = Server::start_with(data, 1, |command| {
+            command.arg("--allow-http").arg(self.origin());
+        });
+        server.upload("fetch");
+        server
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.origin())
+    }
+
+    /// How many requests reached it.
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+fn serve(stream: TcpStream, hits: &AtomicUsize) {
+    let mut reader = BufReader::new(stream.try_clone().expect("cloning a socket"));
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    // The rest of the head; the requests the tests make have no body.
+    let mut authorization = String::new();
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("authorization")
+        {
+            authorization = value.trim().to_owned();
+        }
+    }
+    hits.fetch_add(1, Ordering::SeqCst);
+    let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let (status, extra, body) = if path == "/hello" {
+        ("200 OK", String::new(), b"hello".to_vec())
+    } else if let Some(n) = path.strip_prefix("/bytes/") {
+        ("200 OK", String::new(), vec![b'x'; n.parse().unwrap_or(0)])
+    } else if let Some(to) = path.strip_prefix("/redirect?to=") {
+        ("302 Found", format!("Location: {to}\r\n"), Vec::new())
+    } else if path == "/authorization" {
+        ("200 OK", String::new(), authorization.into_bytes())
+    } else if path == "/hang" {
+        // Hold the request until the client gives up on it.
+        let _ = reader.read_to_end(&mut Vec::new());
+        return;
+    } else {
+        ("404 Not Found", String::new(), Vec::new())
+    };
+    let mut stream = stream;
+    let head = format!(
+        "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body);
+}

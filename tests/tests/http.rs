@@ -1,0 +1,292 @@
+//! Outbound HTTP, driven with the `fetch` example against origin servers the test starts:
+//! an allowed origin answers; another origin, a redirect out, and a batch granted nothing
+//! are refused (the guest sees `HTTP-request-denied`, the log says why, and the server
+//! sees no request); each HTTP limit ends the attempt with `http-limit`; the wall-clock
+//! limit still interrupts a task waiting on the network. Then the same through a server:
+//! the operator's list, a batch's grant, and a grant beyond the list refused; and the
+//! Python example, alike.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use qhost::runtime::limits::KIB;
+use qhost::runtime::{
+    AllowedOrigin, Outcome, RunReport, RunRequest, Runtime, RuntimeConfig, TaskLimits, TaskModule,
+};
+use qhost_tests::origin_server::OriginServer;
+use qhost_tests::server::call;
+use qhost_tests::{guest, language_guest};
+use serde_json::json;
+
+/// sha256("hello"), what `fetch` returns for `/hello`.
+const HELLO_SHA256: &str = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+
+fn origins(list: &[String]) -> Vec<AllowedOrigin> {
+    list.iter().map(|o| o.parse().unwrap()).collect()
+}
+
+/// A runtime whose operator allows `allowed`, with the fetch example loaded.
+fn fetcher(allowed: &[String]) -> (Runtime, Arc<TaskModule>) {
+    let mut config = RuntimeConfig::with_workers(1);
+    config.allow_http = origins(allowed);
+    let runtime = Runtime::new(config).expect("runtime");
+    let fetch = runtime
+        .load_file(&guest("fetch"))
+        .expect("the fetch example loads");
+    (runtime, fetch)
+}
+
+async fn fetch(
+    runtime: &Runtime,
+    module: &TaskModule,
+    url: &str,
+    granted: &[String],
+    limits: TaskLimits,
+) -> RunReport {
+    let request = RunRequest {
+        input: url.as_bytes().to_vec(),
+        allow_http: origins(granted).into(),
+        limits,
+        ..RunRequest::default()
+    };
+    runtime.run(module, request).await.expect("run")
+}
+
+fn log_text(report: &mut RunReport) -> String {
+    report
+        .take_logs()
+        .iter()
+        .map(|line| line.message.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_origin_answers_and_the_log_records_the_request() {
+    let server = OriginServer::start();
+    let (runtime, fetch_module) = fetcher(&[server.origin()]);
+    let mut report = fetch(
+        &runtime,
+        &fetch_module,
+        &server.url("/hello"),
+        &[server.origin()],
+        TaskLimits::default(),
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert_eq!(report.output.as_deref(), Some(HELLO_SHA256.as_bytes()));
+    assert_eq!(report.http.len(), 1);
+    let call = &report.http[0];
+    assert_eq!(
+        (
+            call.method.as_str(),
+            call.origin.as_str(),
+            call.status,
+            call.received
+        ),
+        ("GET", server.origin().as_str(), Some(200), 5)
+    );
+    assert_eq!(call.error, None);
+    let log = log_text(&mut report);
+    assert!(
+        log.contains(&format!("[qhost] http GET {} -> 200", server.origin())),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_origins_a_redirect_out_and_an_ungranted_batch_are_refused() {
+    let allowed = OriginServer::start();
+    let other = OriginServer::start();
+    let (runtime, fetch_module) = fetcher(&[allowed.origin()]);
+    let limits = TaskLimits::default();
+
+    // Another origin: not in the batch's grant.
+    let mut report = fetch(
+        &runtime,
+        &fetch_module,
+        &other.url("/hello"),
+        &[allowed.origin()],
+        limits,
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+    let error = report.error.clone().unwrap();
+    assert!(error.contains("HttpRequestDenied"), "{error}");
+    let log = log_text(&mut report);
+    assert!(
+        log.contains(&format!(
+            "{} is not in its batch's `allow_http`",
+            other.origin()
+        )),
+        "{log}"
+    );
+
+    // A redirect to it: the allowed origin answers, the request that follows is refused.
+    let out = allowed.url(&format!("/redirect?to={}", other.url("/hello")));
+    let mut report = fetch(&runtime, &fetch_module, &out, &[allowed.origin()], limits).await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+    assert!(report.error.clone().unwrap().contains("HttpRequestDenied"));
+    assert_eq!(report.http.len(), 2, "{:?}", report.http);
+    assert_eq!(report.http[0].status, Some(302));
+    assert!(log_text(&mut report).contains("redirected to"));
+
+    // A batch granted nothing, though the operator allows the origin.
+    let mut report = fetch(&runtime, &fetch_module, &allowed.url("/hello"), &[], limits).await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+    assert!(log_text(&mut report).contains("its batch was not granted outbound HTTP"));
+
+    // A grant the operator's list does not cover (it changed since the batch was opened).
+    let (narrow, narrow_fetch) = fetcher(&[]);
+    let mut report = fetch(
+        &narrow,
+        &narrow_fetch,
+        &allowed.url("/hello"),
+        &[allowed.origin()],
+        limits,
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+    assert!(log_text(&mut report).contains("this server allows no outbound HTTP"));
+
+    assert_eq!(other.hits(), 0, "a refused request reached its origin");
+    assert_eq!(allowed.hits(), 1, "only the redirect was served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_http_limit_ends_the_attempt_with_its_own_outcome() {
+    let server = OriginServer::start();
+    let (runtime, fetch_module) = fetcher(&[server.origin()]);
+    let granted = [server.origin()];
+    let cases = [
+        (
+            server.url("/bytes/300000"),
+            TaskLimits {
+                http_received: 100 * KIB,
+                ..TaskLimits::default()
+            },
+            "limit `http_received`",
+        ),
+        (
+            // Three requests: two redirects, then /hello.
+            server.url(&format!(
+                "/redirect?to={}",
+                server.url(&format!("/redirect?to={}", server.url("/hello")))
+            )),
+            TaskLimits {
+                http_requests: 2,
+                ..TaskLimits::default()
+            },
+            "limit `http_requests`",
+        ),
+        (
+            server.url("/hang"),
+            TaskLimits {
+                http_timeout: Duration::from_millis(300),
+                ..TaskLimits::default()
+            },
+            "limit `http_timeout`",
+        ),
+    ];
+    for (url, limits, says) in cases {
+        let report = fetch(&runtime, &fetch_module, &url, &granted, limits).await;
+        assert_eq!(
+            report.outcome,
+            Outcome::HttpLimit,
+            "{url}: {:?}",
+            report.error
+        );
+        let error = report.error.unwrap();
+        assert!(error.contains(says), "{url}: {error}");
+    }
+
+    // The attempt's own wall-clock limit ends a task waiting on the network.
+    let limits = TaskLimits {
+        timeout: Duration::from_millis(300),
+        ..TaskLimits::default()
+    };
+    let report = fetch(
+        &runtime,
+        &fetch_module,
+        &server.url("/hang"),
+        &granted,
+        limits,
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Timeout, "{:?}", report.error);
+}
+
+#[test]
+fn a_server_runs_granted_requests_and_refuses_grants_beyond_its_list() {
+    let origin = OriginServer::start();
+    let data = tempfile::tempdir().unwrap();
+    let server = origin.allowed_by_server(data.path());
+
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches", server.url),
+        Some(&server.token),
+        Some(json!({
+            "allow_http": ["http://127.0.0.1:*"],
+            "tasks": [{"module": "fetch", "input": origin.url("/hello")}],
+        })),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.to_string().contains("field `allow_http`"),
+        "the refusal names the field: {body}"
+    );
+
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches", server.url),
+        Some(&server.token),
+        Some(json!({
+            "allow_http": [origin.origin()],
+            "tasks": [{"module": "fetch", "input": origin.url("/hello")}],
+        })),
+    );
+    assert_eq!(status, 201, "{body}");
+    let batch = body["batch"]["id"].as_i64().unwrap();
+    let task = body["tasks"][0].as_i64().unwrap();
+    let (status, waited) = call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=60s", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 200, "{waited}");
+    assert_eq!(waited["progress"]["succeeded"], 1, "{waited}");
+    let (_, output) = call(
+        "GET",
+        &format!("{}/v1/tasks/{task}/output", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(output, serde_json::Value::String(HELLO_SHA256.into()));
+}
+
+/// The Python example fetches as the Rust one does, and is refused alike (it needs the
+/// language toolchains: scripts/guest-toolchains.sh).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_example_fetches_and_is_refused_alike() {
+    let allowed = OriginServer::start();
+    let other = OriginServer::start();
+    let mut config = RuntimeConfig::with_workers(1);
+    config.allow_http = origins(&[allowed.origin()]);
+    let runtime = Runtime::new(config).expect("runtime");
+    let python = runtime
+        .load_file(&language_guest("fetch-python"))
+        .expect("the Python fetch example loads");
+    let granted = [allowed.origin()];
+    let limits = TaskLimits::default();
+    let report = fetch(&runtime, &python, &allowed.url("/hello"), &granted, limits).await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert_eq!(report.output.as_deref(), Some(HELLO_SHA256.as_bytes()));
+    let out = allowed.url(&format!("/redirect?to={}", other.url("/hello")));
+    let report = fetch(&runtime, &python, &out, &granted, limits).await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+    let error = report.error.unwrap();
+    assert!(error.contains("HttpRequestDenied"), "{error}");
+    assert_eq!(other.hits(), 0);
+}
