@@ -5,7 +5,10 @@
 //! Two engines differ only in how a new instance's linear memory gets its data
 //! ([`MemoryInit`]); the runtime gives each component the one that suits its size.
 
+use std::time::Duration;
+
 use anyhow::Context;
+use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::RuntimeConfig;
@@ -21,6 +24,9 @@ const TABLE_ELEMENTS: usize = 200_000;
 /// Slot clean-ups (madvise) done together: one system call and one TLB flush for many
 /// tasks instead of one each.
 const DECOMMIT_BATCH: usize = 64;
+
+/// Attempts at building a component's memory images before its load fails.
+const IMAGE_TRIES: u32 = 5;
 
 /// How a new instance's linear memory gets the component's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,4 +76,26 @@ pub(crate) fn build(config: &RuntimeConfig, init: MemoryInit) -> anyhow::Result<
     Engine::new(&wasm)
         .map_err(anyhow::Error::from)
         .context("configuring the wasm engine")
+}
+
+/// Builds a [`MemoryInit::Map`] component's memory images now rather than at its first
+/// instantiation, where a failure would end a task. On Linux each image is a sealed memfd,
+/// and the kernel refuses the seal (EBUSY) while something else briefly holds one of its
+/// pages, compaction for one: a refusal is tried again, after a pause that doubles.
+pub(crate) fn prepare_images(component: &Component) -> anyhow::Result<()> {
+    let mut pause = Duration::from_millis(20);
+    for _ in 1..IMAGE_TRIES {
+        match component.initialize_copy_on_write_image() {
+            Ok(()) => return Ok(()),
+            Err(err) => {
+                tracing::warn!("building a memory image failed, trying again: {err:#}");
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+        }
+    }
+    component
+        .initialize_copy_on_write_image()
+        .map_err(anyhow::Error::from)
+        .context("building the component's memory image")
 }

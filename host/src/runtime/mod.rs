@@ -109,6 +109,9 @@ pub enum LoadError {
     UnsupportedImport(String),
     #[error("the component does not export the qhost:task world's `run` function: {0}")]
     WrongExports(String),
+    /// The component is fine but this host could not get it ready to run.
+    #[error("the host could not prepare the component: {0}")]
+    Host(String),
 }
 
 /// A loaded component, ready to be instantiated for each task.
@@ -257,6 +260,7 @@ impl Runtime {
             &self.mapped
         };
         let component = self.compile(&flavor.engine, &digest, bytes)?;
+        engine::prepare_images(&component).map_err(|e| LoadError::Host(format!("{e:#}")))?;
         let pre = flavor
             .linker
             .instantiate_pre(&component)

@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::limits::KIB;
 use crate::runtime::sandbox::check_grants;
-use crate::runtime::{Digest, Runtime, TaskLimits, TaskModule};
+use crate::runtime::{Digest, LoadError, Runtime, TaskLimits, TaskModule};
 use crate::store::*;
 
 /// Who is asking: an admin may do anything; a batch handle opens only its own batch.
@@ -244,7 +244,10 @@ impl Scheduler {
         })
         .await
         .map_err(|e| Error::Internal(e.into()))?;
-        let module = module.map_err(|e| Error::Invalid(format!("module refused: {e}")))?;
+        let module = module.map_err(|e| match e {
+            LoadError::Host(_) => Error::Internal(e.into()),
+            refused => Error::Invalid(format!("module refused: {refused}")),
+        })?;
         self.modules
             .lock()
             .expect("modules lock")
