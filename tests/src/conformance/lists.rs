@@ -636,5 +636,25 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
         (1, 1, 0),
         "after a retry, a cancel (of the ready task) and a release"
     );
+    // The same through filters, which a store may count from elsewhere.
+    for (what, filter) in [
+        (
+            "submitted after",
+            TaskFilter {
+                submitted_after: Some(T0),
+                ..tasks_filter(2, now)
+            },
+        ),
+        (
+            "outcomes",
+            TaskFilter {
+                outcomes: vec![Outcome::Trap, Outcome::Cancelled],
+                ..tasks_filter(2, now)
+            },
+        ),
+    ] {
+        let counts = store.task_list(filter).await.unwrap().counts;
+        assert_eq!((counts.failed, counts.cancelled), (1, 0), "{what}");
+    }
     assert_counts_match_rows(&store, &filters(now)).await;
 }

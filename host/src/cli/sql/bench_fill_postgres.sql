@@ -41,6 +41,9 @@ FROM tasks WHERE state = 2;
 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before, submitted_at)
 SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at FROM tasks
 WHERE state = 1;
+INSERT INTO dead_letters
+SELECT id, state, batch_id, group_key, module, outcome, submitted_at FROM tasks
+WHERE state IN (4, 5);
 
 INSERT INTO batches (id, handle_hash, name, priority, max_parallel, halt_on_failure, sealed,
     created_at, running, next_vseq, paused)
@@ -64,4 +67,4 @@ INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token, group
 SELECT id, batch_id, 1, 'bench-1', id % 8, 1, group_key, ord, ended_at - 400000, ended_at,
     outcome, error
 FROM tasks WHERE state IN (3, 4) ORDER BY ended_at, id;
-ANALYZE tasks, attempts, ready, leases, batches, batch_orders, groups;
+ANALYZE tasks, attempts, ready, leases, dead_letters, batches, batch_orders, groups;

@@ -5,16 +5,17 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
 use super::lists::{ListArgs, Source};
-use super::pg;
+use super::{pg, stats};
 use crate::runtime::Outcome;
 use crate::store::*;
 
 /// Counts the filter's tasks per list state, whatever the page, each stored state up to
 /// [`COUNT_CAP`] (`counts_capped` when one reached it), from the cheapest source that is
 /// exact for the filter: the ended totals (`task_totals`) when nothing but states is
-/// asked; the ready queue and the leases for their states; the gates' open orders for the
-/// tasks waiting at one, unless a batch or group bounds a walk; one walk of the filter's
-/// tasks for the rest, and a walk per state when that one reaches the cap.
+/// asked; the ready queue and the leases for their states; unless a batch or group bounds
+/// a walk, the gates' open orders for the tasks waiting at one and the dead letters for
+/// the failed and cancelled; one walk of the filter's tasks for the rest, and a walk per
+/// state when that one reaches the cap.
 pub(super) async fn count(
     client: &impl GenericClient,
     filter: &TaskFilter,
@@ -32,14 +33,15 @@ pub(super) async fn count(
     let bounded = filter.batch.is_some() || filter.group.is_some();
     let totals = match narrowed || !stored.iter().any(|s| *s >= 3) {
         true => Vec::new(),
-        false => ended_totals(client).await?,
+        false => stats::ended_counters(client).await?,
     };
     let mut walked = Vec::new();
+    let mut dead = Vec::new();
     for &state in stored {
         let counted = match state {
             3..=5 if !narrowed => {
-                let total = totals.iter().find(|(s, _)| *s == state);
-                let counted = total.map_or(0, |(_, n)| *n).min(COUNT_CAP);
+                let total = totals.iter().find(|(s, _, _)| *s == state);
+                let counted = total.map_or(0, |(_, _, now)| *now).min(COUNT_CAP);
                 if let Some(state) = ListState::from_code(state.into()) {
                     page.counts.add(state, counted);
                 }
@@ -52,6 +54,10 @@ pub(super) async fn count(
                 page.counts.add(ListState::Waiting, counted);
                 counted
             }
+            4 | 5 if !bounded => {
+                dead.push(state);
+                continue;
+            }
             _ => {
                 walked.push(state);
                 continue;
@@ -60,37 +66,55 @@ pub(super) async fn count(
         page.counts_capped |= counted >= COUNT_CAP;
     }
     // A task has the outcome `succeeded` exactly when it succeeded (3): only a success
-    // ends so, and a succeeded task never runs again. Walks that could only find none
+    // ends so, and a succeeded task never runs again. Counts that could only find none
     // are not made.
     if !filter.outcomes.is_empty() {
         let success = |o: &Outcome| *o == Outcome::Succeeded;
         let asked = filter.outcomes.iter().any(success);
         let only = filter.outcomes.iter().all(success);
         walked.retain(|&state| if state == 3 { asked } else { !only });
+        dead.retain(|_| !only);
     }
-    if walked.is_empty() {
-        return Ok(());
+    // The dead letters are few: each state on its own.
+    for state in dead {
+        let sql = include_str!("sql/task_count_dead.sql");
+        let counted = count_capped(client, sql, args, &[state], &mut page.counts).await?;
+        page.counts_capped |= counted >= COUNT_CAP;
     }
-    // Fewer than the cap in all: each state's count is exact.
-    let mut counts = ListCounts::default();
-    let all = count_walk(client, args, &walked, &mut counts).await?;
-    if all < COUNT_CAP {
-        for state in ListState::ALL {
-            page.counts.add(state, counts.of(state));
+    count_walked(client, args, &walked, page).await
+}
+
+/// Counts the filter's tasks of `states` along its index of tasks
+/// (`task_count_walk.sql`): several states in one walk, exact when fewer than the cap in
+/// all, else each state in a walk of its own up to the cap.
+async fn count_walked(
+    client: &impl GenericClient,
+    args: &ListArgs,
+    states: &[i32],
+    page: &mut TaskPage,
+) -> StoreResult<()> {
+    let sql = include_str!("sql/task_count_walk.sql");
+    if states.len() > 1 {
+        let mut counts = ListCounts::default();
+        if count_capped(client, sql, args, states, &mut counts).await? < COUNT_CAP {
+            for state in ListState::ALL {
+                page.counts.add(state, counts.of(state));
+            }
+            return Ok(());
         }
-        return Ok(());
     }
-    for state in walked {
-        let counted = count_walk(client, args, &[state], &mut page.counts).await?;
+    for &state in states {
+        let counted = count_capped(client, sql, args, &[state], &mut page.counts).await?;
         page.counts_capped |= counted >= COUNT_CAP;
     }
     Ok(())
 }
 
-/// Counts the filter's tasks of `states` (among 0, 3, 4, 5) into `counts` along its
-/// index (`sql/task_count_walk.sql`), up to the cap in all; returns how many it counted.
-async fn count_walk(
+/// Counts the filter's tasks of `states` into `counts` with `sql`, up to the cap in all;
+/// returns how many it counted.
+async fn count_capped(
     client: &impl GenericClient,
+    sql: &str,
     args: &ListArgs,
     states: &[i32],
     counts: &mut ListCounts,
@@ -102,10 +126,7 @@ async fn count_walk(
         &[&cap],
     ]
     .concat();
-    let rows = client
-        .query(include_str!("sql/task_count_walk.sql"), &params)
-        .await
-        .map_err(pg)?;
+    let rows = client.query(sql, &params).await.map_err(pg)?;
     Ok(add_counts(&rows, counts))
 }
 
@@ -165,14 +186,4 @@ fn add_counts(rows: &[tokio_postgres::Row], counts: &mut ListCounts) -> u64 {
         }
     }
     read
-}
-
-/// How many tasks are in each ended state (3, 4, 5) now, from the counters.
-async fn ended_totals(client: &impl GenericClient) -> StoreResult<Vec<(i32, u64)>> {
-    let rows = client
-        .query(include_str!("sql/stats_totals.sql"), &[])
-        .await
-        .map_err(pg)?;
-    let now = |r: &tokio_postgres::Row| (r.get::<_, i64>(1) - r.get::<_, i64>(2)).max(0);
-    Ok(rows.iter().map(|r| (r.get(0), now(r) as u64)).collect())
 }

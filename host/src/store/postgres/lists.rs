@@ -1,8 +1,8 @@
 //! Lists of batches and tasks, newest first, paged by position, and what a pending task
 //! waits on. A page of tasks is read (`sql/task_list.sql`) in one walk along the filter's
 //! index (`migrations/0007_lists.sql`), or, for a state filter, from the table that holds
-//! the state (ready, leases) beside one walk for the others, and merged; its counts are
-//! in `list_counts.rs`.
+//! the state (ready, leases, dead letters) beside one walk for the others, and merged; its
+//! counts are in `list_counts.rs`.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
@@ -78,11 +78,14 @@ pub(super) enum Source {
     Ready,
     /// The leases, as many as the slots of the nodes: stored state 2.
     Leases,
+    /// The dead letters newest first (`dead_letters_submitted`): stored states 4 and 5.
+    Dead,
 }
 
 impl Source {
-    /// The rows, in place of task_list.sql's source comment; the ready queue is bounded by
-    /// the filters it holds, so that its index reads only the rows wanted.
+    /// The rows, in place of task_list.sql's source comment; the ready queue and the dead
+    /// letters are bounded by the filters they hold, so that only the rows wanted are
+    /// joined to tasks.
     fn rows(self) -> &'static str {
         match self {
             Source::Walk => "tasks t",
@@ -94,13 +97,23 @@ impl Source {
                     AND ($9::text IS NULL OR r.group_key = $9)"
             }
             Source::Leases => "leases s JOIN tasks t ON t.id = s.task_id",
+            Source::Dead => {
+                "dead_letters d JOIN tasks t ON t.id = d.task_id
+                    AND d.state = ANY($1::int[])
+                    AND d.submitted_at >= $4 AND d.submitted_at < $5
+                    AND (d.submitted_at, d.task_id) < ($6, $7)
+                    AND ($10::text[] IS NULL OR d.module = ANY($10))
+                    AND ($11::text[] IS NULL OR d.outcome = ANY($11))"
+            }
         }
     }
 
-    /// The order of a page: the ready queue's own index, else the tasks'.
+    /// The order of a page: the ready queue's and the dead letters' own indexes, else the
+    /// tasks'.
     fn order(self) -> &'static str {
         match self {
             Source::Ready => "ORDER BY r.submitted_at DESC, r.task_id DESC",
+            Source::Dead => "ORDER BY d.submitted_at DESC, d.task_id DESC",
             _ => "ORDER BY t.submitted_at DESC, t.id DESC",
         }
     }
@@ -247,8 +260,8 @@ async fn reading(
 
 /// Where a page's rows are read from: one walk of the tasks, along the filter's index,
 /// for every stored state when no state is asked (the newest tasks are at its start) or a
-/// batch or group bounds the walk; else the ready queue and the leases for their states,
-/// and one walk for the others.
+/// batch or group bounds the walk; else the ready queue, the leases and the dead letters
+/// for their states, and one walk for the others.
 fn page_sources(filter: &TaskFilter, stored: &[i32]) -> Vec<(Source, Vec<i32>)> {
     if filter.states.is_empty() || filter.batch.is_some() || filter.group.is_some() {
         return vec![(Source::Walk, stored.to_vec())];
@@ -257,14 +270,23 @@ fn page_sources(filter: &TaskFilter, stored: &[i32]) -> Vec<(Source, Vec<i32>)> 
     let walked: Vec<i32> = stored
         .iter()
         .copied()
-        .filter(|s| *s != 1 && *s != 2)
+        .filter(|s| matches!(s, 0 | 3))
         .collect();
     if !walked.is_empty() {
         sources.push((Source::Walk, walked));
     }
-    for (state, source) in [(1, Source::Ready), (2, Source::Leases)] {
-        if stored.contains(&state) {
-            sources.push((source, vec![state]));
+    for (states, source) in [
+        (&[1][..], Source::Ready),
+        (&[2], Source::Leases),
+        (&[4, 5], Source::Dead),
+    ] {
+        let held: Vec<i32> = states
+            .iter()
+            .copied()
+            .filter(|s| stored.contains(s))
+            .collect();
+        if !held.is_empty() {
+            sources.push((source, held));
         }
     }
     sources

@@ -27,18 +27,30 @@ async fn snapshot(
         .map_err(pg)
 }
 
+/// Per ended state (3 succeeded, 4 failed, 5 cancelled): how many times a task ended so,
+/// and how many are in it now, from the counters (`sql/stats_totals.sql`).
+pub(super) async fn ended_counters(
+    client: &impl GenericClient,
+) -> StoreResult<Vec<(i32, u64, u64)>> {
+    let rows = client
+        .query(include_str!("sql/stats_totals.sql"), &[])
+        .await
+        .map_err(pg)?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let ended = row.get::<_, i64>(1).max(0) as u64;
+            let gone = row.get::<_, i64>(2).max(0) as u64;
+            (row.get(0), ended, ended.saturating_sub(gone))
+        })
+        .collect())
+}
+
 /// Tasks per state now, and the ended totals.
 async fn counts(tx: &impl GenericClient) -> StoreResult<(Progress, EndedTotals)> {
     let mut progress = Progress::default();
     let mut totals = EndedTotals::default();
-    for row in tx
-        .query(include_str!("sql/stats_totals.sql"), &[])
-        .await
-        .map_err(pg)?
-    {
-        let state: i32 = row.get(0);
-        let ended = row.get::<_, i64>(1).max(0) as u64;
-        let now = ended.saturating_sub(row.get::<_, i64>(2).max(0) as u64);
+    for (state, ended, now) in ended_counters(tx).await? {
         match state {
             3 => (progress.succeeded, totals.succeeded) = (now, ended),
             4 => (progress.failed, totals.failed) = (now, ended),

@@ -2,8 +2,8 @@
 -- lists filter by. The caller puts the rows to read in place of the source comment below:
 -- `tasks t` walks tasks_list_batch, _group, _module, else _submitted, newest first (the
 -- state is in no index of tasks: see `migrations/0007_lists.sql`); the tables that hold
--- one state (ready, leases, the gates' open orders) joined to tasks read that state's
--- tasks only. Then it appends the order and the limit, or counts the rows (`lists.rs`).
+-- some states only (ready, leases, dead letters) joined to tasks read those states' tasks
+-- only. Then it appends the order and the limit, or counts the rows (`lists.rs`).
 --
 -- $1 stored states (int[]): 0 waiting (behind its batch's gate), 1 ready, 2 claimed,
 --    3 succeeded, 4 failed, 5 cancelled
@@ -42,7 +42,9 @@ CROSS JOIN LATERAL (
                 ELSE t.state END AS list_code
 ) c
 WHERE t.state = ANY($1::int[])
-  AND c.list_code = ANY($3::int[])
+  -- An ended task's list state is its stored one, which $1 holds only when it is wanted;
+  -- said so, the planner does not take the list state for a rare one and read every row.
+  AND (c.list_code = ANY($3::int[]) OR t.state >= 3)
   AND t.submitted_at >= $4 AND t.submitted_at < $5
   AND (t.submitted_at, t.id) < ($6, $7)
   AND ($8::bigint IS NULL OR t.batch_id = $8)
