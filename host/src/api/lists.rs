@@ -4,7 +4,6 @@
 
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -12,7 +11,6 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::Outcome;
-use crate::scheduler::Access;
 use crate::scheduler::rules::WaitingOn;
 use crate::store::*;
 use crate::units::parse_time;
@@ -49,7 +47,8 @@ pub struct BatchListQuery {
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
 pub struct TaskListQuery {
-    /// Only this batch's tasks; a batch handle must give its own batch.
+    /// Only this batch's tasks; a batch handle lists its own batch's only, whether it
+    /// names it or not.
     batch: Option<BatchId>,
     /// Only tasks in these states, repeated or comma-separated: `waiting` (not claimable
     /// now: behind its gate, paused, delayed, in backoff, or its group or batch at its
@@ -150,13 +149,11 @@ impl Pairs {
         name: &str,
         parse: impl Fn(&str) -> Result<T, String>,
     ) -> ApiResult<Vec<T>> {
-        self.all(name)
-            .iter()
-            .flat_map(|v| v.split(','))
-            .map(|v| {
-                parse(v).map_err(|e| ApiError::bad_request(format!("parameter `{name}`: {e}")))
-            })
-            .collect()
+        let mut parsed = Vec::new();
+        for value in self.all(name) {
+            parsed.extend(comma_list(name, &value, &parse)?);
+        }
+        Ok(parsed)
     }
 
     fn parsed<T: std::str::FromStr>(&mut self, name: &str, what: &str) -> ApiResult<Option<T>> {
@@ -249,8 +246,8 @@ pub async fn list_batches(
     }))
 }
 
-/// Tasks, newest first, with what holds each pending one back. A batch handle must give
-/// its own batch.
+/// Tasks, newest first, with what holds each pending one back. A batch handle lists its own
+/// batch's tasks only.
 #[utoipa::path(
     get,
     path = "/tasks",
@@ -288,13 +285,6 @@ pub async fn list_tasks(
         now: now_micros(),
     };
     q.done()?;
-    if let (Access::Handle(_), None) = (&caller.0, filter.batch) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "a batch handle lists its own batch's tasks only: name it (parameter `batch`)",
-        ));
-    }
     let list = state
         .scheduler
         .task_list(&caller.0, filter, module.as_deref())
@@ -309,4 +299,19 @@ pub async fn list_tasks(
         counts: list.counts,
         counts_capped: list.counts_capped,
     }))
+}
+
+/// The comma-separated values of parameter `name` (`trap,lost`; spaces around a value are
+/// ignored), each parsed, or the first one refused.
+pub(super) fn comma_list<T>(
+    name: &str,
+    text: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> ApiResult<Vec<T>> {
+    text.split(',')
+        .map(|v| {
+            parse(v.trim_matches(' '))
+                .map_err(|e| ApiError::bad_request(format!("parameter `{name}`: {e}")))
+        })
+        .collect()
 }

@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::AppState;
 use super::auth::{BatchCaller, Caller, TaskCaller};
 use super::batches::{SetPriority, json_body};
-use super::error::{ApiError, ApiResult, ErrorBody};
+use super::error::{ApiResult, ErrorBody};
 use crate::runtime::Outcome;
 use crate::store::{BatchId, TaskId, TaskInfo, TaskSelect};
 
@@ -76,13 +76,9 @@ fn outcomes(text: Option<&str>) -> ApiResult<Vec<Outcome>> {
     let Some(text) = text else {
         return Ok(Vec::new());
     };
-    text.split(',')
-        .map(|name| {
-            name.trim_matches(' ')
-                .parse::<Outcome>()
-                .map_err(|e| ApiError::bad_request(format!("parameter `outcome`: {e}")))
-        })
-        .collect()
+    super::lists::comma_list("outcome", text, |v| {
+        v.parse::<Outcome>().map_err(|e| e.to_string())
+    })
 }
 
 /// Run a failed or cancelled task again, with fresh attempts.

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::rules::{WaitingOn, waiting_on};
-use super::{Access, Error, Resource, Result, Scheduler, handle_batch, module_ref};
+use super::{Access, Error, Result, Scheduler, module_ref};
 use crate::store::*;
 
 /// A page of tasks, each pending one with what it waits on.
@@ -25,14 +25,7 @@ impl Scheduler {
         access: &Access,
         mut filter: BatchFilter,
     ) -> Result<(Vec<BatchInfo>, Option<Position>)> {
-        if let Access::Handle(handle) = access {
-            let own = handle_batch(handle).ok_or(Error::Forbidden(Resource::Batch(0)))?;
-            if let Some(asked) = filter.batch.filter(|&b| b != own) {
-                return Err(Error::Forbidden(Resource::Batch(asked)));
-            }
-            self.authorize(access, own).await?;
-            filter.batch = Some(own);
-        }
+        filter.batch = self.confine(access, filter.batch).await?;
         let limit = filter.limit;
         let mut rows = self.store.batch_list(filter).await?;
         let next = next_position(&mut rows, limit, |b| Position {
@@ -43,24 +36,14 @@ impl Scheduler {
     }
 
     /// A page of the tasks `filter` names (and the module `module` names: its name, digest
-    /// or the start of its digest), newest first. A handle must name its own batch.
+    /// or the start of its digest), newest first. A handle lists its own batch's only.
     pub async fn task_list(
         &self,
         access: &Access,
         mut filter: TaskFilter,
         module: Option<&str>,
     ) -> Result<TaskList> {
-        match (access, filter.batch) {
-            (Access::Admin, _) => {}
-            (Access::Handle(_), Some(batch)) => self.authorize(access, batch).await?,
-            (Access::Handle(_), None) => {
-                return Err(Error::Invalid(
-                    "a batch handle lists its own batch's tasks only: name it (parameter \
-                     `batch`)"
-                        .into(),
-                ));
-            }
-        }
+        filter.batch = self.confine(access, filter.batch).await?;
         if let Some(reference) = module {
             filter.modules = self.modules_named(reference).await?;
         }

@@ -314,6 +314,24 @@ impl Scheduler {
         }
     }
 
+    /// The batch a read or an action over many tasks is confined to: for a handle, the batch
+    /// asked for, which must be its own, and its own when none is asked; for the admin,
+    /// what was asked.
+    pub(crate) async fn confine(
+        &self,
+        access: &Access,
+        asked: Option<BatchId>,
+    ) -> Result<Option<BatchId>> {
+        let Access::Handle(handle) = access else {
+            return Ok(asked);
+        };
+        let batch = asked
+            .or(handle_batch(handle))
+            .ok_or(Error::Forbidden(Resource::Batch(0)))?;
+        self.authorize(access, batch).await?;
+        Ok(Some(batch))
+    }
+
     /// Submits tasks into a batch, all or none.
     pub async fn submit(
         &self,

@@ -94,17 +94,7 @@ impl Scheduler {
     /// A handle selects within its own batch only: a selection that names no batch is
     /// confined to the handle's.
     async fn authorize_select(&self, access: &Access, select: &mut TaskSelect) -> Result<()> {
-        if let Access::Handle(handle) = access {
-            let own = super::handle_batch(handle);
-            let Some(batch) = select.batch.or(own) else {
-                return Err(Error::Invalid(
-                    "a batch handle acts within its own batch only: name it (parameter `batch`)"
-                        .into(),
-                ));
-            };
-            self.authorize(access, batch).await?;
-            select.batch = Some(batch);
-        }
+        select.batch = self.confine(access, select.batch).await?;
         Ok(())
     }
 
