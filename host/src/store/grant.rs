@@ -50,4 +50,41 @@ impl Grant {
     pub fn has_secret(&self) -> bool {
         self.settings.iter().any(|s| s.secret)
     }
+
+    /// The grant as both stores keep it (see [`Stored`]); none for an empty one, which is
+    /// not kept.
+    pub(crate) fn stored(allow_http: &[String], settings: &[Setting]) -> Option<Stored> {
+        if allow_http.is_empty() && settings.is_empty() {
+            return None;
+        }
+        Some(Stored {
+            allow_http: serde_json::to_string(allow_http).expect("origins serialize"),
+            settings: serde_json::to_string(settings).expect("settings serialize"),
+            has_secret: settings.iter().any(|s| s.secret),
+        })
+    }
+
+    /// A kept grant read back; what does not read as one grants nothing.
+    pub(crate) fn from_stored(allow_http: &str, settings: &str) -> Grant {
+        Grant {
+            allow_http: serde_json::from_str(allow_http).unwrap_or_default(),
+            settings: serde_json::from_str(settings).unwrap_or_default(),
+        }
+    }
+}
+
+/// A grant's columns: its origins and its settings as JSON, and whether a setting is
+/// secret (so that a store finds a sealed value without reading every grant).
+pub(crate) struct Stored {
+    pub allow_http: String,
+    pub settings: String,
+    pub has_secret: bool,
+}
+
+/// The first secret among kept settings (JSON), sealed as stored.
+pub(crate) fn first_secret(settings: &str) -> Option<Setting> {
+    serde_json::from_str::<Vec<Setting>>(settings)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|s| s.secret)
 }

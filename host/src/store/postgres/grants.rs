@@ -12,15 +12,12 @@ pub(super) async fn insert(
     batch: BatchId,
     spec: &BatchSpec,
 ) -> StoreResult<()> {
-    if spec.allow_http.is_empty() && spec.settings.is_empty() {
+    let Some(kept) = Grant::stored(&spec.allow_http, &spec.settings) else {
         return Ok(());
-    }
-    let allow_http = serde_json::to_string(&spec.allow_http).expect("origins serialize");
-    let settings = serde_json::to_string(&spec.settings).expect("settings serialize");
-    let has_secret = spec.settings.iter().any(|s| s.secret);
+    };
     tx.execute(
         include_str!("sql/grant_insert.sql"),
-        &[&batch, &allow_http, &settings, &has_secret],
+        &[&batch, &kept.allow_http, &kept.settings, &kept.has_secret],
     )
     .await
     .map_err(pg)?;
@@ -35,10 +32,7 @@ pub(super) async fn get(store: &PostgresStore, batch: BatchId) -> StoreResult<Gr
         .await
         .map_err(pg)?;
     Ok(row
-        .map(|r| Grant {
-            allow_http: serde_json::from_str(r.get::<_, &str>(0)).unwrap_or_default(),
-            settings: serde_json::from_str(r.get::<_, &str>(1)).unwrap_or_default(),
-        })
+        .map(|r| Grant::from_stored(r.get(0), r.get(1)))
         .unwrap_or_default())
 }
 
@@ -49,10 +43,5 @@ pub(super) async fn secret_sample(store: &PostgresStore) -> StoreResult<Option<S
         .query_opt(include_str!("sql/grant_secret_sample.sql"), &[])
         .await
         .map_err(pg)?;
-    Ok(row.and_then(|r| {
-        serde_json::from_str::<Vec<Setting>>(r.get::<_, &str>(0))
-            .unwrap_or_default()
-            .into_iter()
-            .find(|s| s.secret)
-    }))
+    Ok(row.and_then(|r| first_secret(r.get(0))))
 }

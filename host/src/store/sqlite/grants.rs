@@ -8,15 +8,17 @@ use crate::store::*;
 
 /// Keeps the grant of the batch `batch`, opened in `tx`; nothing for an empty grant.
 pub(super) fn insert(tx: &Transaction<'_>, batch: BatchId, spec: &BatchSpec) -> StoreResult<()> {
-    if spec.allow_http.is_empty() && spec.settings.is_empty() {
+    let Some(kept) = Grant::stored(&spec.allow_http, &spec.settings) else {
         return Ok(());
-    }
-    let allow_http = serde_json::to_string(&spec.allow_http).expect("origins serialize");
-    let settings = serde_json::to_string(&spec.settings).expect("settings serialize");
-    let has_secret = spec.settings.iter().any(|s| s.secret);
+    };
     tx.prepare_cached(include_str!("sql/grant_insert.sql"))
         .map_err(internal)?
-        .execute(params![batch, allow_http, settings, has_secret])
+        .execute(params![
+            batch,
+            kept.allow_http,
+            kept.settings,
+            kept.has_secret
+        ])
         .map_err(internal)?;
     Ok(())
 }
@@ -30,10 +32,7 @@ pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<Grant> {
         .optional()
         .map_err(internal)?;
     Ok(row
-        .map(|(allow_http, settings)| Grant {
-            allow_http: serde_json::from_str(&allow_http).unwrap_or_default(),
-            settings: serde_json::from_str(&settings).unwrap_or_default(),
-        })
+        .map(|(allow_http, settings)| Grant::from_stored(&allow_http, &settings))
         .unwrap_or_default())
 }
 
@@ -45,10 +44,5 @@ pub(super) fn secret_sample(conn: &Connection) -> StoreResult<Option<Setting>> {
         .query_row([], |r| r.get(0))
         .optional()
         .map_err(internal)?;
-    Ok(settings.and_then(|text| {
-        serde_json::from_str::<Vec<Setting>>(&text)
-            .unwrap_or_default()
-            .into_iter()
-            .find(|s| s.secret)
-    }))
+    Ok(settings.and_then(|text| first_secret(&text)))
 }
