@@ -92,9 +92,7 @@ impl History {
                         at,
                         ended_total: stats.ended_total,
                         ready: stats.counts.ready,
-                        oldest_ready_age_seconds: stats
-                            .oldest_ready
-                            .map(|t| (at - t).max(0) as f64 / 1e6),
+                        oldest_ready_age_seconds: stats.oldest_ready_age(at),
                     });
                 }
                 // A gap in the charts; the next sample may do.

@@ -78,10 +78,7 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoRespon
         "Since when the oldest claimable task (ready, due, not paused) was submitted; 0 when \
          none is.",
     );
-    let age = stats
-        .oldest_ready
-        .map(|at| (now_micros() - at).max(0) as f64 / 1e6)
-        .unwrap_or(0.0);
+    let age = stats.oldest_ready_age(now_micros()).unwrap_or(0.0);
     let _ = writeln!(text, "qhost_oldest_ready_age_seconds {age}");
     let groups = &stats.groups;
     let per_group: [(&str, &str, Vec<u64>); 3] = [

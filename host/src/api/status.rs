@@ -49,9 +49,7 @@ pub async fn status(State(state): State<AppState>, _: Admin) -> ApiResult<Json<S
     let stats = state.scheduler.queue_stats().await?;
     let batches = state.scheduler.batch_depths(STATUS_BATCHES).await?;
     let nodes = state.scheduler.nodes().await?;
-    let oldest_ready_age_seconds = stats
-        .oldest_ready
-        .map(|at| (now_micros() - at).max(0) as f64 / 1e6);
+    let oldest_ready_age_seconds = stats.oldest_ready_age(now_micros());
     Ok(Json(Status {
         tasks: stats.counts,
         ended_total: stats.ended_total,

@@ -56,3 +56,10 @@ pub struct QueueStats {
     /// Groups with tasks ready or claimed, most such tasks first, at most [`MAX_LISTED`].
     pub groups: Vec<GroupDepth>,
 }
+
+impl QueueStats {
+    /// Seconds from the oldest claimable task's submission to `now`; none when no task is.
+    pub fn oldest_ready_age(&self, now: Micros) -> Option<f64> {
+        self.oldest_ready.map(|at| (now - at).max(0) as f64 / 1e6)
+    }
+}
