@@ -156,10 +156,7 @@ impl ListArgs {
             codes: states.iter().map(|s| s.code() as i32).collect(),
             submitted_after: filter.submitted_after.unwrap_or(Micros::MIN),
             submitted_before: filter.submitted_before.unwrap_or(Micros::MAX),
-            after: filter.after.unwrap_or(Position {
-                at: Micros::MAX,
-                id: i64::MAX,
-            }),
+            after: start(filter.submitted_before, filter.after),
             batch: filter.batch,
             group: filter.group.clone(),
             modules: (!filter.modules.is_empty())
@@ -192,11 +189,10 @@ impl ListArgs {
         limit: i64,
         paged: bool,
     ) -> StoreResult<Vec<tokio_postgres::Row>> {
-        let first = Position {
-            at: Micros::MAX,
-            id: i64::MAX,
+        let after = match paged {
+            true => self.after,
+            false => start(Some(self.submitted_before), None),
         };
-        let after = if paged { self.after } else { first };
         let args: [&(dyn ToSql + Sync); 12] = [
             &states,
             &self.now,
@@ -213,6 +209,21 @@ impl ListArgs {
         ];
         client.query(sql, &args).await.map_err(pg)
     }
+}
+
+/// Where a walk newest first starts: after the page's position, and before the first task
+/// submitted at `before`. One bound, so that an index scan starts there instead of at the
+/// newest task (a backward scan starts at one bound and checks the others on every row).
+fn start(before: Option<Micros>, after: Option<Position>) -> Position {
+    let before = Position {
+        at: before.unwrap_or(Micros::MAX),
+        id: i64::MIN,
+    };
+    let after = after.unwrap_or(Position {
+        at: Micros::MAX,
+        id: i64::MAX,
+    });
+    std::cmp::min_by_key(before, after, |p| (p.at, p.id))
 }
 
 /// A page of the tasks a filter names, newest first (one more than the limit when more
