@@ -67,4 +67,3 @@ INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token, group
 SELECT id, batch_id, 1, 'bench-1', id % 8, 1, group_key, ord, ended_at - 400000, ended_at,
     outcome, error
 FROM tasks WHERE state IN (3, 4) ORDER BY ended_at, id;
-ANALYZE tasks, attempts, ready, leases, dead_letters, batches, batch_orders, groups;
