@@ -475,7 +475,8 @@ async fn assert_counts_match_rows(store: &Arc<dyn Store>, filters: &[(&str, Task
 
 /// Counts read from wherever a store keeps them (its ended totals, ready queue, leases,
 /// gates) say exactly what the rows say, through waits at a gate, delays, limits, a
-/// pause, claims, starts, ends, a retry and a release, with and without filters.
+/// pause, claims, starts, ends, a retry and a release, a gate lowered and one closed
+/// again, with and without filters.
 pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let other = store
@@ -656,5 +657,42 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
         let counts = store.task_list(filter).await.unwrap().counts;
         assert_eq!((counts.failed, counts.cancelled), (1, 0), "{what}");
     }
+    assert_counts_match_rows(&store, &filters(now)).await;
+
+    // A gate lowered by a submission, then one closed again by a re-drive: the tasks at
+    // the old gate wait again, and so do those above the order run again.
+    let first = |order| TaskSpec {
+        priority: Some(10),
+        ..task(m, order, None)
+    };
+    let d = batch(&store, BatchSpec::default()).await;
+    store
+        .task_submit(d, vec![first(1), task(m, 2, None)], now)
+        .await
+        .unwrap();
+    let lower = store.task_submit(d, vec![first(0)], now).await.unwrap();
+    let waiting = |counts: ListCounts| counts.waiting;
+    let of_d = TaskFilter {
+        batch: Some(d),
+        ..tasks_filter(2, now)
+    };
+    assert_eq!(
+        waiting(store.task_list(of_d.clone()).await.unwrap().counts),
+        2
+    );
+    assert_counts_match_rows(&store, &filters(now)).await;
+    let claimed = claim(&store, "n1", 1, now).await;
+    assert_eq!(claimed[0].id, lower[0], "the first of the highest priority");
+    start(&store, &claimed, now).await;
+    complete(&store, &claimed, Outcome::Trap, now).await;
+    assert_eq!(
+        waiting(store.task_list(of_d.clone()).await.unwrap().counts),
+        1
+    );
+    assert_eq!(
+        store.task_retry(TaskSelect::task(lower[0])).await.unwrap(),
+        1
+    );
+    assert_eq!(waiting(store.task_list(of_d).await.unwrap().counts), 2);
     assert_counts_match_rows(&store, &filters(now)).await;
 }
