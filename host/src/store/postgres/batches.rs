@@ -3,7 +3,6 @@
 
 use deadpool_postgres::GenericClient;
 
-use super::log::count_states;
 use super::tasks::set_pending_priority;
 use super::{Commit, PostgresStore, gate, not_found, pg, to_i32};
 use crate::store::*;
@@ -197,28 +196,35 @@ pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResul
 }
 
 pub(super) async fn info(tx: &impl GenericClient, batch: BatchId) -> StoreResult<BatchInfo> {
-    let row = tx
-        .query_opt(
-            // A paused batch's max_parallel is the one it gets back on resume.
-            "SELECT id, name, priority,
-                    CASE WHEN paused THEN resume_max_parallel ELSE max_parallel END,
-                    halt_on_failure, sealed, created_at, paused
-             FROM batches WHERE id = $1",
-            &[&batch],
-        )
+    infos(tx, &[batch])
+        .await?
+        .pop()
+        .ok_or_else(|| not_found("batch", batch))
+}
+
+/// The batches `ids` that exist, in that order, each with its progress
+/// (`sql/batch_info.sql`).
+pub(super) async fn infos(tx: &impl GenericClient, ids: &[BatchId]) -> StoreResult<Vec<BatchInfo>> {
+    let rows = tx
+        .query(include_str!("sql/batch_info.sql"), &[&ids])
         .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("batch", batch))?;
-    let progress = count_states(tx, include_str!("sql/batch_counts.sql"), &[&batch]).await?;
-    Ok(BatchInfo {
-        progress,
-        ..settings(&row)
-    })
+        .map_err(pg)?;
+    let mut found = std::collections::HashMap::<BatchId, BatchInfo>::with_capacity(ids.len());
+    for row in &rows {
+        let batch = found.entry(row.get(0)).or_insert_with(|| settings(row));
+        let state: Option<i32> = row.get(8);
+        if let Some(state) = state.and_then(|s| TaskState::from_code(s.into())) {
+            batch
+                .progress
+                .add(state, row.get::<_, i64>(9).max(0) as u64);
+        }
+    }
+    Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
 }
 
 /// A batch's settings from its row's first columns (id, name, priority, max_parallel as
 /// set, halt_on_failure, sealed, created_at, paused), its progress not read.
-pub(super) fn settings(row: &tokio_postgres::Row) -> BatchInfo {
+fn settings(row: &tokio_postgres::Row) -> BatchInfo {
     BatchInfo {
         id: row.get(0),
         name: row.get(1),

@@ -75,25 +75,22 @@ pub(super) async fn count(
         walked.retain(|&state| if state == 3 { asked } else { !only });
         dead.retain(|_| !only);
     }
-    // The dead letters are few: each state on its own.
-    for state in dead {
-        let sql = include_str!("sql/task_count_dead.sql");
-        let counted = count_capped(client, sql, args, &[state], &mut page.counts).await?;
-        page.counts_capped |= counted >= COUNT_CAP;
-    }
-    count_walked(client, args, &walked, page).await
+    let dead_sql = include_str!("sql/task_count_dead.sql");
+    count_states(client, dead_sql, args, &dead, page).await?;
+    let walk_sql = include_str!("sql/task_count_walk.sql");
+    count_states(client, walk_sql, args, &walked, page).await
 }
 
-/// Counts the filter's tasks of `states` along its index of tasks
-/// (`task_count_walk.sql`): several states in one walk, exact when fewer than the cap in
-/// all, else each state in a walk of its own up to the cap.
-async fn count_walked(
+/// Counts the filter's tasks of `states` with `sql` (along the index of tasks, or the dead
+/// letters): several states in one read, exact when fewer than the cap in all, else each
+/// state in a read of its own up to the cap.
+async fn count_states(
     client: &impl GenericClient,
+    sql: &str,
     args: &ListArgs,
     states: &[i32],
     page: &mut TaskPage,
 ) -> StoreResult<()> {
-    let sql = include_str!("sql/task_count_walk.sql");
     if states.len() > 1 {
         let mut counts = ListCounts::default();
         if count_capped(client, sql, args, states, &mut counts).await? < COUNT_CAP {

@@ -44,25 +44,7 @@ pub(super) async fn batches(
         .await
         .map_err(pg)?;
     let ids: Vec<BatchId> = rows.iter().map(|r| r.get(0)).collect();
-    let rows = client
-        .query(include_str!("sql/batch_list_info.sql"), &[&ids])
-        .await
-        .map_err(pg)?;
-    let mut list: Vec<BatchInfo> = Vec::with_capacity(ids.len());
-    for id in ids {
-        for row in rows.iter().filter(|r| r.get::<_, BatchId>(0) == id) {
-            if list.last().is_none_or(|b| b.id != id) {
-                list.push(batches::settings(row));
-            }
-            let counted: Option<(i32, i64)> = row.get::<_, Option<i32>>(8).zip(row.get(9));
-            let batch = list.last_mut().expect("pushed");
-            if let Some(state) = counted.and_then(|(s, _)| TaskState::from_code(s.into())) {
-                batch
-                    .progress
-                    .add(state, counted.map_or(0, |(_, n)| n as u64));
-            }
-        }
-    }
+    let list = batches::infos(&client, &ids).await?;
     client.commit().await.map_err(pg)?;
     Ok(list)
 }
@@ -118,17 +100,22 @@ impl Source {
         }
     }
 
-    fn list_sql(self) -> String {
+    /// task_list.sql reading these rows.
+    fn select(self) -> String {
         let sql = include_str!("sql/task_list.sql").trim_end();
-        let sql = sql.replacen("/* source */", self.rows(), 1);
-        format!("{sql} {} LIMIT $12", self.order())
+        sql.replacen("/* source */", self.rows(), 1)
+    }
+
+    fn list_sql(self) -> String {
+        format!("{} {} LIMIT $12", self.select(), self.order())
     }
 
     /// The rows' list states counted, up to `$12` rows.
     pub(super) fn count_sql(self) -> String {
-        let sql = include_str!("sql/task_list.sql").trim_end();
-        let sql = sql.replacen("/* source */", self.rows(), 1);
-        format!("SELECT list_code, COUNT(*) FROM ({sql} LIMIT $12) x GROUP BY 1")
+        format!(
+            "SELECT list_code, COUNT(*) FROM ({} LIMIT $12) x GROUP BY 1",
+            self.select()
+        )
     }
 }
 

@@ -1,5 +1,5 @@
 //! The execution log and what nodes and people read: attempt records, the running view,
-//! a batch's tasks counted per state, and pruning what ended long ago.
+//! and pruning what ended long ago.
 
 use deadpool_postgres::GenericClient;
 
@@ -7,23 +7,6 @@ use super::complete::Running;
 use super::{Commit, PostgresStore, digest_of, pg};
 use crate::runtime::Outcome;
 use crate::store::*;
-
-/// Counts of tasks per state, from `sql` returning (state code, count) rows.
-pub(super) async fn count_states(
-    tx: &impl GenericClient,
-    sql: &str,
-    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-) -> StoreResult<Progress> {
-    let mut progress = Progress::default();
-    for row in tx.query(sql, params).await.map_err(pg)? {
-        let state: i32 = row.get(0);
-        let count: i64 = row.get(1);
-        if let Some(state) = TaskState::from_code(state.into()) {
-            progress.add(state, count as u64);
-        }
-    }
-    Ok(progress)
-}
 
 /// Attempt records in the order they were written (or newest first), filtered. Each
 /// filter given adds its own clause, so that the plan can use the index of the log for it

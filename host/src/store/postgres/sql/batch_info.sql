@@ -1,8 +1,13 @@
--- The batches of a list's page as `batches::info` reads them, each with its tasks counted
--- per state (as batch_counts.sql counts them), one row per batch and state; a batch
--- without tasks has one row, its state NULL.
+-- Batches as reads show them: each one's settings (a paused batch's max_parallel is the
+-- one it gets back on resume) with its tasks counted per state, one row per batch and
+-- state; a batch without tasks has one row, its state NULL.
 --
 -- $1 batch ids (bigint[])
+--
+-- state: 0 waiting at a gate (a lower order of its batch is still open), 1 ready,
+-- 2 claimed, 3 succeeded, 4 failed, 5 cancelled. A claimed task whose lease has no start
+-- mark is reported as 6 (reserved: its node has not started it); a ready task whose batch
+-- or group has a limit of 0 (which a pause sets) as 7 (held); 6 and 7 are never stored.
 SELECT b.id, b.name, b.priority,
        CASE WHEN b.paused THEN b.resume_max_parallel ELSE b.max_parallel END,
        b.halt_on_failure, b.sealed, b.created_at, b.paused, c.state, c.count
