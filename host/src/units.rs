@@ -27,6 +27,15 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
     Ok(at.as_microsecond())
 }
 
+/// Parses a moment given as an RFC 3339 time or as a span before `now` (`2h`), in
+/// microseconds since the Unix epoch.
+pub fn parse_time_or_ago(text: &str, now: i64) -> Result<i64, String> {
+    match parse_duration(text) {
+        Ok(ago) => Ok(now - ago.as_micros() as i64),
+        Err(_) => parse_time(text).map_err(|e| format!("{e}; or a span ago like 2h")),
+    }
+}
+
 /// Serde adapter: a duration travels as humantime text (`"30s"`).
 pub mod duration_text {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -60,6 +69,21 @@ mod tests {
             parse_time("2026-11-24T09:00:00")
                 .unwrap_err()
                 .contains("offset")
+        );
+    }
+
+    #[test]
+    fn a_moment_is_a_time_or_a_span_before_now() {
+        let now = 10_000_000;
+        assert_eq!(parse_time_or_ago("2s", now).unwrap(), 8_000_000);
+        assert_eq!(
+            parse_time_or_ago("1970-01-01T00:00:01Z", now).unwrap(),
+            1_000_000
+        );
+        let refused = parse_time_or_ago("yesterday", now).unwrap_err();
+        assert!(
+            refused.contains("`yesterday`") && refused.contains("span ago"),
+            "{refused}"
         );
     }
 }

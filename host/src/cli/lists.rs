@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::client::{Client, age, print_json, print_table};
+use super::log;
 use super::module::encode;
-use crate::store::{BatchInfo, ListCounts, Micros, TaskInfo, now_micros};
-use crate::units::{parse_duration, parse_time};
+use crate::store::{BatchInfo, ListCounts, Micros, TaskInfo};
 
 #[derive(Debug, Args)]
 pub struct BatchLsArgs {
@@ -71,11 +71,11 @@ impl ListArgs {
     /// the page's size and its cursor, joined into a query.
     fn query(&self, mut pairs: Vec<String>, what: &str) -> anyhow::Result<String> {
         if let Some(since) = &self.since {
-            let at = rfc3339(time_arg("--since", since)?);
+            let at = rfc3339(log::when(since, "--since")?);
             pairs.push(format!("{what}_after={at}"));
         }
         if let Some(until) = &self.until {
-            let at = rfc3339(time_arg("--until", until)?);
+            let at = rfc3339(log::when(until, "--until")?);
             pairs.push(format!("{what}_before={at}"));
         }
         pairs.push(format!("limit={}", self.limit));
@@ -112,14 +112,6 @@ struct TaskPage {
     next_cursor: Option<String>,
     counts: ListCounts,
     counts_capped: bool,
-}
-
-/// A time given as a span ago (`2h`) or as an RFC 3339 time.
-fn time_arg(flag: &str, text: &str) -> anyhow::Result<Micros> {
-    if let Ok(ago) = parse_duration(text) {
-        return Ok(now_micros() - ago.as_micros() as i64);
-    }
-    parse_time(text).map_err(|e| anyhow::anyhow!("{flag}: {e}, or a span ago like 2h"))
 }
 
 fn rfc3339(at: Micros) -> String {

@@ -12,7 +12,7 @@ use super::client::{BatchRef, Client, ConnectArgs, duration, time, unreachable};
 use super::module::encode;
 use crate::scheduler::module_ref::SHOWN_DIGITS;
 use crate::store::{AttemptRecord, TaskId, now_micros};
-use crate::units::{parse_duration, parse_time};
+use crate::units::parse_time_or_ago;
 
 /// How often `--follow` asks for new attempts.
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);
@@ -124,14 +124,8 @@ pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A `--since` or `--until`: a span ago, or an RFC 3339 time.
-fn when(text: &str, flag: &str) -> anyhow::Result<i64> {
-    if let Ok(at) = parse_time(text) {
-        return Ok(at);
-    }
-    let ago = parse_duration(text).map_err(|e| {
-        anyhow::anyhow!("{flag}: {e}; or give an RFC 3339 time like 2026-11-24T09:00:00Z")
-    })?;
-    Ok(now_micros() - ago.as_micros() as i64)
+pub(super) fn when(text: &str, flag: &str) -> anyhow::Result<i64> {
+    parse_time_or_ago(text, now_micros()).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
 }
 
 /// One page of the log.
