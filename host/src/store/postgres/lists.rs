@@ -7,7 +7,7 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
-use super::{Commit, PostgresStore, batches, list_counts, pg, tasks};
+use super::{Commit, PostgresStore, batches, list_counts, pg, stats, tasks};
 use crate::store::*;
 
 /// Batches a filter names, newest first; one more than the limit when more follow.
@@ -243,13 +243,7 @@ pub(super) async fn tasks(store: &PostgresStore, filter: TaskFilter) -> StoreRes
 async fn reading(
     client: &mut deadpool_postgres::Object,
 ) -> StoreResult<deadpool_postgres::Transaction<'_>> {
-    let tx = client
-        .build_transaction()
-        .read_only(true)
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .start()
-        .await
-        .map_err(pg)?;
+    let tx = stats::snapshot(client).await?;
     tx.batch_execute("SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0")
         .await
         .map_err(pg)?;

@@ -15,7 +15,8 @@ pub(super) async fn task_counts(store: &PostgresStore) -> StoreResult<Progress> 
     Ok(counts(&tx).await?.0)
 }
 
-async fn snapshot(
+/// A read-only transaction that sees one snapshot throughout.
+pub(super) async fn snapshot(
     client: &mut deadpool_postgres::Object,
 ) -> StoreResult<deadpool_postgres::Transaction<'_>> {
     client
