@@ -98,6 +98,7 @@ async fn run_on(
         // The store migrates the schema; the fill writes beside it.
         let store = crate::store::open(url, "bench-1").await?;
         fill_postgres(url, args.tasks, now).await?;
+        vacuum_postgres(url).await?;
         store
     } else {
         let path = url.strip_prefix("sqlite:").unwrap_or(url).to_owned();
@@ -215,9 +216,11 @@ fn module_row() -> (String, i64) {
     (hex::encode(sha2::Sha256::digest(ECHO)), ECHO.len() as i64)
 }
 
-fn fill_sqlite(path: &str, tasks: usize, now: i64) -> anyhow::Result<()> {
+/// Fills the SQLite store at `path` (made and migrated if new) with `tasks` tasks, as a
+/// queue looks after a day of work (see `sql/bench_fill_sqlite.sql`).
+pub fn fill_sqlite(path: &str, tasks: usize, now: i64) -> anyhow::Result<()> {
     let mut conn = crate::store::sqlite::SqliteStore::connect(std::path::Path::new(path))?;
-    let limits = serde_json::to_string(&TaskLimits::default())?;
+    let limits = crate::store::limits::to_stored(&TaskLimits::default());
     let (digest, size) = module_row();
     let tx = conn.transaction()?;
     tx.execute(
@@ -239,12 +242,14 @@ fn fill_sqlite(path: &str, tasks: usize, now: i64) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn fill_postgres(url: &str, tasks: usize, now: i64) -> anyhow::Result<()> {
+/// Fills the PostgreSQL store at `url` (migrated already) with `tasks` tasks, as
+/// [`fill_sqlite`] does, without vacuuming it: see [`vacuum_postgres`].
+pub async fn fill_postgres(url: &str, tasks: usize, now: i64) -> anyhow::Result<()> {
     let (mut client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .with_context(|| format!("connecting to {}", crate::store::postgres::redact(url)))?;
     let driver = tokio::spawn(connection);
-    let limits = serde_json::to_string(&TaskLimits::default())?;
+    let limits = crate::store::limits::to_stored(&TaskLimits::default());
     let (digest, size) = module_row();
     let tx = client.transaction().await?;
     tx.execute(
@@ -267,8 +272,19 @@ async fn fill_postgres(url: &str, tasks: usize, now: i64) -> anyhow::Result<()> 
         .await
         .context("filling the PostgreSQL store")?;
     tx.commit().await?;
-    // As autovacuum would have by now in a store that filled over a day: index-only
-    // scans read the visibility map instead of every row's page, and plans see the rows.
+    drop(client);
+    let _ = driver.await;
+    Ok(())
+}
+
+/// Vacuums and analyzes a filled PostgreSQL store, as autovacuum would have by now in a
+/// store that filled over a day: index-only scans read the visibility map instead of
+/// every row's page, and plans see the rows.
+pub async fn vacuum_postgres(url: &str) -> anyhow::Result<()> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .with_context(|| format!("connecting to {}", crate::store::postgres::redact(url)))?;
+    let driver = tokio::spawn(connection);
     client
         .batch_execute(
             "VACUUM (ANALYZE) tasks, attempts, ready, leases, dead_letters, batches,

@@ -28,7 +28,7 @@ macro_rules! errln {
 
 mod batch;
 mod bench;
-mod bench_fill;
+pub mod bench_fill;
 mod client;
 mod completions;
 mod group;

@@ -22,6 +22,7 @@ mod errors;
 mod fate;
 mod grant;
 mod keys;
+pub(crate) mod limits;
 mod list;
 mod open;
 mod pick;

@@ -34,10 +34,11 @@ v AS (
     FROM u
 )
 INSERT INTO tasks (id, batch_id, module, input, ord, group_key, priority, vseq, state,
-    attempts, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, claimed_at,
+    listed, attempts, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, claimed_at,
     ended_at, lease_node, lease_token, lease_expires, outcome, error, started_at)
 SELECT i + 1, b + 1, module, x'', ord, CASE WHEN b % 2 = 1 THEN 'g' || (i % 200) END, 0, j,
-    state, CASE WHEN state IN (2, 3, 4) THEN 1 ELSE 0 END, 3, 1000, limits, '[]', 0,
+    state, CASE state WHEN 2 THEN 1 ELSE state END,
+    CASE WHEN state IN (2, 3, 4) THEN 1 ELSE 0 END, 3, 1000, limits, '[]', 0,
     submitted, CASE WHEN state = 2 THEN now - 1000000 END,
     CASE WHEN state >= 3 THEN submitted + 500000 END,
     CASE WHEN state = 2 THEN 'bench-1' END, CASE WHEN state = 2 THEN 1 END,

@@ -20,35 +20,43 @@ use std::collections::{HashMap, HashSet};
 use deadpool_postgres::GenericClient;
 
 use super::{Commit, PostgresStore, digest_of, gate, pg};
-use crate::runtime::{MountGrant, TaskLimits};
+use crate::runtime::MountGrant;
 use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 
 /// The head of the queue, nothing locked yet.
-const WINDOW_SQL: &str = include_str!("sql/claim_window.sql");
+pub(super) const WINDOW_SQL: &str = include_str!("sql/claim_window.sql");
 
 /// Ready tasks behind the last one read that the window could not supply.
-const BEYOND_SQL: &str = include_str!("sql/claim_beyond.sql");
+pub(super) const BEYOND_SQL: &str = include_str!("sql/claim_beyond.sql");
 
 /// Locks the picked tasks that are still ready and no other claim holds. The task row's
 /// lock guards its queue and lease rows too: whoever changes a task's state locks its row
 /// first. A task whose batch has a `max_parallel` is taken only when this claim holds the
 /// batch's counter (`$2`): a limit set (or a pause) since the claim read its window is
 /// seen here, under the batch's gate lock that such a change takes.
-const LOCK_SQL: &str = include_str!("sql/claim_lock.sql");
+pub(super) const LOCK_SQL: &str = include_str!("sql/claim_lock.sql");
 
 /// Takes the locked tasks out of the queue and leases them.
-const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
+pub(super) const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
+
+/// When the next delayed ready task becomes due, along ready_delayed.
+pub(super) const NEXT_DUE_SQL: &str =
+    "SELECT MIN(not_before) FROM ready WHERE not_before > 0 AND not_before > $1";
+/// Locks the counters of the claim's limited batches that no other claim holds.
+pub(super) const LOCK_BATCHES_SQL: &str = "SELECT id, max_parallel - running FROM batches \
+    WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED";
+/// Locks the counters of the claim's groups with room that no other claim holds.
+pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running FROM groups \
+    WHERE key = ANY($1) AND running < lim ORDER BY key FOR UPDATE SKIP LOCKED";
+/// Counts the claim's groups with room, locked or not.
+pub(super) const FREE_GROUPS_SQL: &str =
+    "SELECT COUNT(*) FROM groups WHERE key = ANY($1) AND running < lim";
 
 /// When the next ready task held back by its retry delay becomes due, if any is: after
 /// `now`, in database time.
 async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
-    let stmt = tx
-        .prepare_cached(
-            "SELECT MIN(not_before) FROM ready WHERE not_before > 0 AND not_before > $1",
-        )
-        .await
-        .map_err(pg)?;
+    let stmt = tx.prepare_cached(NEXT_DUE_SQL).await.map_err(pg)?;
     Ok(tx.query_one(&stmt, &[&now]).await.map_err(pg)?.get(0))
 }
 
@@ -163,15 +171,9 @@ impl Held {
         limited.sort_unstable();
         groups.sort_unstable();
         let (lock_batches, lock_groups, free_groups) = tokio::try_join!(
-            tx.prepare_cached(
-                "SELECT id, max_parallel - running FROM batches
-                 WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED",
-            ),
-            tx.prepare_cached(
-                "SELECT key, lim - running FROM groups
-                 WHERE key = ANY($1) AND running < lim ORDER BY key FOR UPDATE SKIP LOCKED",
-            ),
-            tx.prepare_cached("SELECT COUNT(*) FROM groups WHERE key = ANY($1) AND running < lim"),
+            tx.prepare_cached(LOCK_BATCHES_SQL),
+            tx.prepare_cached(LOCK_GROUPS_SQL),
+            tx.prepare_cached(FREE_GROUPS_SQL),
         )
         .map_err(pg)?;
         let (open_gates, batch_rows, group_rows, free) = tokio::try_join!(
@@ -456,7 +458,7 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
                 input: r.get(3),
                 order: r.get(4),
                 group: r.get(5),
-                limits: serde_json::from_str::<TaskLimits>(limits).unwrap_or_default(),
+                limits: limits::from_stored(limits),
                 mounts: serde_json::from_str::<Vec<MountGrant>>(mounts).unwrap_or_default(),
                 attempt: r.get::<_, i32>(8) as u32,
                 lease_token: r.get(9),

@@ -113,6 +113,8 @@ mod claim;
 mod complete;
 mod gate;
 mod grants;
+#[doc(hidden)]
+pub mod hot;
 mod keys;
 mod list_counts;
 mod lists;

@@ -117,8 +117,7 @@ pub(super) async fn submit_in(
         c.max_attempts.push(to_i32(spec.max_attempts));
         c.backoff_ms
             .push(i64::try_from(spec.backoff.as_millis()).unwrap_or(i64::MAX));
-        c.limits
-            .push(serde_json::to_string(&spec.limits).expect("limits serialize"));
+        c.limits.push(limits::to_stored(&spec.limits));
         c.mounts
             .push(serde_json::to_string(&spec.mounts).expect("mounts serialize"));
         // 0: due at once (see the schema's ready_delayed).

@@ -153,7 +153,7 @@ pub(super) fn cancel(tx: &Transaction<'_>, batch: BatchId, now: Micros) -> Store
     let cancelled = gate::cancel_pending(tx, batch, now, "cancelled with its batch")?;
     // State 2: claimed.
     tx.execute(
-        "UPDATE tasks SET cancel_requested = 1 WHERE batch_id = ? AND state = 2",
+        "UPDATE tasks SET cancel_requested = 1 WHERE batch_id = ? AND listed = 1 AND state = 2",
         [batch],
     )
     .map_err(internal)?;

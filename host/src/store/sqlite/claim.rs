@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::internal;
-use crate::runtime::{MountGrant, TaskLimits};
+use crate::runtime::MountGrant;
 use crate::store::pick::{Candidate, Place, Rooms, before};
 use crate::store::*;
 
@@ -22,17 +22,22 @@ use crate::store::*;
 /// groups and batches are read too, and passed over by the pick: filtering them here
 /// would have SQLite read on through every task of a busy group, and a scan would cost
 /// the whole queue when most groups are busy.
-const CANDIDATES_SQL: &str = include_str!("sql/claim_candidates.sql");
+pub(super) const CANDIDATES_SQL: &str = include_str!("sql/claim_candidates.sql");
 /// Claimable tasks without a group behind the scan's last one.
-const FREE_BEYOND_SQL: &str = include_str!("sql/claim_free_beyond.sql");
+pub(super) const FREE_BEYOND_SQL: &str = include_str!("sql/claim_free_beyond.sql");
 /// The first claimable tasks of one group behind the scan's last one.
-const GROUP_BEYOND_SQL: &str = include_str!("sql/claim_group_beyond.sql");
+pub(super) const GROUP_BEYOND_SQL: &str = include_str!("sql/claim_group_beyond.sql");
 /// The first group from a key on (`>=`) that has ready tasks.
-const READY_GROUP_FROM_SQL: &str = include_str!("sql/claim_ready_group_from.sql");
+pub(super) const READY_GROUP_FROM_SQL: &str = include_str!("sql/claim_ready_group_from.sql");
 /// The first group after a key (`>`) that has ready tasks.
-const READY_GROUP_AFTER_SQL: &str = include_str!("sql/claim_ready_group_after.sql");
+pub(super) const READY_GROUP_AFTER_SQL: &str = include_str!("sql/claim_ready_group_after.sql");
 /// The first group from a key on that has room, and its room, along `groups_open`.
-const OPEN_GROUP_FROM_SQL: &str = include_str!("sql/claim_open_group_from.sql");
+pub(super) const OPEN_GROUP_FROM_SQL: &str = include_str!("sql/claim_open_group_from.sql");
+
+/// When the next delayed ready task becomes due.
+pub(super) const NEXT_DUE_SQL: &str = include_str!("sql/claim_next_due.sql");
+/// Counts a claim's tasks of one batch as running.
+pub(super) const BATCH_TAKE_SQL: &str = include_str!("sql/claim_count_batch.sql");
 
 /// A candidate row: the candidate, its batch's and group's room, and its priority.
 type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32);
@@ -169,14 +174,18 @@ fn frontier(lists: &[List], trial: &Rooms) -> Option<Place> {
 }
 
 /// Takes one picked task: leases it to the node.
-const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
+pub(super) const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
+/// A group has `?` more tasks claimed.
+pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ? WHERE key = ?";
+/// The fair-queueing clock moves to the latest position claimed.
+pub(super) const VTIME_SQL: &str = "UPDATE scheduler SET vtime = max(vtime, ?)";
 
 /// Claims up to `p.max` tasks for `p.node`; says when a delayed task becomes due if it
 /// took fewer.
 pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Claimed> {
     let tasks = claim_tasks(tx, p)?;
     let next_due = if tasks.len() < p.max {
-        tx.prepare_cached(include_str!("sql/claim_next_due.sql"))
+        tx.prepare_cached(NEXT_DUE_SQL)
             .map_err(internal)?
             .query_row([p.now], |r| r.get(0))
             .map_err(internal)?
@@ -278,7 +287,7 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
                     input: r.get(1)?,
                     order: r.get(2)?,
                     group: pick.group.clone(),
-                    limits: serde_json::from_str::<TaskLimits>(&limits).unwrap_or_default(),
+                    limits: limits::from_stored(&limits),
                     mounts: serde_json::from_str::<Vec<MountGrant>>(&mounts).unwrap_or_default(),
                     attempt: r.get(5)?,
                     lease_token,
@@ -300,23 +309,19 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
             *groups.entry(group).or_default() += 1;
         }
     }
-    let mut batch_running = tx
-        .prepare_cached(include_str!("sql/claim_count_batch.sql"))
-        .map_err(internal)?;
+    let mut batch_running = tx.prepare_cached(BATCH_TAKE_SQL).map_err(internal)?;
     for (batch, (count, order)) in batches {
         batch_running
             .execute(params![count, order, batch])
             .map_err(internal)?;
     }
-    let mut group_running = tx
-        .prepare_cached("UPDATE groups SET running = running + ? WHERE key = ?")
-        .map_err(internal)?;
+    let mut group_running = tx.prepare_cached(GROUP_TAKE_SQL).map_err(internal)?;
     for (group, count) in groups {
         group_running
             .execute(params![count, group])
             .map_err(internal)?;
     }
-    tx.prepare_cached("UPDATE scheduler SET vtime = max(vtime, ?)")
+    tx.prepare_cached(VTIME_SQL)
         .map_err(internal)?
         .execute([latest_vseq])
         .map_err(internal)?;

@@ -44,6 +44,20 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
     })
 }
 
+/// A batch has `?` fewer tasks claimed.
+pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ?";
+/// A group has `?` fewer tasks claimed.
+pub(super) const GROUP_FREE_SQL: &str = "UPDATE groups SET running = running - ? WHERE key = ?";
+/// A claimed task's start mark (state 2: claimed), if its lease is still the caller's.
+pub(super) const START_SQL: &str =
+    "UPDATE tasks SET started_at = ? WHERE id = ? AND state = 2 AND lease_token = ?";
+/// A node's leases renewed, along tasks_running (state 2: claimed).
+pub(super) const RENEW_SQL: &str = "UPDATE tasks INDEXED BY tasks_running SET lease_expires = ? \
+    WHERE state = 2 AND lease_node = ?";
+/// The tasks a node holds whose cancellation was asked, along tasks_running.
+pub(super) const CANCEL_ASKED_SQL: &str = "SELECT id FROM tasks INDEXED BY tasks_running \
+    WHERE state = 2 AND lease_node = ? AND cancel_requested = 1";
+
 /// Ends the attempts that `completions` report. A completion whose lease is gone (the
 /// task was rescued meanwhile) is stale and changes nothing.
 pub(super) fn complete(
@@ -122,17 +136,13 @@ fn complete_successes(
         *orders.entry((task.batch, task.order)).or_default() += 1;
         result.ended.push((task.id, task.batch));
     }
-    let mut batch_running = tx
-        .prepare_cached("UPDATE batches SET running = running - ? WHERE id = ?")
-        .map_err(internal)?;
+    let mut batch_running = tx.prepare_cached(BATCH_FREE_SQL).map_err(internal)?;
     for (batch, count) in batches {
         batch_running
             .execute(params![count, batch])
             .map_err(internal)?;
     }
-    let mut group_running = tx
-        .prepare_cached("UPDATE groups SET running = running - ? WHERE key = ?")
-        .map_err(internal)?;
+    let mut group_running = tx.prepare_cached(GROUP_FREE_SQL).map_err(internal)?;
     for (group, count) in groups {
         group_running
             .execute(params![count, group])
@@ -238,14 +248,14 @@ fn halted(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
 }
 
 fn free_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<()> {
-    tx.prepare_cached("UPDATE batches SET running = running - 1 WHERE id = ?")
+    tx.prepare_cached(BATCH_FREE_SQL)
         .map_err(internal)?
-        .execute([task.batch])
+        .execute(params![1, task.batch])
         .map_err(internal)?;
     if let Some(group) = &task.group {
-        tx.prepare_cached("UPDATE groups SET running = running - 1 WHERE key = ?")
+        tx.prepare_cached(GROUP_FREE_SQL)
             .map_err(internal)?
-            .execute([group])
+            .execute(params![1, group])
             .map_err(internal)?;
     }
     Ok(())
@@ -321,12 +331,7 @@ fn finish(
 /// Marks claimed tasks started on their node's slots: reserved becomes running. A mark
 /// whose lease is gone (the task was rescued) changes nothing.
 pub(super) fn start(tx: &Transaction<'_>, starts: Vec<Start>) -> StoreResult<()> {
-    // State 2: claimed.
-    let mut mark = tx
-        .prepare_cached(
-            "UPDATE tasks SET started_at = ? WHERE id = ? AND state = 2 AND lease_token = ?",
-        )
-        .map_err(internal)?;
+    let mut mark = tx.prepare_cached(START_SQL).map_err(internal)?;
     for start in starts {
         mark.execute(params![start.at, start.task, start.lease_token])
             .map_err(internal)?;
@@ -337,15 +342,11 @@ pub(super) fn start(tx: &Transaction<'_>, starts: Vec<Start>) -> StoreResult<()>
 /// Extends the leases of every task `node` holds (state 2, claimed) until `until`;
 /// returns those of them whose cancellation was asked.
 pub(super) fn renew(tx: &Transaction<'_>, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
-    tx.prepare_cached("UPDATE tasks SET lease_expires = ? WHERE state = 2 AND lease_node = ?")
+    tx.prepare_cached(RENEW_SQL)
         .map_err(internal)?
         .execute(params![until, node])
         .map_err(internal)?;
-    let mut stmt = tx
-        .prepare_cached(
-            "SELECT id FROM tasks WHERE state = 2 AND lease_node = ? AND cancel_requested = 1",
-        )
-        .map_err(internal)?;
+    let mut stmt = tx.prepare_cached(CANCEL_ASKED_SQL).map_err(internal)?;
     let ids = stmt.query_map([&node], |r| r.get(0)).map_err(internal)?;
     ids.collect::<Result<_, _>>().map_err(internal)
 }

@@ -9,8 +9,20 @@ use super::internal;
 use crate::store::{BatchId, Micros, StoreResult};
 
 /// The batch's gate: its lowest order with open tasks.
+pub(super) const CURRENT_SQL: &str = "SELECT MIN(ord) FROM batch_orders WHERE batch_id = ?";
+/// A batch's tasks of one order in one state move to another, along tasks_batch: the list
+/// index that leads with the batch would read the batch's tasks of every order.
+pub(super) const MOVE_SQL: &str = "UPDATE tasks INDEXED BY tasks_batch SET state = ?1, listed = ?1 \
+    WHERE batch_id = ?2 AND ord = ?3 AND state = ?4";
+/// One order of a batch has `?` fewer open tasks.
+pub(super) const CLOSE_SQL: &str =
+    "UPDATE batch_orders SET open = open - ? WHERE batch_id = ? AND ord = ? RETURNING open";
+/// An order of a batch with no open task left.
+pub(super) const DROP_SQL: &str = "DELETE FROM batch_orders WHERE batch_id = ? AND ord = ?";
+
+/// The batch's gate: its lowest order with open tasks.
 pub(super) fn current(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<Option<i64>> {
-    tx.prepare_cached("SELECT MIN(ord) FROM batch_orders WHERE batch_id = ?")
+    tx.prepare_cached(CURRENT_SQL)
         .map_err(internal)?
         .query_row([batch], |r| r.get(0))
         .map_err(internal)
@@ -19,9 +31,9 @@ pub(super) fn current(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<Optio
 /// Puts the ready tasks (state 1) of `order` back to waiting (0): a lower order was
 /// submitted before `order` started.
 pub(super) fn demote(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreResult<()> {
-    tx.prepare_cached("UPDATE tasks SET state = 0 WHERE batch_id = ? AND ord = ? AND state = 1")
+    tx.prepare_cached(MOVE_SQL)
         .map_err(internal)?
-        .execute(params![batch, order])
+        .execute(params![0, batch, order, 1])
         .map_err(internal)?;
     Ok(())
 }
@@ -29,12 +41,10 @@ pub(super) fn demote(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreR
 /// Makes the waiting tasks (state 0) at the batch's gate ready (1).
 fn promote(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
     if let Some(gate) = current(tx, batch)? {
-        tx.prepare_cached(
-            "UPDATE tasks SET state = 1 WHERE batch_id = ? AND ord = ? AND state = 0",
-        )
-        .map_err(internal)?
-        .execute(params![batch, gate])
-        .map_err(internal)?;
+        tx.prepare_cached(MOVE_SQL)
+            .map_err(internal)?
+            .execute(params![1, batch, gate, 0])
+            .map_err(internal)?;
     }
     Ok(())
 }
@@ -52,15 +62,13 @@ pub(super) fn close_many(
     count: i64,
 ) -> StoreResult<()> {
     let open: Option<i64> = tx
-        .prepare_cached(
-            "UPDATE batch_orders SET open = open - ? WHERE batch_id = ? AND ord = ? RETURNING open",
-        )
+        .prepare_cached(CLOSE_SQL)
         .map_err(internal)?
         .query_row(params![count, batch, order], |r| r.get(0))
         .optional()
         .map_err(internal)?;
     if open == Some(0) {
-        tx.prepare_cached("DELETE FROM batch_orders WHERE batch_id = ? AND ord = ?")
+        tx.prepare_cached(DROP_SQL)
             .map_err(internal)?
             .execute(params![batch, order])
             .map_err(internal)?;

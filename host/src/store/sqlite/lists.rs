@@ -180,9 +180,12 @@ fn count(
 
 /// `sql` (task_list.sql or task_count.sql) walking the index of the most selective
 /// filter given (see `migrations/0008_lists.sql`), with one clause per filter, whose
-/// values are pushed on `args`.
+/// values are pushed on `args`. Claimed tasks are few and listed as ready
+/// (`migrations/0012_listed.sql`): a read of them walks tasks_running.
 fn narrowed(sql: &str, filter: &TaskFilter, read: Read, args: &mut Vec<Value>) -> String {
-    let index = if filter.batch.is_some() {
+    let index = if read.state == 2 {
+        "tasks_running"
+    } else if filter.batch.is_some() {
         "tasks_list_batch"
     } else if filter.group.is_some() {
         "tasks_list_group"
@@ -196,6 +199,10 @@ fn narrowed(sql: &str, filter: &TaskFilter, read: Read, args: &mut Vec<Value>) -
     let mut sql = sql
         .trim_end()
         .replacen("/* index */", &format!("INDEXED BY {index}"), 1);
+    if read.state == 2 {
+        // The partial index's condition, spelled out for the planner.
+        sql.push_str(" AND t.state = 2");
+    }
     if let Some(batch) = filter.batch {
         sql.push_str(" AND t.batch_id = ?");
         args.push(batch.into());

@@ -21,6 +21,10 @@
 //! batches and tasks, what a task waits on), `log.rs` (attempt
 //! records, the running view, counts, pruning), `nodes.rs` (why there is no registry),
 //! `gate.rs` (ordering gates) and `schema.rs` (opening, pragmas, migrations).
+//! Statements that change a task and so fire the schema's triggers are `OR FAIL`: SQLite
+//! keeps a journal for each statement with triggers, to undo that statement alone on an
+//! error, copying every page it touches; here every error rolls the whole transaction
+//! back, so the hot path spares that copy.
 //! Statements longer than a line or two are in `sql/`, each headed by what it does, its
 //! parameters and the state codes it uses; the migrations are in `migrations/`. This file
 //! holds the store, its connection and transactions, and the [`Store`] methods, each a
@@ -37,6 +41,8 @@ mod log;
 mod modules;
 mod nodes;
 mod pause;
+#[cfg(test)]
+mod plans;
 mod redrive;
 mod schedules;
 mod schema;

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 11] = [
+const MIGRATIONS: [&str; 12] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -20,6 +20,7 @@ const MIGRATIONS: [&str; 11] = [
     include_str!("migrations/0009_counters.sql"),
     include_str!("migrations/0010_grants.sql"),
     include_str!("migrations/0011_module_producers.sql"),
+    include_str!("migrations/0012_listed.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

@@ -76,7 +76,7 @@ pub(super) fn submit(
                     state.code(),
                     spec.max_attempts,
                     spec.backoff.as_millis() as i64,
-                    serde_json::to_string(&spec.limits).expect("limits serialize"),
+                    limits::to_stored(&spec.limits),
                     serde_json::to_string(&spec.mounts).expect("mounts serialize"),
                     // 0: due at once (see the schema's tasks_delayed).
                     spec.not_before.unwrap_or(0),

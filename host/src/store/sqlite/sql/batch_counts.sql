@@ -7,9 +7,10 @@
 -- reported as 6 (reserved: its node has not started it on a slot); a ready task whose
 -- batch or group has a limit of 0 (which a pause sets) as 7 (held); 6 and 7 are never
 -- stored. The states that need no more than the state are counted from tasks_list_batch
--- alone; the batch's limit is read once, not per task.
-SELECT state, COUNT(*) FROM tasks INDEXED BY tasks_list_batch
-WHERE batch_id = ?1 AND state IN (0, 3, 4, 5) GROUP BY state
+-- alone, where they are listed as stored; ready and claimed tasks are both listed as
+-- ready (migrations/0012_listed.sql); the batch's limit is read once, not per task.
+SELECT listed, COUNT(*) FROM tasks INDEXED BY tasks_list_batch
+WHERE batch_id = ?1 AND listed IN (0, 3, 4, 5) GROUP BY listed
 UNION ALL
 SELECT CASE WHEN state = 2 AND started_at IS NULL THEN 6
             WHEN state = 1 AND (
@@ -17,4 +18,4 @@ SELECT CASE WHEN state = 2 AND started_at IS NULL THEN 6
                 OR EXISTS (SELECT 1 FROM groups g WHERE g.key = tasks.group_key AND g.lim = 0)) THEN 7
             ELSE state END, COUNT(*)
 FROM tasks INDEXED BY tasks_list_batch
-WHERE batch_id = ?1 AND state IN (1, 2) GROUP BY 1;
+WHERE batch_id = ?1 AND listed = 1 GROUP BY 1;

@@ -1,5 +1,7 @@
 -- The claim's scan: ready tasks in claim order (priority, then fair-queueing position,
--- then id), with the room left in their batch and group, along tasks_ready.
+-- then id), with the room left in their batch and group, along tasks_ready (named: the
+-- list indexes that lead with the state would have SQLite read every ready task and sort
+-- them on every claim).
 --
 -- Tasks of full groups and batches are read too, and passed over by the pick: filtering
 -- them here would have SQLite read on through every task of a busy group, and a scan
@@ -16,7 +18,7 @@ SELECT t.id, t.batch_id, t.group_key, t.vseq,
        b.max_parallel - b.running AS batch_room,
        g.lim - g.running AS group_room,
        t.priority
-FROM tasks t
+FROM tasks t INDEXED BY tasks_ready
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN groups g ON g.key = t.group_key
 WHERE t.state = 1

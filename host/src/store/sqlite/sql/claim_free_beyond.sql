@@ -14,7 +14,7 @@
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, NULL, t.priority
-FROM tasks t
+FROM tasks t INDEXED BY tasks_ready_free
 JOIN batches b ON b.id = t.batch_id
 WHERE t.state = 1 AND t.group_key IS NULL
   AND t.not_before <= ?1

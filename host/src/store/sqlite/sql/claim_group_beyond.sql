@@ -15,7 +15,7 @@
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, ?6, t.priority
-FROM tasks t
+FROM tasks t INDEXED BY tasks_ready_group
 JOIN batches b ON b.id = t.batch_id
 WHERE t.state = 1 AND t.group_key = ?5
   AND t.not_before <= ?1

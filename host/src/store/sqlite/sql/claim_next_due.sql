@@ -4,5 +4,5 @@
 -- ?1 now: only times after it
 --
 -- state: 1 ready. not_before 0 means due at once; only delayed tasks enter tasks_delayed.
-SELECT MIN(not_before) FROM tasks
+SELECT MIN(not_before) FROM tasks INDEXED BY tasks_delayed
 WHERE state = 1 AND not_before > 0 AND not_before > ?1;

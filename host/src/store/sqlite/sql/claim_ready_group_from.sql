@@ -4,6 +4,6 @@
 -- ?1 the key to start from ('' for the first group)
 --
 -- state: 1 ready.
-SELECT group_key FROM tasks
+SELECT group_key FROM tasks INDEXED BY tasks_ready_group
 WHERE state = 1 AND group_key IS NOT NULL AND group_key >= ?1
 ORDER BY group_key LIMIT 1;

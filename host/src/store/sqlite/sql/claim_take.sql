@@ -8,7 +8,8 @@
 -- ?5 task id
 --
 -- state: 2 claimed.
-UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1, started_at = NULL,
-    lease_node = ?2, lease_token = ?3, lease_expires = ?4
+-- OR FAIL: no statement journal (see the driver's mod.rs).
+UPDATE OR FAIL tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1,
+    started_at = NULL, lease_node = ?2, lease_token = ?3, lease_expires = ?4
 WHERE id = ?5
 RETURNING module, input, ord, limits, mounts, attempts;

@@ -9,7 +9,8 @@
 -- ?4 task id
 --
 -- state: 1 ready, 0 waiting.
-UPDATE tasks SET not_before = ?1, outcome = ?2, error = ?3,
+-- OR FAIL: no statement journal (see the driver's mod.rs).
+UPDATE OR FAIL tasks SET not_before = ?1, outcome = ?2, error = ?3,
     lease_node = NULL, lease_token = NULL, lease_expires = NULL,
     state = CASE WHEN ord = (SELECT MIN(ord) FROM batch_orders o WHERE o.batch_id = tasks.batch_id)
                  THEN 1 ELSE 0 END

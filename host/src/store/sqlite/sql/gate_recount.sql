@@ -3,6 +3,7 @@
 --
 -- ?1 batch id
 --
--- state: 2 claimed.
+-- state: 2 claimed, listed as 1 ready (migrations/0012_listed.sql).
 INSERT INTO batch_orders (batch_id, ord, open)
-SELECT batch_id, ord, COUNT(*) FROM tasks WHERE batch_id = ?1 AND state = 2 GROUP BY ord;
+SELECT batch_id, ord, COUNT(*) FROM tasks
+WHERE batch_id = ?1 AND listed = 1 AND state = 2 GROUP BY ord;

@@ -5,7 +5,8 @@
 -- ?1 task id
 --
 -- state: 1 ready, 0 waiting.
-UPDATE tasks SET attempts = attempts - 1, claimed_at = NULL,
+-- OR FAIL: no statement journal (see the driver's mod.rs).
+UPDATE OR FAIL tasks SET attempts = attempts - 1, claimed_at = NULL,
     lease_node = NULL, lease_token = NULL, lease_expires = NULL,
     state = CASE WHEN ord = (SELECT MIN(ord) FROM batch_orders o WHERE o.batch_id = tasks.batch_id)
                  THEN 1 ELSE 0 END

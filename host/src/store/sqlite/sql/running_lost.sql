@@ -9,8 +9,8 @@
 -- re-drive), backoff, whether cancellation was asked, lease token and node,
 -- when the attempt started (its start mark, or else its claim).
 --
--- state: 2 claimed (reserved or running: the task has a lease).
+-- state: 2 claimed (reserved or running: the task has a lease), along tasks_running.
 SELECT id, batch_id, ord, group_key, attempts, redriven_after + max_attempts, backoff_ms,
        cancel_requested, lease_token, lease_node, coalesce(started_at, claimed_at)
-FROM tasks
+FROM tasks INDEXED BY tasks_running
 WHERE state = 2 AND (lease_expires < ?1 OR lease_node = ?2);

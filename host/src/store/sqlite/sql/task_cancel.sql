@@ -5,6 +5,6 @@
 -- ?2 task id
 --
 -- state: 5 cancelled.
-UPDATE tasks SET state = 5, ended_at = ?1, outcome = 'cancelled',
+UPDATE tasks SET state = 5, listed = 5, ended_at = ?1, outcome = 'cancelled',
     error = 'cancelled before it ran'
 WHERE id = ?2;

@@ -4,7 +4,8 @@
 -- of the index comment below and appends the same clauses as for sql/task_list.sql,
 -- then the cap (see `lists.rs`).
 --
--- ?1 stored state; ?2 submitted at or after; ?3 submitted before
+-- ?1 stored state, which is the listed one for these states (see
+--    migrations/0012_listed.sql); ?2 submitted at or after; ?3 submitted before
 SELECT COUNT(*) FROM (
     SELECT 1 FROM tasks t /* index */
-    WHERE t.state = ?1 AND t.submitted_at >= ?2 AND t.submitted_at < ?3
+    WHERE t.listed = ?1 AND t.submitted_at >= ?2 AND t.submitted_at < ?3

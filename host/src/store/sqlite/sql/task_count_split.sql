@@ -3,8 +3,9 @@
 -- caller names the index in place of the index comment below and appends the same
 -- clauses as for task_list.sql, then the cap and the grouping (see `lists.rs`).
 --
--- ?1 stored state; ?2 submitted at or after; ?3 submitted before; ?4 now; ?5 the list
--- states wanted, a JSON array of codes
+-- ?1 stored state (a claimed task is listed as ready: migrations/0012_listed.sql);
+-- ?2 submitted at or after; ?3 submitted before; ?4 now; ?5 the list states wanted, a
+-- JSON array of codes
 SELECT list_code, COUNT(*) FROM (
     SELECT CASE WHEN t.state = 1 AND (t.not_before > ?4
                     OR EXISTS (SELECT 1 FROM batches b
@@ -14,5 +15,6 @@ SELECT list_code, COUNT(*) FROM (
                 WHEN t.state = 2 AND t.started_at IS NULL THEN 6
                 ELSE t.state END AS list_code
     FROM tasks t /* index */
-    WHERE t.state = ?1 AND t.submitted_at >= ?2 AND t.submitted_at < ?3
+    WHERE t.listed = (CASE ?1 WHEN 2 THEN 1 ELSE ?1 END) AND t.state = ?1
+      AND t.submitted_at >= ?2 AND t.submitted_at < ?3
       AND list_code IN (SELECT value FROM json_each(?5))

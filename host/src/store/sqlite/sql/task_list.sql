@@ -5,7 +5,8 @@
 -- clause per other filter given, then the order and the limit (see `lists.rs`).
 --
 -- ?1 stored state: 0 waiting (behind its batch's gate), 1 ready, 2 claimed,
---    3 succeeded, 4 failed, 5 cancelled
+--    3 succeeded, 4 failed, 5 cancelled; a claimed task is listed as ready, so a read of
+--    the claimed walks tasks_running instead (migrations/0012_listed.sql)
 -- ?2 now: a task delayed past it is not claimable
 -- ?3 the list states wanted, a JSON array of codes
 -- ?4 submitted at or after; ?5 submitted before
@@ -33,7 +34,7 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
             ELSE t.state END AS list_code
 FROM tasks t /* index */
 LEFT JOIN modules m ON m.digest = t.module
-WHERE t.state = ?1
+WHERE t.listed = (CASE ?1 WHEN 2 THEN 1 ELSE ?1 END) AND t.state = ?1
   AND list_code IN (SELECT value FROM json_each(?3))
   AND t.submitted_at >= ?4 AND t.submitted_at < ?5
   AND (t.submitted_at, t.id) < (?6, ?7)

@@ -6,6 +6,7 @@
 -- ?1 state: 1 ready if its order is the batch's gate, else 0 waiting
 -- ?2 vseq: its new fair-queueing position
 -- ?3 task id
-UPDATE tasks SET state = ?1, vseq = ?2, redriven_after = attempts, not_before = 0,
+UPDATE tasks SET state = ?1, listed = ?1, vseq = ?2, redriven_after = attempts,
+    not_before = 0,
     ended_at = NULL, cancel_requested = 0
 WHERE id = ?3 AND state IN (4, 5);
