@@ -5,8 +5,9 @@
 //! - `submit-1m`: 1,000,000 `echo` tasks submitted into one batch by one client, 1,000 per
 //!   request, one request after the other, behind an order-0 `sleep` task, so none runs:
 //!   the accept rate alone, on SQLite. Then the bytes on disk per queued task: the database
-//!   file plus its WAL, each read after a `wal_checkpoint(TRUNCATE)`, after the
-//!   submissions less before them, divided by the tasks submitted.
+//!   file plus its WAL, each read with the server stopped after a
+//!   `wal_checkpoint(TRUNCATE)`, after the submissions (and the gate) less before them
+//!   (the modules and the batch), divided by the tasks submitted.
 //! - `latency-sqlite`, `latency-postgres`: on an idle server, one `echo` task submitted at
 //!   a time into an open batch; once it has ended, its attempt's `started_at` is read from
 //!   the execution log (`GET /v1/attempts?task=`). The figure is that start (the moment the
@@ -171,14 +172,18 @@ fn figure(id: &str, value: impl std::fmt::Display, unit: &str) {
 fn submit_1m() {
     let data = tempfile::tempdir().unwrap();
     let file = data.path().join("qhost.db");
-    let bench = Bench::start(&format!("sqlite:{}", file.display()), data.path());
+    let db = format!("sqlite:{}", file.display());
+    let bench = Bench::start(&db, data.path());
     bench.upload("echo");
     bench.upload("sleep");
     let (batch, handle) = bench.open();
+    // A running server holds the file's lock: measure with it stopped, then start it again.
+    bench.stop();
+    let before = bytes_on_disk(&file);
+    let bench = Bench::start(&db, data.path());
     let path = format!("/v1/batches/{batch}/tasks");
     let gate = json!({"tasks": [{"module": "sleep", "input": "600000", "timeout": "15m"}]});
     bench.call("POST", &path, &handle, Some(gate.to_string()));
-    let before = bytes_on_disk(&file);
     let tasks: Vec<Value> = (0..TASKS_PER_REQUEST)
         .map(|i| json!({"module": "echo", "input": format!("task {i}"), "order": 1}))
         .collect();
@@ -216,7 +221,8 @@ fn submit_1m() {
 }
 
 /// The database file's size plus its WAL's, after checkpointing the WAL into the file and
-/// truncating it (retried while a reader holds it).
+/// truncating it (retried while a reader holds it); the server must be stopped, as it holds
+/// the file's lock while it runs.
 fn bytes_on_disk(file: &Path) -> u64 {
     let conn = rusqlite::Connection::open(file).unwrap();
     conn.busy_timeout(Duration::from_secs(10)).unwrap();
