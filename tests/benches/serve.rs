@@ -11,7 +11,8 @@
 //!
 //!     cargo bench -p qhost-tests --bench serve
 //!
-//! Run it with RUST_BACKTRACE unset.
+//! The figures `benches/targets.toml` reads are also printed as
+//! `figure: <id> = <value> <unit>`. Run it with RUST_BACKTRACE unset.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,16 +143,17 @@ fn throughput() {
         "every task accepted and none ran: {info}"
     );
     each.sort();
+    let rate = total as f64 / elapsed.as_secs_f64();
     println!(
         "submit throughput over HTTP ({REQUESTS} requests of {TASKS_PER_REQUEST} tasks, sequential, accept only)"
     );
     println!(
-        "  {:.0} tasks/s  ({total} tasks in {:.2?}; per request p50 {:.2?}, p99 {:.2?})",
-        total as f64 / elapsed.as_secs_f64(),
+        "  {rate:.0} tasks/s  ({total} tasks in {:.2?}; per request p50 {:.2?}, p99 {:.2?})",
         elapsed,
         each[each.len() / 2],
         each[each.len() * 99 / 100],
     );
+    println!("figure: submit-http-100k = {rate} tasks/s");
     bench.call(
         "POST",
         &format!("/v1/batches/{batch}/cancel"),
@@ -182,11 +184,15 @@ fn latency() {
             times.push(took);
         }
     }
-    report(
+    let p50 = report(
         &format!(
             "submit-to-done latency, one echo task into an open batch, then wait ({LATENCY_RUNS} sequential)"
         ),
         times,
+    );
+    println!(
+        "figure: submit-done-p50 = {} ms",
+        p50.as_secs_f64() * 1000.0
     );
 
     let alone = json!({"module": "echo", "input": "ping"});
@@ -210,7 +216,8 @@ fn latency() {
     );
 }
 
-fn report(what: &str, mut times: Vec<Duration>) {
+/// Prints the percentiles of `times`; returns the median.
+fn report(what: &str, mut times: Vec<Duration>) -> Duration {
     times.sort();
     let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
     println!("{what}");
@@ -221,4 +228,5 @@ fn report(what: &str, mut times: Vec<Duration>) {
         at(0.99),
         times[times.len() - 1]
     );
+    at(0.50)
 }
