@@ -7,6 +7,10 @@
 -- ends, so a claim and a hand-back write no list entry; lists of claimed tasks read
 -- tasks_running, which is small. So: listed = state, except listed = 1 where state = 2.
 --
+-- The group index keeps no state at all: its entries of many groups lie all over it, so
+-- each end moved an entry on a page of its own (a fifth less drain with 1,000 groups,
+-- measured); a list of one group's tasks in one state filters them as it reads.
+--
 -- The statements on the hot path set `listed` with the state; the triggers below keep it
 -- for every other change of state (a trigger whose condition is false costs no write).
 ALTER TABLE tasks ADD COLUMN listed INTEGER NOT NULL DEFAULT 0;
@@ -19,7 +23,7 @@ DROP INDEX tasks_list_module;
 DROP INDEX tasks_list_outcome;
 CREATE INDEX tasks_list_state ON tasks (listed, submitted_at);
 CREATE INDEX tasks_list_batch ON tasks (batch_id, listed, submitted_at);
-CREATE INDEX tasks_list_group ON tasks (group_key, listed, submitted_at)
+CREATE INDEX tasks_list_group ON tasks (group_key, submitted_at)
     WHERE group_key IS NOT NULL;
 CREATE INDEX tasks_list_module ON tasks (module, listed, submitted_at);
 CREATE INDEX tasks_list_outcome ON tasks (outcome, listed, submitted_at)
