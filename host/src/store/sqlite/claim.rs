@@ -173,7 +173,7 @@ fn frontier(lists: &[List], trial: &Rooms) -> Option<Place> {
         .reduce(|a, b| if before(a, b) { a } else { b })
 }
 
-/// Takes one picked task: leases it to the node.
+/// Takes the picked tasks: leases them to the node.
 pub(super) const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
 /// A group has `?` more tasks claimed.
 pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ? WHERE key = ?";
@@ -272,31 +272,48 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
     // Tokens differ between attempts of a task: a fresh random base for every claim.
     let token_base = random_token() >> 2;
     let expires = p.now + duration_micros(p.lease);
+    // One statement takes them all: its cursors on the table and its indexes open once.
+    let ids = serde_json::to_string(&picks.iter().map(|c| c.id).collect::<Vec<_>>())
+        .expect("ids serialize");
+    let mut taken: HashMap<TaskId, ClaimedTask> = HashMap::with_capacity(picks.len());
     let mut take = tx.prepare_cached(TAKE_SQL).map_err(internal)?;
-    let mut claimed = Vec::with_capacity(picks.len());
-    for pick in &picks {
-        let lease_token = token_base + pick.id;
-        let task = take
-            .query_row(params![p.now, p.node, lease_token, expires, pick.id], |r| {
-                let limits: String = r.get(3)?;
-                let mounts: String = r.get(4)?;
-                Ok(ClaimedTask {
-                    id: pick.id,
-                    batch: pick.batch,
-                    module: super::digest_of(r.get(0)?),
-                    input: r.get(1)?,
-                    order: r.get(2)?,
-                    group: pick.group.clone(),
-                    limits: limits::from_stored(&limits),
-                    mounts: serde_json::from_str::<Vec<MountGrant>>(&mounts).unwrap_or_default(),
-                    attempt: r.get(5)?,
-                    lease_token,
-                    claimed_at: p.now,
-                })
+    let rows = take
+        .query_map(params![p.now, p.node, token_base, expires, ids], |r| {
+            let limits: String = r.get(4)?;
+            let mounts: String = r.get(5)?;
+            let id: TaskId = r.get(0)?;
+            Ok(ClaimedTask {
+                id,
+                batch: 0,
+                module: super::digest_of(r.get(1)?),
+                input: r.get(2)?,
+                order: r.get(3)?,
+                group: None,
+                limits: limits::from_stored(&limits),
+                mounts: match mounts.as_str() {
+                    "[]" => Vec::new(),
+                    _ => serde_json::from_str::<Vec<MountGrant>>(&mounts).unwrap_or_default(),
+                },
+                attempt: r.get(6)?,
+                lease_token: token_base + id,
+                claimed_at: p.now,
             })
-            .map_err(internal)?;
-        claimed.push(task);
+        })
+        .map_err(internal)?;
+    for row in rows {
+        let task = row.map_err(internal)?;
+        taken.insert(task.id, task);
     }
+    // In claim order, which is the order they start in.
+    let claimed: Vec<ClaimedTask> = picks
+        .iter()
+        .filter_map(|pick| {
+            let mut task = taken.remove(&pick.id)?;
+            task.batch = pick.batch;
+            task.group = pick.group.clone();
+            Some(task)
+        })
+        .collect();
     let latest_vseq = picks.iter().map(|c| c.vseq).max().unwrap_or(0);
     // The counters change once per batch and group, not once per task.
     let mut batches: HashMap<BatchId, (i64, i64)> = HashMap::new();
