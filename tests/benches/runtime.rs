@@ -103,10 +103,13 @@ fn overheads(config: &RuntimeConfig, echo: &[u8]) {
     }
 }
 
+/// A guest's work done natively: its output for an input.
+type Work = fn(&[u8]) -> Vec<u8>;
+
 /// Time per attempt of the guest `name` with one worker, on each engine, beside the same
 /// work done natively; p50 and p99.
 fn attempts(config: &RuntimeConfig, name: &str) {
-    let (input, native): (Vec<u8>, fn(&[u8]) -> Vec<u8>) = match name {
+    let (input, native): (Vec<u8>, Work) = match name {
         "echo" => (b"hello".to_vec(), |input| input.to_vec()),
         _ => (markdown_document(MARKDOWN_BYTES).into_bytes(), render),
     };
