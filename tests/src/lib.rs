@@ -1,7 +1,8 @@
 //! Helpers shared by qhost's integration tests and benchmarks: where the wasm guests and
 //! the `qhost` binary are; a running `qhost serve` ([`server`]), and one named node of
 //! several driven over HTTP ([`serve_node`]); a store that fails on demand ([`faulty`]);
-//! randomized workloads and the rules checked over their logs ([`workload`]).
+//! randomized workloads and the rules checked over their logs ([`workload`]); inputs and
+//! component variants for the runtime's tests and benchmarks.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,6 +73,60 @@ pub fn language_guest(stem: &str) -> PathBuf {
     let path = language_guests().join(format!("{stem}.wasm"));
     assert!(path.exists(), "{} was not built", path.display());
     path
+}
+
+/// A copy of `component` grown past the size up to which qhost copies a component's data
+/// into each instance (1 MiB), by a custom section that changes nothing else: loaded, it
+/// runs on the engine that maps memory images copy-on-write instead.
+pub fn padded_to_map_images(component: &[u8]) -> Vec<u8> {
+    const PAD: usize = (1 << 20) + 1024;
+    const NAME: &[u8] = b"qhost-test-padding";
+    let mut section = leb128(NAME.len());
+    section.extend_from_slice(NAME);
+    section.resize(section.len() + PAD, 0);
+    let mut out = component.to_vec();
+    out.push(0); // a custom section
+    out.extend(leb128(section.len()));
+    out.extend(section);
+    out
+}
+
+fn leb128(mut n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// A Markdown document of about `bytes` bytes with the usual mix (headings, paragraphs
+/// with emphasis, links and code, lists, a table, a code block), the same for every call.
+pub fn markdown_document(bytes: usize) -> String {
+    let mut doc = String::new();
+    let mut section = 0;
+    while doc.len() < bytes {
+        section += 1;
+        doc.push_str(&format!(
+            "## Section {section}: *durable* tasks\n\n\
+             A task is a **sandboxed** component; it runs on a [slot](https://example.com/{section}) \
+             and its `output` is kept. Retries follow the ~~old~~ batch's policy[^{section}].\n\n\
+             - first item with `code` and _emphasis_\n\
+             - second item, [a link](https://example.com/a?b={section})\n  \
+             - nested item\n\
+             - [x] a finished step\n\n\
+             | name | state | attempts |\n|---|---|--:|\n| task {section} | done | 1 |\n| task {} | ready | 0 |\n\n\
+             ```rust\nfn main() {{ println!(\"{section}\"); }}\n```\n\n\
+             > A quote with <b>inline html</b> & entities &copy;.\n\n\
+             [^{section}]: A footnote.\n\n",
+            section + 1
+        ));
+    }
+    doc
 }
 
 /// A small deterministic generator: randomized workloads differ per round and are

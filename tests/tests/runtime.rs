@@ -1,6 +1,7 @@
 //! The runtime, driven with real components: every outcome produced by a misbehaving
 //! guest (and the host healthy afterwards), the slot bound on parallelism, the sandbox and
-//! its mounts, bounded captures, refused components and the artifact cache.
+//! its mounts, bounded captures, refused components, the artifact cache, and that no
+//! task sees what an earlier one left in a reused instance slot.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use qhost::runtime::{
 };
 use qhost::scheduler::rules::{Span, peak_overlap};
 use qhost::store::{duration_micros, to_micros};
-use qhost_tests::guest;
+use qhost_tests::{guest, padded_to_map_images};
 
 fn runtime(workers: usize) -> Runtime {
     Runtime::new(RuntimeConfig::with_workers(workers)).expect("runtime")
@@ -402,6 +403,54 @@ async fn a_guest_cannot_make_a_link_out_of_its_mount() {
         std::fs::read_link(out.join("link")).unwrap(),
         std::path::Path::new("inside.txt")
     );
+}
+
+/// Rounds of a task that plants a secret then one that scans for it, on one worker: more
+/// rounds than the engine has slots for one worker (the worker's, and those waiting for a
+/// batched clean-up), so scans run in slots that plants used.
+const LEAK_ROUNDS: usize = 150;
+/// MiB of heap, and as many of memory grown past it, that each plant fills.
+const LEAK_MIB: usize = 8;
+
+/// A task writes a secret over its stack, data, heap and memory it grew; the next tasks on
+/// the same slots, growing their memory as far, never find it: on both engines (data
+/// copied in, and memory images mapped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_task_sees_what_an_earlier_one_left_in_memory() {
+    let rt = runtime(1);
+    let component = std::fs::read(guest("misbehave")).unwrap();
+    for bytes in [component.clone(), padded_to_map_images(&component)] {
+        let bad = rt.load(&bytes).unwrap();
+        let limits = TaskLimits {
+            memory: 4 * LEAK_MIB as u64 * MIB,
+            ..TaskLimits::default()
+        };
+        let go = |input: String| RunRequest {
+            input: input.into_bytes(),
+            limits,
+            ..RunRequest::default()
+        };
+        let fresh = run(&rt, &bad, go("scan:0".into())).await;
+        assert_eq!(fresh.output.as_deref(), Some(&b"found=0"[..]), "{fresh:?}");
+        for round in 0..LEAK_ROUNDS {
+            let planted = run(&rt, &bad, go(format!("plant:{LEAK_MIB}"))).await;
+            assert_eq!(planted.outcome, Outcome::Succeeded, "{planted:?}");
+            let planted = text(planted.output.as_deref().unwrap());
+            let (found, pages) = planted
+                .strip_prefix("found=")
+                .and_then(|rest| rest.split_once(" pages="))
+                .unwrap_or_else(|| panic!("plant said {planted}"));
+            // The plant's own scan finds what it wrote: the scan can see a secret.
+            let found: usize = found.parse().unwrap();
+            assert!(found >= 2 * (LEAK_MIB << 17), "plant found only {found}");
+            let scanned = run(&rt, &bad, go(format!("scan:{pages}"))).await;
+            assert_eq!(
+                scanned.output.as_deref(),
+                Some(&b"found=0"[..]),
+                "round {round}: a task saw an earlier task's data: {scanned:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

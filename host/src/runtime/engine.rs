@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use wasmtime::component::Component;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::RuntimeConfig;
 
@@ -21,9 +21,19 @@ const MEMORIES_PER_COMPONENT: u32 = 8;
 const TABLES_PER_COMPONENT: u32 = 16;
 /// Elements one table may hold: Python and JavaScript runtimes have large function tables.
 const TABLE_ELEMENTS: usize = 200_000;
-/// Slot clean-ups (madvise) done together: one system call and one TLB flush for many
-/// tasks instead of one each.
+/// Where the kernel cannot say which pages a task wrote: slot clean-ups (madvise) done
+/// together, one system call and one TLB flush for many tasks instead of one each.
 const DECOMMIT_BATCH: usize = 64;
+/// Where it can (`PAGEMAP_SCAN`, Linux 6.7): bytes of each linear memory a task wrote that
+/// are reset in place, and stay resident for the next task; only what lies beyond is given
+/// back with madvise. Per attempt, with one worker (`cargo bench -p qhost-tests --bench
+/// runtime`, p50 / p99), rendering 4 KB of Markdown (35 µs natively) took 125-131 / 259-283
+/// µs when every page was given back and faulted in again, 88-95 / 141-150 µs so; 16 MiB did
+/// no better. Echo went from 5.5 µs (9.5 with a memory image) to 4.9 (5.0).
+const KEEP_RESIDENT: usize = 4 << 20;
+/// Bytes of each table reset in place likewise: a Rust task's table fits, where giving its
+/// page back cost a markdown attempt 6 µs more.
+const TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
 /// Attempts at building a component's memory images before its load fails.
 const IMAGE_TRIES: u32 = 5;
@@ -34,7 +44,9 @@ pub(crate) enum MemoryInit {
     /// Copied in at instantiation. For small components: a write to a copy-on-write page
     /// flushes the TLB of every core running the process (an inter-processor interrupt,
     /// costly on a VM), and those faults were three quarters of an echo task's time
-    /// (40 µs against 9 µs, measured).
+    /// (40 µs against 9 µs, measured) where pages are given back after each task. Where
+    /// written pages stay resident ([`KEEP_RESIDENT`]) the faults happen once per slot, and
+    /// both ways cost an echo task the same (4.9 against 5.0 µs).
     Copy,
     /// Mapped copy-on-write from the module's memory image. For large components
     /// (language runtimes with megabytes of data): only the pages a task touches are
@@ -43,9 +55,18 @@ pub(crate) enum MemoryInit {
 }
 
 pub(crate) fn build(config: &RuntimeConfig, init: MemoryInit) -> anyhow::Result<Engine> {
+    // A slot reset in place is free again at once, and the task after takes it warm. A
+    // batch of 64 cost as much at p50 and more at p99 (176-327 µs a markdown attempt): a
+    // task pays for the whole batch's flush.
+    let scan = PoolingAllocationConfig::is_pagemap_scan_available();
+    let (keep, table_keep, batch) = if scan {
+        (KEEP_RESIDENT, TABLE_KEEP_RESIDENT, 1)
+    } else {
+        (0, 0, DECOMMIT_BATCH)
+    };
     // The semaphore in `Runtime` bounds running tasks to `workers`; the spare slots let a
     // used slot wait for the next batched clean-up while a fresh one takes the next task.
-    let slots = u32::try_from(config.workers + DECOMMIT_BATCH).context("too many workers")?;
+    let slots = u32::try_from(config.workers + batch).context("too many workers")?;
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(slots)
         .total_core_instances(slots * CORE_INSTANCES_PER_COMPONENT)
@@ -57,12 +78,14 @@ pub(crate) fn build(config: &RuntimeConfig, init: MemoryInit) -> anyhow::Result<
         .table_elements(TABLE_ELEMENTS)
         .total_stacks(slots)
         .max_memory_size(usize::try_from(config.max_limits.memory).unwrap_or(usize::MAX))
-        // Nothing is kept resident: zeroing a megabyte per task with memset cost more
-        // (38 µs against 12 µs per echo task, measured) than letting pages fault in again.
-        .linear_memory_keep_resident(0)
-        .table_keep_resident(0)
+        // Without the scan nothing is kept resident: zeroing a megabyte per task with
+        // memset, written or not, cost more (38 µs against 12 µs per echo task, measured)
+        // than letting pages fault in again.
+        .pagemap_scan(if scan { Enabled::Yes } else { Enabled::No })
+        .linear_memory_keep_resident(keep)
+        .table_keep_resident(table_keep)
         .async_stack_keep_resident(0)
-        .decommit_batch_size(DECOMMIT_BATCH)
+        .decommit_batch_size(batch)
         .max_unused_warm_slots(slots);
 
     let mut wasm = Config::new();

@@ -23,7 +23,10 @@
 //! | `read:PATH` | returns the contents of the file PATH |
 //! | `write:PATH` | writes `written` to PATH, returns `ok` |
 //! | `symlink:TARGET` | makes a link `link` to TARGET in the first mount, returns `ok` |
+//! | `plant:MIB` | writes a secret word over its data, stack, MIB MiB of heap and MIB MiB of memory grown past the heap; returns `found=W pages=P`, the secret words its own scan found and its memory's size |
+//! | `scan:PAGES` | grows its memory to PAGES pages, returns `found=W`: the secret words anywhere in it |
 
+use core::arch::wasm32::{memory_grow, memory_size};
 use std::hint::black_box;
 use std::io::{Read, Write};
 
@@ -148,9 +151,66 @@ impl Guest for Misbehave {
                     .map(|()| b"ok".to_vec())
                     .map_err(|e| format!("linking to {argument}: {e}"))
             }
+            "plant" => {
+                let mib = count()?;
+                plant(mib);
+                Ok(format!("found={} pages={}", scan(), memory_size(0)).into_bytes())
+            }
+            "scan" => {
+                let pages = count()?;
+                let now = memory_size(0);
+                if pages > now && memory_grow(0, pages - now) == usize::MAX {
+                    return Err(format!("could not grow memory to {pages} pages"));
+                }
+                Ok(format!("found={}", scan()).into_bytes())
+            }
             other => Err(format!("unknown command `{other}`")),
         }
     }
+}
+
+const PAGE: usize = 65536;
+
+/// Initialized data, so in the component's data segment (and its memory image).
+static mut DATA: [u64; 4096] = [1; 4096];
+
+/// The word `plant` leaves behind, made at run time so that no data segment holds it and
+/// `scan` finds only what a task wrote.
+fn secret() -> u64 {
+    black_box(0x5ec2_e7ed_u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Writes the secret over the data segment, 64 KiB of stack, `mib` MiB of heap, and `mib`
+/// MiB of memory grown without the allocator knowing.
+fn plant(mib: usize) {
+    let word = secret();
+    // Through black_box, so the compiler keeps a static that is only written.
+    let data = black_box(std::ptr::addr_of_mut!(DATA));
+    // SAFETY: one task runs at a time in an instance; nothing else holds DATA.
+    unsafe { (*data).fill(word) };
+    black_box(&[word; 8192]);
+    let heap = vec![word; mib << 17];
+    std::mem::forget(black_box(heap));
+    let pages = mib * 16;
+    let first = memory_grow(0, pages);
+    assert_ne!(first, usize::MAX, "memory.grow failed");
+    let grown = std::ptr::with_exposed_provenance_mut::<u64>(first * PAGE);
+    for i in 0..pages * PAGE / 8 {
+        // SAFETY: the pages were just grown, and nothing else uses them.
+        unsafe { grown.add(i).write_volatile(word) };
+    }
+}
+
+/// Counts the secret words in all of linear memory but its first word (address 0).
+fn scan() -> usize {
+    let word = secret();
+    let words = memory_size(0) * PAGE / 8;
+    (1..words)
+        // SAFETY: every address below memory.size is readable.
+        .filter(
+            |&i| unsafe { std::ptr::with_exposed_provenance::<u64>(i * 8).read_volatile() } == word,
+        )
+        .count()
 }
 
 /// Recurses through a function pointer, so the compiler cannot turn it into a loop, and
