@@ -254,6 +254,11 @@ async fn claim_buffers(tasks: usize) -> i64 {
 async fn a_claims_reads_do_not_grow_with_the_queue() {
     let small = claim_buffers(2_000).await;
     let large = claim_buffers(50_000).await;
+    // Read by the benchmark suite (benches/targets.toml).
+    println!(
+        "figure: claim-work-growth-postgres = {} x",
+        large as f64 / small as f64
+    );
     assert!(
         large as f64 <= small as f64 * 1.5,
         "a claim's reads touched {small} buffers at 2,000 queued tasks, {large} at 50,000"

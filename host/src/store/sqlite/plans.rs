@@ -374,6 +374,11 @@ fn a_claims_work_does_not_grow_with_the_queue() {
     ] {
         let small = claim_steps(dir.path(), 2_000, grouped, busy);
         let large = claim_steps(dir.path(), 50_000, grouped, busy);
+        // Read by the benchmark suite (benches/targets.toml).
+        println!(
+            "figure: claim-work-growth-sqlite ({what}) = {} x",
+            large as f64 / small as f64
+        );
         assert!(
             large as f64 <= small as f64 * 1.5,
             "{what}: a claim of 8 took {small} VM steps at 2,000 queued tasks, {large} at 50,000"
