@@ -2,6 +2,7 @@
 //! base, so that a task with the usual limits stores `{}` instead of some 180 bytes of
 //! JSON in its row, and a claim reads it back without parsing.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -24,6 +25,9 @@ const BASE: TaskLimits = TaskLimits {
     http_timeout: Duration::from_secs(30),
 };
 
+/// The base's fields, serialized once: every task with other limits is compared with them.
+static BASE_FIELDS: LazyLock<serde_json::Map<String, Value>> = LazyLock::new(|| fields(&BASE));
+
 fn fields(limits: &TaskLimits) -> serde_json::Map<String, Value> {
     match serde_json::to_value(limits).expect("limits serialize") {
         Value::Object(fields) => fields,
@@ -36,10 +40,9 @@ pub fn to_stored(limits: &TaskLimits) -> String {
     if *limits == BASE {
         return "{}".to_owned();
     }
-    let base = fields(&BASE);
     let differ: serde_json::Map<String, Value> = fields(limits)
         .into_iter()
-        .filter(|(name, value)| base.get(name) != Some(value))
+        .filter(|(name, value)| BASE_FIELDS.get(name) != Some(value))
         .collect();
     Value::Object(differ).to_string()
 }
@@ -53,7 +56,7 @@ pub fn from_stored(text: &str) -> TaskLimits {
     let Ok(Value::Object(stored)) = serde_json::from_str::<Value>(text) else {
         return TaskLimits::default();
     };
-    let mut all = fields(&BASE);
+    let mut all = BASE_FIELDS.clone();
     all.extend(stored);
     serde_json::from_value(Value::Object(all)).unwrap_or_default()
 }
