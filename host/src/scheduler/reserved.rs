@@ -38,6 +38,13 @@ impl Reserved {
             .collect()
     }
 
+    /// Removes up to `n` tasks, the last claimed first.
+    pub(crate) fn take_last(&self, n: usize) -> Vec<ClaimedTask> {
+        let mut queue = self.queue.lock().expect("reserved lock");
+        let keep = queue.len().saturating_sub(n);
+        queue.drain(keep..).collect()
+    }
+
     /// Removes the reserved tasks among `ids`.
     pub(crate) fn take(&self, ids: &[TaskId]) -> Vec<ClaimedTask> {
         let mut queue = self.queue.lock().expect("reserved lock");

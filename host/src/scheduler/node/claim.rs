@@ -4,10 +4,12 @@
 //! How far ahead to claim: a claim is a round trip to the store, and a slot that frees
 //! waits for the next claim unless work is already held for it. A node holds beyond its
 //! free slots only the work that keeps its slots busy through its claims' round trips
-//! ([`Pace::ahead`]): for tasks of microseconds, thousands; for tasks much longer than a
-//! claim, none, so that a node never sits on work another node's idle slot could start.
-//! Before any run has ended it holds none. What it holds is `reserved`, not running, and
-//! goes back to the queue when priorities or limits change ([`Signal::Reclaim`]).
+//! ([`Pace::ahead`]): for tasks of microseconds, thousands. For tasks much longer than a
+//! claim it holds one task for each run expected to end within two claims
+//! ([`Pace::outlook`]), and gives it back when that run goes on past its expected end, so
+//! that a node never sits for long on work another node's idle slot could start. Before
+//! any run has ended it holds none. What it holds is `reserved`, not running, and goes
+//! back to the queue when priorities or limits change ([`Signal::Reclaim`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,7 +44,8 @@ impl Pace {
     /// Tasks to hold beyond the free slots: enough for `workers` slots to stay busy
     /// through two claim round trips (the claim loop claims again once half of what it
     /// may hold is free, so the other half must last through the claim), at most `max`;
-    /// none until a run has ended.
+    /// none until a run has ended, and none for runs longer than two claims (see
+    /// [`Pace::outlook`]).
     fn ahead(&self, workers: usize, max: usize) -> usize {
         let run = self.run_nanos.load(Ordering::Relaxed);
         if run == 0 {
@@ -52,6 +55,54 @@ impl Pace {
         let per_slot = usize::try_from(2 * claim / run).unwrap_or(usize::MAX);
         per_slot.saturating_mul(workers).min(max)
     }
+
+    /// Whether runs are long enough that the node holds work by [`Pace::outlook`] rather
+    /// than by [`Pace::ahead`].
+    pub(super) fn by_outlook(&self, workers: usize, max: usize) -> bool {
+        max > 0 && self.ahead(workers, max) == 0
+    }
+
+    /// How long before a run's expected end to claim the task that follows it: two
+    /// claims, and a millisecond for the timer that wakes the claim loop, which rounds up
+    /// to the millisecond.
+    fn lead(&self) -> Micros {
+        let claim = self.claim_nanos.load(Ordering::Relaxed) / 1000;
+        i64::try_from(2 * claim).unwrap_or(i64::MAX / 2) + 1000
+    }
+
+    /// For runs that began at `starts`: how many are expected to end within [`Pace::lead`]
+    /// of `now` (a run already past its expected end by more than that is not counted: it
+    /// may go on for long), and when the next one will be.
+    fn outlook(&self, starts: impl IntoIterator<Item = Micros>, now: Micros) -> Outlook {
+        let mut outlook = Outlook::default();
+        let run = i64::try_from(self.run_nanos.load(Ordering::Relaxed) / 1000).unwrap_or(0);
+        if run == 0 {
+            return outlook;
+        }
+        let lead = self.lead();
+        for start in starts {
+            let end = start.saturating_add(run);
+            if now > end.saturating_add(lead) {
+                continue;
+            }
+            if now >= end - lead {
+                outlook.ending += 1;
+            } else {
+                let at = end - lead;
+                outlook.next = Some(outlook.next.map_or(at, |next: Micros| next.min(at)));
+            }
+        }
+        outlook
+    }
+}
+
+/// Runs of this node as the claim loop sees them ahead.
+#[derive(Debug, Default, PartialEq)]
+struct Outlook {
+    /// Runs expected to end within a claim's lead: each may have its follower claimed.
+    ending: usize,
+    /// When the next run comes within that lead.
+    next: Option<Micros>,
 }
 
 /// Folds `took` into a moving average of nanoseconds (0: none yet).
@@ -81,8 +132,24 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
         if stop.is_cancelled() {
             return Ok(());
         }
-        let capacity = workers + scheduler.pace.ahead(workers, config.prefetch);
-        let holding = ctx.busy.load(Ordering::Relaxed);
+        // The same instant for the claim and for the next due time: a retry that became due
+        // between the two would otherwise be neither claimed nor waited for.
+        let now = now_micros();
+        let ahead = scheduler.pace.ahead(workers, config.prefetch);
+        let outlook = if scheduler.pace.by_outlook(workers, config.prefetch) {
+            scheduler.pace.outlook(run_starts(ctx), now)
+        } else {
+            Outlook::default()
+        };
+        let capacity = workers + ahead.max(outlook.ending.min(config.prefetch));
+        let mut holding = ctx.busy.load(Ordering::Relaxed);
+        if ahead == 0 && holding > capacity {
+            // Runs went on past their expected ends, or tasks got longer: what was held
+            // for the slots they keep goes back to the queue, for any node's idle slot.
+            let back = ctx.reserved.take_last(holding - capacity);
+            holding -= back.len();
+            ctx.give_back(back);
+        }
         // Ends the writer has yet to record: past a full write of them, claim no more
         // until it catches up, so that a slow store bounds what waits in memory.
         let writing = ctx.held.borrow().saturating_sub(holding);
@@ -96,9 +163,6 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
         let worth_claiming = room > 0 && (holding < workers || room >= capacity / 2);
         let mut full = !worth_claiming;
         let mut next_due = None;
-        // The same instant for the claim and for the next due time: a retry that became due
-        // between the two would otherwise be neither claimed nor waited for.
-        let now = now_micros();
         if worth_claiming {
             let asked = tokio::time::Instant::now();
             let claimed = scheduler
@@ -143,9 +207,11 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
                 tokio::task::yield_now().await;
             }
         }
-        // Nothing more to claim now: sleep until woken or until a retry becomes due.
+        // Nothing more to claim now: sleep until woken, until a retry becomes due, or until
+        // a run comes near its end.
+        let wake_at = next_due.into_iter().chain(outlook.next).min();
         let sleep = async {
-            match (next_due, contended.filter(|_| !full)) {
+            match (wake_at, contended.filter(|_| !full)) {
                 (_, Some(pause)) => tokio::time::sleep(pause).await,
                 (Some(at), None) => tokio::time::sleep(micros_until(at)).await,
                 (None, None) => std::future::pending().await,
@@ -157,6 +223,15 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
             () = stop.cancelled() => return Ok(()),
         }
     }
+}
+
+/// When this node's runs began.
+fn run_starts(ctx: &Ctx) -> Vec<Micros> {
+    let running = ctx.scheduler.running.lock().expect("running lock");
+    running
+        .values()
+        .filter_map(|run| run.started.as_ref().map(|started| started.since))
+        .collect()
 }
 
 fn micros_until(at: Micros) -> Duration {
@@ -201,6 +276,35 @@ mod tests {
             0,
             "none for runs much longer than a claim"
         );
+    }
+
+    #[test]
+    fn follows_are_claimed_for_runs_near_their_end_only() {
+        let pace = Pace::default();
+        pace.claimed(Duration::from_millis(2));
+        assert_eq!(pace.outlook([0], 0), Outlook::default(), "no run has ended");
+        pace.ran(Duration::from_millis(50));
+        assert!(pace.by_outlook(2, 4096));
+        // Lead: two claims and the timer's millisecond.
+        assert_eq!(pace.lead(), 5_000);
+        let now = 100_000;
+        let outlook = pace.outlook(
+            [
+                now - 46_000, // ends in 4 ms: within the lead
+                now - 10_000, // ends in 40 ms: its follower is claimed 5 ms before
+                now - 54_000, // 4 ms past its expected end: still counted
+                now - 56_000, // 6 ms past: may run long, its follower waits for its end
+            ],
+            now,
+        );
+        assert_eq!(
+            outlook,
+            Outlook {
+                ending: 2,
+                next: Some(now + 35_000)
+            }
+        );
+        assert!(!pace.by_outlook(2, 0), "claiming ahead turned off");
     }
 
     #[test]

@@ -70,6 +70,14 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
         });
         run.cancel.clone()
     };
+    let workers = scheduler.runtime.config().workers;
+    if scheduler
+        .pace
+        .by_outlook(workers, scheduler.config.prefetch)
+    {
+        // The claim loop times the claim of this run's follower from its start.
+        scheduler.wake.notify_one();
+    }
     let _ = ctx.done.send(Done::Started(Start {
         task: task.id,
         batch: task.batch,
