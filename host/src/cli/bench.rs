@@ -238,20 +238,30 @@ async fn drain(
         args.tasks,
         drain_time.as_secs_f64(),
     )?;
+    let runs = run_times(&*store).await?;
+    if let (Some(p50), Some(p99)) = (percentile(&runs, 50), percentile(&runs, 99)) {
+        outln!("attempt run time: p50 {p50} µs, p99 {p99} µs")?;
+    }
     if args.task_ms > 0 {
-        // Every slot of every node busy all the time, with no gap between tasks.
-        let ideal = (args.nodes * args.workers) as f64 * 1000.0 / args.task_ms as f64;
+        // The share of the slots' time spent running attempts, however long each ran.
+        let slots = (args.nodes * args.workers) as f64;
+        let ran: i64 = runs.iter().sum();
+        let busy = ran as f64 / (slots * drain_time.as_micros() as f64);
+        // Tasks of exactly `task_ms`, with no gap between them.
+        let ideal = slots * 1000.0 / args.task_ms as f64;
         outln!(
-            "the slots were kept {:.1}% busy ({ideal:.0} tasks/s if no slot were ever idle)",
-            100.0 * rate / ideal
+            "the slots were kept {:.1}% busy; {:.1}% of {ideal:.0} tasks/s, the rate if every \
+             attempt took exactly {} ms with no gap between them",
+            100.0 * busy,
+            100.0 * rate / ideal,
+            args.task_ms
         )?;
     }
-    report_run_times(&*store).await?;
     Ok(())
 }
 
-/// Percentiles of the time each attempt ran, from the execution log.
-async fn report_run_times(store: &dyn Store) -> anyhow::Result<()> {
+/// How long each attempt ran, in microseconds, from the execution log; shortest first.
+async fn run_times(store: &dyn Store) -> anyhow::Result<Vec<i64>> {
     let mut runs = Vec::new();
     let mut after = None;
     loop {
@@ -267,9 +277,11 @@ async fn report_run_times(store: &dyn Store) -> anyhow::Result<()> {
         runs.extend(page.iter().map(|(_, a)| a.ended_at - a.started_at));
     }
     runs.sort_unstable();
-    if !runs.is_empty() {
-        let at = |p: usize| runs[(runs.len() - 1) * p / 100];
-        outln!("attempt run time: p50 {} µs, p99 {} µs", at(50), at(99))?;
-    }
-    Ok(())
+    Ok(runs)
+}
+
+/// The `p`th percentile of sorted `values`.
+fn percentile(values: &[i64], p: usize) -> Option<i64> {
+    let last = values.len().checked_sub(1)?;
+    Some(values[last * p / 100])
 }
