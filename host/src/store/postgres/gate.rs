@@ -13,16 +13,23 @@ use super::pg;
 use crate::store::{BatchId, Micros, StoreResult};
 
 /// The advisory lock key of a batch (ids past 2^31 share keys: coarser, still correct).
-fn key(batch: BatchId) -> i32 {
+pub(super) fn key(batch: BatchId) -> i32 {
     (batch % i64::from(i32::MAX)) as i32
 }
 
+/// Takes the gate lock of the batch whose [`key`] is `$1` exclusively.
+pub(super) const LOCK_SQL: &str = "SELECT pg_advisory_xact_lock('tasks'::regclass::oid::int, $1)";
+
+/// The gate of batch `$1`: its lowest order with open tasks.
+pub(super) const CURRENT_SQL: &str =
+    "SELECT MIN(ord) FROM batch_orders WHERE batch_id = $1 AND open > 0";
+
+/// Counts tasks open in batch `$1`: `$3[i]` more at order `$2[i]`.
+pub(super) const OPEN_SQL: &str = include_str!("sql/submit_orders.sql");
+
 /// Takes the batch's gate lock exclusively, waiting for claims and other writers.
 pub(super) async fn lock(tx: &impl GenericClient, batch: BatchId) -> StoreResult<()> {
-    let stmt = tx
-        .prepare_cached("SELECT pg_advisory_xact_lock('tasks'::regclass::oid::int, $1)")
-        .await
-        .map_err(pg)?;
+    let stmt = tx.prepare_cached(LOCK_SQL).await.map_err(pg)?;
     tx.execute(&stmt, &[&key(batch)]).await.map_err(pg)?;
     Ok(())
 }
@@ -47,14 +54,17 @@ pub(super) async fn try_share(
 
 /// The batch's gate: its lowest order with open tasks.
 pub(super) async fn current(tx: &impl GenericClient, batch: BatchId) -> StoreResult<Option<i64>> {
-    Ok(tx
-        .query_one(
-            "SELECT MIN(ord) FROM batch_orders WHERE batch_id = $1 AND open > 0",
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?
-        .get(0))
+    let stmt = tx.prepare_cached(CURRENT_SQL).await.map_err(pg)?;
+    Ok(tx.query_one(&stmt, &[&batch]).await.map_err(pg)?.get(0))
+}
+
+/// The orders of tasks (one entry per task) and how many tasks each has, for [`OPEN_SQL`].
+pub(super) fn per_order(orders: impl IntoIterator<Item = i64>) -> (Vec<i64>, Vec<i64>) {
+    let mut per_order = std::collections::BTreeMap::<i64, i64>::new();
+    for order in orders {
+        *per_order.entry(order).or_default() += 1;
+    }
+    per_order.into_iter().unzip()
 }
 
 /// Counts a task open in the batch at each of `orders` (one entry per task): tasks
@@ -64,17 +74,11 @@ pub(super) async fn open(
     batch: BatchId,
     orders: impl IntoIterator<Item = i64>,
 ) -> StoreResult<()> {
-    let mut per_order = std::collections::BTreeMap::<i64, i64>::new();
-    for order in orders {
-        *per_order.entry(order).or_default() += 1;
-    }
-    let (orders, counts): (Vec<i64>, Vec<i64>) = per_order.into_iter().unzip();
-    tx.execute(
-        include_str!("sql/submit_orders.sql"),
-        &[&batch, &orders, &counts],
-    )
-    .await
-    .map_err(pg)?;
+    let (orders, counts) = per_order(orders);
+    let stmt = tx.prepare_cached(OPEN_SQL).await.map_err(pg)?;
+    tx.execute(&stmt, &[&batch, &orders, &counts])
+        .await
+        .map_err(pg)?;
     Ok(())
 }
 

@@ -28,7 +28,11 @@ impl PostgresStore {
     /// Queues a notification to the other nodes, sent when the transaction commits.
     pub(super) async fn notify(&self, tx: &impl GenericClient, what: &str) -> StoreResult<()> {
         let payload = format!("{}\n{what}", self.node);
-        tx.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload])
+        let stmt = tx
+            .prepare_cached("SELECT pg_notify($1, $2)")
+            .await
+            .map_err(pg)?;
+        tx.execute(&stmt, &[&self.channel, &payload])
             .await
             .map_err(pg)?;
         Ok(())

@@ -23,6 +23,9 @@ pub(super) async fn submit(
 }
 
 /// Submits within the transaction `tx`; `now` is the database's clock.
+///
+/// Two round trips: the reads, then the writes, each a pipeline of prepared statements
+/// that the server runs in the order sent, so the reads run under the batch's gate lock.
 pub(super) async fn submit_in(
     store: &PostgresStore,
     tx: &impl GenericClient,
@@ -30,79 +33,62 @@ pub(super) async fn submit_in(
     specs: &[TaskSpec],
     now: Micros,
 ) -> StoreResult<Vec<TaskId>> {
-    gate::lock(tx, batch).await?;
-    let row = tx
-        .query_opt(
-            "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE",
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("batch", batch))?;
+    let mut modules: Vec<String> = specs.iter().map(|s| s.module.to_hex()).collect();
+    modules.sort_unstable();
+    modules.dedup();
+    let lowest = specs.iter().map(|s| s.order).min();
+    let (lock, batch_row, known_modules, gate_now, started, vtime) = tokio::try_join!(
+        tx.prepare_cached(gate::LOCK_SQL),
+        tx.prepare_cached(
+            "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE"
+        ),
+        tx.prepare_cached("SELECT digest FROM modules WHERE digest = ANY($1)"),
+        tx.prepare_cached(gate::CURRENT_SQL),
+        // A task ever claimed counts as started (a hand-back keeps its claim time): it may
+        // have run in part. Orders above the gate may have started too (a re-drive reopens
+        // a lower order under them), so every submission looks, above its lowest order only.
+        tx.prepare_cached(
+            "SELECT MAX(ord) FROM tasks
+             WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL"
+        ),
+        tx.prepare_cached("SELECT vtime FROM scheduler"),
+    )
+    .map_err(pg)?;
+    let key = gate::key(batch);
+    let above = lowest.unwrap_or(i64::MAX);
+    let (_, batch_row, known, old_gate, started, vtime) = tokio::try_join!(
+        async { tx.execute(&lock, &[&key]).await },
+        async { tx.query_opt(&batch_row, &[&batch]).await },
+        async { tx.query(&known_modules, &[&modules]).await },
+        async { tx.query_one(&gate_now, &[&batch]).await },
+        async { tx.query_one(&started, &[&batch, &above]).await },
+        async { tx.query_one(&vtime, &[]).await },
+    )
+    .map_err(pg)?;
+    let row = batch_row.ok_or_else(|| not_found("batch", batch))?;
     let (sealed, batch_priority, next_vseq): (bool, i32, i64) =
         (row.get(0), row.get(1), row.get(2));
     if sealed {
         return Err(errors::batch_sealed(batch));
     }
-    let mut modules: Vec<String> = specs.iter().map(|s| s.module.to_hex()).collect();
-    modules.sort_unstable();
-    modules.dedup();
-    let known: HashSet<String> = tx
-        .query(
-            "SELECT digest FROM modules WHERE digest = ANY($1)",
-            &[&modules],
-        )
-        .await
-        .map_err(pg)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let known: HashSet<String> = known.iter().map(|r| r.get(0)).collect();
     admit::check_modules(specs, |module| Ok(known.contains(&module.to_hex())))?;
-    let Some(lowest) = specs.iter().map(|s| s.order).min() else {
+    if lowest.is_none() {
         return Ok(Vec::new());
-    };
-    let old_gate = gate::current(tx, batch).await?;
-    // A task ever claimed counts as started (a hand-back keeps its claim time): it may have
-    // run in part. Orders above the gate may have started too (a re-drive reopens a lower
-    // order under them), so every submission looks, above its lowest order only.
-    let started: Option<i64> = tx
-        .query_one(
-            "SELECT MAX(ord) FROM tasks
-             WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL",
-            &[&batch, &lowest],
-        )
-        .await
-        .map_err(pg)?
-        .get(0);
-    admit::check_orders(specs, started, batch)?;
-    let vtime: i64 = tx
-        .query_one("SELECT vtime FROM scheduler", &[])
-        .await
-        .map_err(pg)?
-        .get(0);
-    let first_vseq = next_vseq.max(vtime);
-    let new_gate = admit::gate_after(old_gate, specs);
-    if let (Some(old), Some(new)) = (old_gate, new_gate)
-        && new < old
-    {
-        tx.execute(include_str!("sql/submit_hold.sql"), &[&batch, &old])
-            .await
-            .map_err(pg)?;
     }
+    let old_gate: Option<i64> = old_gate.get(0);
+    admit::check_orders(specs, started.get(0), batch)?;
+    let first_vseq = next_vseq.max(vtime.get(0));
+    let new_gate = admit::gate_after(old_gate, specs);
+    let hold = match (old_gate, new_gate) {
+        (Some(old), Some(new)) if new < old => Some(old),
+        _ => None,
+    };
 
     let mut groups: Vec<&str> = specs.iter().filter_map(|s| s.group.as_deref()).collect();
     groups.sort_unstable();
     groups.dedup();
-    if !groups.is_empty() {
-        tx.execute(
-            "INSERT INTO groups (key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
-            &[&groups],
-        )
-        .await
-        .map_err(pg)?;
-    }
-    gate::open(tx, batch, specs.iter().map(|s| s.order)).await?;
-
+    let (orders, counts) = gate::per_order(specs.iter().map(|s| s.order));
     let n = specs.len();
     let mut c = TaskColumns::with_capacity(n);
     for (index, spec) in specs.iter().enumerate() {
@@ -124,40 +110,70 @@ pub(super) async fn submit_in(
         c.not_before
             .push(spec.not_before.map_or(0, |t| store.db_time(t)));
     }
-    let rows = tx
-        .query(
-            include_str!("sql/submit_tasks.sql"),
-            &[
-                &batch,
-                &now,
-                &c.module,
-                &c.input,
-                &c.order,
-                &c.group,
-                &c.priority,
-                &c.vseq,
-                &c.state,
-                &c.max_attempts,
-                &c.backoff_ms,
-                &c.limits,
-                &c.mounts,
-                &c.not_before,
-            ],
-        )
-        .await
-        .map_err(pg)?;
+    let (hold_stmt, groups_stmt, orders_stmt, insert, next_vseq_stmt) = tokio::try_join!(
+        tx.prepare_cached(include_str!("sql/submit_hold.sql")),
+        tx.prepare_cached(
+            "INSERT INTO groups (key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING"
+        ),
+        tx.prepare_cached(gate::OPEN_SQL),
+        tx.prepare_cached(include_str!("sql/submit_tasks.sql")),
+        tx.prepare_cached("UPDATE batches SET next_vseq = $1 WHERE id = $2"),
+    )
+    .map_err(pg)?;
+    let after = first_vseq + n as i64;
+    let (.., rows, _, ()) = tokio::try_join!(
+        async {
+            match hold {
+                Some(old) => tx.execute(&hold_stmt, &[&batch, &old]).await.map_err(pg),
+                None => Ok(0),
+            }
+        },
+        async {
+            if groups.is_empty() {
+                return Ok(0);
+            }
+            tx.execute(&groups_stmt, &[&groups]).await.map_err(pg)
+        },
+        async {
+            tx.execute(&orders_stmt, &[&batch, &orders, &counts])
+                .await
+                .map_err(pg)
+        },
+        async {
+            tx.query(
+                &insert,
+                &[
+                    &batch,
+                    &now,
+                    &c.module,
+                    &c.input,
+                    &c.order,
+                    &c.group,
+                    &c.priority,
+                    &c.vseq,
+                    &c.state,
+                    &c.max_attempts,
+                    &c.backoff_ms,
+                    &c.limits,
+                    &c.mounts,
+                    &c.not_before,
+                ],
+            )
+            .await
+            .map_err(pg)
+        },
+        async {
+            tx.execute(&next_vseq_stmt, &[&after, &batch])
+                .await
+                .map_err(pg)
+        },
+        store.notify(tx, "w"),
+    )?;
     let mut ids = vec![0; n];
     for row in rows {
         let vseq: i64 = row.get(1);
         ids[(vseq - first_vseq) as usize] = row.get(0);
     }
-    tx.execute(
-        "UPDATE batches SET next_vseq = $1 WHERE id = $2",
-        &[&(first_vseq + n as i64), &batch],
-    )
-    .await
-    .map_err(pg)?;
-    store.notify(tx, "w").await?;
     Ok(ids)
 }
 
