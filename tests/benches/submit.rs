@@ -14,10 +14,14 @@
 //!   runtime began the attempt in its slot) less the moment, read just before the submit
 //!   request was sent, both from this machine's clock in microseconds. p50 and p99 over
 //!   1,000 tasks after 50 of warm-up.
+//! - `disk-postgres`: the bytes on disk per task on PostgreSQL, queued (100,000 tasks
+//!   behind a gate) and ended (once they ran, after a `VACUUM`): the schema's tables with
+//!   their indexes. `submit-1m` gives the same two for SQLite: after its submissions it
+//!   runs every task and measures the file again.
 //!
-//!     cargo bench -p qhost-tests --bench submit [-- submit-1m latency-sqlite latency-postgres]
+//!     cargo bench -p qhost-tests --bench submit [-- submit-1m latency-sqlite latency-postgres disk-postgres]
 //!
-//! With no name, all three run. PostgreSQL is the server `QHOST_TEST_PG_URL` names (by
+//! With no name, all four run. PostgreSQL is the server `QHOST_TEST_PG_URL` names (by
 //! default postgres://postgres@127.0.0.1:5432/test), in a schema of this run's own.
 //! Each figure is printed as `figure: <id> = <value> <unit>`, the line
 //! `benches/targets.toml` reads. Run it with RUST_BACKTRACE unset.
@@ -38,6 +42,8 @@ const SUBMIT_REQUESTS: usize = 1000;
 const TASKS_PER_REQUEST: usize = 1000;
 const LATENCY_RUNS: usize = 1000;
 const WARMUP: usize = 50;
+/// Tasks of the PostgreSQL disk figures.
+const DISK_TASKS: usize = 100_000;
 
 /// A server in a thread of its own, and a client of it.
 struct Bench {
@@ -103,6 +109,24 @@ impl Bench {
         serde_json::from_str(&text).unwrap_or(Value::Null)
     }
 
+    /// Returns once every task of `batch` has ended.
+    fn wait(&self, batch: i64, handle: &str) {
+        loop {
+            let path = format!("/v1/batches/{batch}/wait?timeout=60s");
+            let progress = &self.call("GET", &path, handle, None)["progress"];
+            let count = |state: &str| progress[state].as_u64().unwrap();
+            let total: u64 = progress
+                .as_object()
+                .unwrap()
+                .values()
+                .filter_map(Value::as_u64)
+                .sum();
+            if count("succeeded") + count("failed") + count("cancelled") == total {
+                return;
+            }
+        }
+    }
+
     fn open(&self) -> (i64, String) {
         let opened = self.call("POST", "/v1/batches", TOKEN, Some("{}".to_owned()));
         (
@@ -137,7 +161,12 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let parts = ["submit-1m", "latency-sqlite", "latency-postgres"];
+    let parts = [
+        "submit-1m",
+        "latency-sqlite",
+        "latency-postgres",
+        "disk-postgres",
+    ];
     if let Some(unknown) = names.iter().find(|n| !parts.contains(&n.as_str())) {
         eprintln!("unknown part {unknown:?}: give any of {parts:?}, or none for all");
         std::process::exit(2);
@@ -150,6 +179,9 @@ fn main() {
         let data = tempfile::tempdir().unwrap();
         let db = format!("sqlite:{}", data.path().join("qhost.db").display());
         latency("sqlite", &db, data.path());
+    }
+    if wanted("disk-postgres") {
+        disk_postgres();
     }
     if wanted("latency-postgres") {
         let tokio = tokio::runtime::Builder::new_current_thread()
@@ -183,7 +215,7 @@ fn submit_1m() {
     let bench = Bench::start(&db, data.path());
     let path = format!("/v1/batches/{batch}/tasks");
     let gate = json!({"tasks": [{"module": "sleep", "input": "600000", "timeout": "15m"}]});
-    bench.call("POST", &path, &handle, Some(gate.to_string()));
+    let gate = bench.call("POST", &path, &handle, Some(gate.to_string()))["tasks"][0].clone();
     let tasks: Vec<Value> = (0..TASKS_PER_REQUEST)
         .map(|i| json!({"module": "echo", "input": format!("task {i}"), "order": 1}))
         .collect();
@@ -218,6 +250,96 @@ fn submit_1m() {
         (after - before) as f64 / total as f64,
         "B",
     );
+
+    // Then every task run, and what each leaves once ended: its row and its attempt.
+    let bench = Bench::start(&db, data.path());
+    bench.call("POST", &format!("/v1/tasks/{gate}/cancel"), TOKEN, None);
+    bench.wait(batch, &handle);
+    bench.stop();
+    let ended = bytes_on_disk(&file);
+    println!("after every task ran: {ended} bytes");
+    figure(
+        "disk-per-ended-task-sqlite",
+        (ended - before) as f64 / total as f64,
+        "B",
+    );
+}
+
+/// Bytes per task on PostgreSQL, queued and ended: the tables and indexes of this run's
+/// schema, before and after `DISK_TASKS` tasks are queued behind a gate, and again once
+/// they have run and a `VACUUM` has made the dead rows' space reusable (the files keep it).
+fn disk_postgres() {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let db = tokio.block_on(qhost_tests::pg::TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let bench = Bench::start(&db.url, data.path());
+    bench.upload("echo");
+    bench.upload("sleep");
+    let (batch, handle) = bench.open();
+    let size = || tokio.block_on(schema_bytes(&db.url));
+    let before = size();
+    let path = format!("/v1/batches/{batch}/tasks");
+    let gate = json!({"tasks": [{"module": "sleep", "input": "600000", "timeout": "15m"}]});
+    let gate = bench.call("POST", &path, &handle, Some(gate.to_string()))["tasks"][0].clone();
+    let tasks: Vec<Value> = (0..TASKS_PER_REQUEST)
+        .map(|i| json!({"module": "echo", "input": format!("task {i}"), "order": 1}))
+        .collect();
+    let body = json!({ "tasks": tasks }).to_string();
+    for _ in 0..DISK_TASKS / TASKS_PER_REQUEST {
+        bench.call("POST", &path, &handle, Some(body.clone()));
+    }
+    let queued = size();
+    figure(
+        "disk-per-queued-task-postgres",
+        (queued - before) as f64 / DISK_TASKS as f64,
+        "B",
+    );
+    bench.call("POST", &format!("/v1/tasks/{gate}/cancel"), TOKEN, None);
+    bench.wait(batch, &handle);
+    bench.stop();
+    tokio.block_on(vacuum(&db.url));
+    let ended = size();
+    println!(
+        "schema: {before} bytes before, {queued} with {DISK_TASKS} tasks queued, {ended} once they ran"
+    );
+    figure(
+        "disk-per-ended-task-postgres",
+        (ended - before) as f64 / DISK_TASKS as f64,
+        "B",
+    );
+    drop(tokio);
+    drop(db);
+}
+
+/// The bytes on disk of every table of the schema `url` selects, with its indexes and
+/// TOAST, as PostgreSQL counts them.
+async fn schema_bytes(url: &str) -> u64 {
+    let client = connect_pg(url).await;
+    let row = client
+        .query_one(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname = current_schema() AND c.relkind = 'r'",
+            &[],
+        )
+        .await
+        .unwrap();
+    row.get::<_, i64>(0) as u64
+}
+
+async fn vacuum(url: &str) {
+    connect_pg(url).await.batch_execute("VACUUM").await.unwrap();
+}
+
+async fn connect_pg(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
 }
 
 /// The database file's size plus its WAL's, after checkpointing the WAL into the file and
