@@ -229,20 +229,33 @@ pub(super) async fn claim(store: &PostgresStore, params: ClaimParams) -> StoreRe
         ..params
     };
     let mut claimed = transaction!(store, Commit::Bookkeeping, |tx| {
-        let mut claimed = claim_in(&tx, &params).await?;
-        if claimed.tasks.len() < params.max {
-            claimed.next_due = next_due(&tx, params.now).await?;
-        } else {
-            // Claimable work may be left behind: nodes with idle slots claim it now.
-            store.notify(&tx, "w").await?;
-        }
-        Ok(claimed)
+        claim_in(store, &tx, &params).await
     })?;
     claimed.next_due = claimed.next_due.map(|at| store.local_time(at));
     Ok(claimed)
 }
 
-async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claimed> {
+/// What follows a claim of `taken` tasks: when it took fewer than it could, when the next
+/// delayed task is due; when it took all it could, claimable work may be left behind, and
+/// nodes with idle slots are told to claim it.
+async fn follow_up(
+    store: &PostgresStore,
+    tx: &impl GenericClient,
+    p: &ClaimParams,
+    taken: usize,
+) -> StoreResult<Option<Micros>> {
+    if taken < p.max {
+        next_due(tx, p.now).await
+    } else {
+        store.notify(tx, "w").await.map(|()| None)
+    }
+}
+
+async fn claim_in(
+    store: &PostgresStore,
+    tx: &impl GenericClient,
+    p: &ClaimParams,
+) -> StoreResult<Claimed> {
     if p.max == 0 {
         return Ok(Claimed::default());
     }
@@ -273,7 +286,10 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
         candidates.push(c);
     }
     let Some((priority, vseq, id)) = last else {
-        return Ok(Claimed::default());
+        return Ok(Claimed {
+            next_due: follow_up(store, tx, p, 0).await?,
+            ..Claimed::default()
+        });
     };
     let mut held = Held::default();
     held.take(tx, &candidates).await?;
@@ -391,6 +407,7 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
     if taken.is_empty() {
         return Ok(Claimed {
             contended,
+            next_due: follow_up(store, tx, p, 0).await?,
             ..Claimed::default()
         });
     }
@@ -405,6 +422,7 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
             *group_taken.entry(group).or_default() += 1;
         }
     }
+    let taken_count = taken.len();
     let latest_vseq = taken.iter().map(|c| c.vseq).max().unwrap_or(0);
     let taken: Vec<i64> = taken.iter().map(|c| c.id).collect();
     let (batch_ids, batch_counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
@@ -424,10 +442,11 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
         ),
     )
     .map_err(pg)?;
-    let (rows, ..) = tokio::try_join!(
+    let (rows, .., next_due) = tokio::try_join!(
         async {
             tx.query(&take, &[&p.now, &p.node, &token_base, &expires, &taken])
                 .await
+                .map_err(pg)
         },
         async {
             if batch_ids.is_empty() {
@@ -435,6 +454,7 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
             }
             tx.execute(&count_batches, &[&batch_ids, &batch_counts])
                 .await
+                .map_err(pg)
         },
         async {
             if group_keys.is_empty() {
@@ -442,10 +462,12 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
             }
             tx.execute(&count_groups, &[&group_keys, &group_counts])
                 .await
+                .map_err(pg)
         },
-        async { tx.execute(&clock, &[&latest_vseq]).await },
-    )
-    .map_err(pg)?;
+        async { tx.execute(&clock, &[&latest_vseq]).await.map_err(pg) },
+        // In the same round trip.
+        follow_up(store, tx, p, taken_count),
+    )?;
     let mut picked: Vec<(i32, i64, ClaimedTask)> = rows
         .iter()
         .map(|r| {
@@ -471,7 +493,7 @@ async fn claim_in(tx: &impl GenericClient, p: &ClaimParams) -> StoreResult<Claim
     Ok(Claimed {
         tasks: picked.into_iter().map(|(_, _, task)| task).collect(),
         contended,
-        next_due: None,
+        next_due,
     })
 }
 
