@@ -9,7 +9,7 @@ pub async fn stale_completions_change_nothing(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, vec![task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 1, T0).await;
@@ -51,7 +51,10 @@ pub async fn failures_are_retried_with_backoff_then_fail(store: Arc<dyn Store>) 
         backoff: Duration::from_secs(10),
         ..task(m, 0, None)
     };
-    let id = store.task_submit(b, vec![spec], T0).await.unwrap()[0];
+    let id = store
+        .task_submit(b, admitted(vec![spec]), T0)
+        .await
+        .unwrap()[0];
     let first = claim(&store, "n1", 1, T0).await;
     let result = complete(&store, &first, Outcome::Trap, T0 + 1).await;
     assert_eq!(result.retried, 1);
@@ -101,7 +104,7 @@ pub async fn expired_leases_are_rescued(store: Arc<dyn Store>) {
         ..task(m, 0, Some("g"))
     };
     let id = store
-        .task_submit(b, vec![spec.clone(), spec], T0)
+        .task_submit(b, admitted(vec![spec.clone(), spec]), T0)
         .await
         .unwrap()[0];
     let first = claim(&store, "dead", 5, T0).await;
@@ -151,7 +154,7 @@ pub async fn completions_are_stored_within_bounds(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, vec![task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 1, T0).await;

@@ -13,6 +13,8 @@ use std::time::Duration;
 use qhost::runtime::{Digest, Outcome};
 use qhost::store::*;
 
+pub use crate::admitted;
+
 pub mod batches;
 pub mod cancel;
 pub mod claims;
