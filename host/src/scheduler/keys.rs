@@ -64,11 +64,17 @@ pub struct Keyed<'a> {
 }
 
 impl<'a> Keyed<'a> {
+    /// The request's hash is keyed with the idempotency key: a request as sent may hold a
+    /// secret setting in clear, and the store, which keeps only the key's hash, must not
+    /// keep what a guess at that secret could be checked against.
     pub fn new(key: &'a IdempotencyKey, asked: &impl serde::Serialize) -> Self {
         let body = serde_json::to_vec(asked).expect("requests serialize");
+        let mut mac = Hmac::<Sha256>::new_from_slice(key.0.as_bytes()).expect("HMAC takes any key");
+        mac.update(b"qhost request");
+        mac.update(&body);
         Keyed {
             key,
-            body_hash: Sha256::digest(&body).into(),
+            body_hash: mac.finalize().into_bytes().into(),
         }
     }
 }
