@@ -8,7 +8,8 @@
 //! - [`api`]: the HTTP JSON API that `qhost serve` offers.
 //! - [`schedules`]: batches opened from a plan on a cron schedule.
 //! - [`cli`]: the `qhost` command line, one file per subcommand.
-//! - [`units`]: sizes and durations as people write them.
+//! - [`units`]: sizes and durations as people write them; [`whole`]: integer fields of
+//!   requests that take `3.0` as JSON Schema's `integer` does.
 //! - [`secrets`]: the key that seals secret settings at rest.
 //! - [`private_file`]: files only their owner may read.
 
@@ -21,3 +22,4 @@ pub mod schedules;
 pub mod secrets;
 pub mod store;
 pub mod units;
+pub mod whole;

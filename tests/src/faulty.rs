@@ -2,7 +2,8 @@
 //! (start marks, completions, hand-backs) the way a database can: as one that is down
 //! (every such write fails until it is back), or as one that refuses a record too large
 //! for it (every write of a completion carrying more log than a given size fails, with
-//! SQLite's own "string or blob too big").
+//! SQLite's own "string or blob too big"); and, on demand, fails reads of modules' bytes,
+//! so that a node cannot start the tasks of a module it has not loaded yet.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,6 +16,8 @@ use tokio::sync::{broadcast, watch};
 pub struct FaultyStore {
     inner: Arc<dyn Store>,
     down: AtomicBool,
+    /// Reads of modules' bytes fail.
+    modules_down: AtomicBool,
     /// Completions with more bytes of log messages than this are refused.
     max_log_bytes: AtomicUsize,
     /// Writes failed so far.
@@ -26,6 +29,7 @@ impl FaultyStore {
         Arc::new(FaultyStore {
             inner,
             down: AtomicBool::new(false),
+            modules_down: AtomicBool::new(false),
             max_log_bytes: AtomicUsize::new(usize::MAX),
             failures: watch::channel(0).0,
         })
@@ -34,6 +38,11 @@ impl FaultyStore {
     /// Fails every write of how runs went while `down`.
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Fails every read of a module's bytes while `down`.
+    pub fn set_modules_down(&self, down: bool) {
+        self.modules_down.store(down, Ordering::SeqCst);
     }
 
     /// Refuses every completion with more than `bytes` of log messages.
@@ -109,6 +118,11 @@ impl Store for FaultyStore {
         self.inner.module_put(bytes, name, tag, now).await
     }
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>> {
+        if self.modules_down.load(Ordering::SeqCst) {
+            return Err(StoreError::Internal(anyhow::anyhow!(
+                "connection refused: the database is down"
+            )));
+        }
         self.inner.module_bytes(digest).await
     }
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
@@ -160,7 +174,7 @@ impl Store for FaultyStore {
     async fn task_submit(
         &self,
         batch: BatchId,
-        tasks: Vec<TaskSpec>,
+        tasks: Admitted,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
         self.inner.task_submit(batch, tasks, now).await
@@ -211,7 +225,7 @@ impl Store for FaultyStore {
     async fn task_submit_keyed(
         &self,
         batch: BatchId,
-        tasks: Vec<TaskSpec>,
+        tasks: Admitted,
         key: RequestKey,
         now: Micros,
     ) -> StoreResult<Answer<Vec<TaskId>>> {

@@ -142,6 +142,16 @@ impl Rng {
     }
 }
 
+/// `tasks` as a server with the default bounds admits them (none: an empty batch's). The
+/// store takes only admitted tasks; its own tests pass the same checks.
+pub fn admitted(tasks: Vec<qhost::store::TaskSpec>) -> qhost::store::Admitted {
+    if tasks.is_empty() {
+        return qhost::store::Admitted::none();
+    }
+    let config = qhost::runtime::RuntimeConfig::with_workers(1);
+    qhost::scheduler::admit::admit(&config, tasks).expect("the tasks pass the checks")
+}
+
 pub mod conformance;
 pub mod faulty;
 pub mod harness;

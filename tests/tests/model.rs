@@ -31,6 +31,7 @@ use qhost::scheduler::model::{self, ClaimOutcome, Ending, Model, NewTask, Phase,
 use qhost::store::postgres::PostgresStore;
 use qhost::store::sqlite::SqliteStore;
 use qhost::store::*;
+use qhost_tests::admitted;
 use qhost_tests::pg::TestDb;
 
 const T0: Micros = 1_700_000_000_000_000;
@@ -1263,9 +1264,11 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                         ..TaskSpec::new(sut.module, Vec::new())
                     })
                     .collect();
-                let got = sut
-                    .runtime
-                    .block_on(store.task_submit(sut.batch(*batch), specs, r.now));
+                let got = sut.runtime.block_on(store.task_submit(
+                    sut.batch(*batch),
+                    admitted(specs),
+                    r.now,
+                ));
                 match (got, expect) {
                     (Ok(ids), Ok(expected)) => {
                         // Submission order is id order, in the store as in the model.

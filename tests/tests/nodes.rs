@@ -256,3 +256,32 @@ fn running_on(node: &ServeNode, task: i64) -> String {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A released batch's handle opens nothing on any node from the moment the release is
+/// answered, though another node had checked it, and remembered it, before.
+#[test]
+fn a_released_batchs_handle_is_refused_on_every_node_at_once() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let nodes: Vec<ServeNode> = (1..=2)
+        .map(|n| start(&db.url, &format!("n{n}"), data.path(), 0))
+        .collect();
+    for round in 0..5 {
+        let opened = nodes[0].call("POST", "/v1/batches", Some(json!({})));
+        let batch = opened["batch"]["id"].as_i64().unwrap();
+        let handle = opened["handle"].as_str().unwrap();
+        let path = format!("/v1/batches/{batch}");
+        nodes[1].call_as(handle, "GET", &path, None);
+        nodes[0].call_as(handle, "DELETE", &path, None);
+        let url = format!("{}{path}", nodes[1].server.url);
+        let (status, body) = qhost_tests::server::call("GET", &url, Some(handle), None);
+        assert_eq!(
+            status, 403,
+            "round {round}: the other node still took it: {body}"
+        );
+    }
+    for node in nodes {
+        assert!(node.stop().success());
+    }
+}

@@ -539,6 +539,52 @@ fn openings_and_submissions_are_done_once_per_key() {
     assert_eq!(status, 400, "{bad}");
 }
 
+/// `qhost submit --delay` whose answer is lost on the way sends its request again under
+/// the same key: the repeat asks the same delay (though from a later now), so it is the
+/// same request, gets the first answer, and submits nothing more.
+#[test]
+fn a_delayed_submission_whose_answer_is_lost_is_done_once() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    server.upload("misbehave");
+    let (proxy, dropped) = lossy_proxy(server.address(), 1);
+    let output = server
+        .cli()
+        .env("QHOST_SERVER", format!("http://{proxy}"))
+        .args(["submit", "--module", "misbehave", "--input", "ok"])
+        .args(["--delay", "1h", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the first answer was lost"
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let task = report["task"].as_i64().unwrap();
+    let (status, _) = call(
+        "GET",
+        &format!("{}/v1/tasks/{}", server.url, task + 1),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 404, "the repeat submitted no second task");
+
+    // Over the API, into a batch: the same body twice, some time apart.
+    let opened = server.open_batch(json!({}));
+    let url = format!("{}/v1/batches/{}/tasks", server.url, opened.id);
+    let delayed = json!({ "tasks": [{ "module": "misbehave", "input": "ok", "delay": "10m" }] });
+    let (status, replayed, first) = keyed(&url, &opened.handle, "delayed", &delayed);
+    assert_eq!((status, replayed), (201, false), "{first}");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let (status, replayed, again) = keyed(&url, &opened.handle, "delayed", &delayed);
+    assert_eq!((status, replayed, &again), (201, true, &first));
+    let later = json!({ "tasks": [{ "module": "misbehave", "input": "ok", "delay": "11m" }] });
+    let (status, _, other) = keyed(&url, &opened.handle, "delayed", &later);
+    assert_eq!(status, 409, "another delay is another request: {other}");
+}
+
 /// A proxy to `server` that answers nothing to the first `drop` requests: it passes each
 /// on, reads the beginning of the answer (the server has done the request), and closes
 /// the connection. Later connections pass through. Returns its address and the count of

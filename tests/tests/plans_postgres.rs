@@ -8,6 +8,7 @@ use std::time::Duration;
 use qhost::store::postgres::PostgresStore;
 use qhost::store::postgres::hot::{HOT, LARGE_TABLES};
 use qhost::store::*;
+use qhost_tests::admitted;
 use qhost_tests::pg::TestDb;
 use serde_json::Value;
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
@@ -151,7 +152,7 @@ async fn busy_queue(db: &TestDb, tasks: usize) -> Arc<dyn Store> {
         .collect();
     for chunk in specs.chunks(10_000) {
         store
-            .task_submit(batch, chunk.to_vec(), now_micros())
+            .task_submit(batch, admitted(chunk.to_vec()), now_micros())
             .await
             .unwrap();
     }

@@ -549,6 +549,53 @@ async fn a_record_the_store_refuses_holds_up_nothing(backend: Backend) {
     h.stop().await;
 }
 
+/// A task the host could not start ends its attempt `host-error`, which is not charged to
+/// it: a task of one attempt runs again, after a backoff, and succeeds once the host can
+/// start it.
+async fn a_host_error_is_not_charged_to_the_task(backend: Backend) {
+    let (h, faulty) = faulty_harness(backend, 1).await;
+    // Stored past the scheduler, which has not loaded it: a run must read it.
+    let bytes = std::fs::read(qhost_tests::guest("echo")).unwrap();
+    let echo = h
+        .store
+        .module_put(bytes, Some("echo".into()), None, now_micros())
+        .await
+        .unwrap()
+        .digest;
+    faulty.set_modules_down(true);
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let task = TaskSpec {
+        max_attempts: 1,
+        backoff: Duration::ZERO,
+        ..TaskSpec::new(echo, "hi")
+    };
+    let id = h
+        .scheduler
+        .submit(&access, batch, vec![task])
+        .await
+        .unwrap()[0];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while h.log().await.is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no attempt ended");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let after_one = h.scheduler.task_get(id).await.unwrap();
+    assert_eq!(after_one.outcome, Some(Outcome::HostError));
+    assert!(
+        matches!(after_one.state, TaskState::Ready | TaskState::Waiting)
+            && after_one.max_attempts == 2,
+        "the attempt is given back and the task waits out its backoff: {after_one:?}"
+    );
+    faulty.set_modules_down(false);
+    let info = h.wait(batch).await;
+    assert_eq!(info.progress.succeeded, 1, "{:?}", info.progress);
+    let outcomes: Vec<_> = h.log().await.iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, [Outcome::HostError, Outcome::Succeeded]);
+    let error = h.log().await[0].error.clone().unwrap_or_default();
+    assert!(error.starts_with("host error: "), "{error}");
+    h.stop().await;
+}
+
 /// While the store takes no records, a node keeps its completions and writes them once the
 /// store is back. A node told to stop while the store takes nothing stops after its grace
 /// period, and the next node runs its tasks again.
@@ -630,4 +677,5 @@ on_each_backend!(
     a_log_flood_ends_its_task_and_holds_up_nothing,
     a_record_the_store_refuses_holds_up_nothing,
     a_store_that_takes_nothing_loses_nothing_and_holds_up_no_stop,
+    a_host_error_is_not_charged_to_the_task,
 );

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use qhost::schedules::ticker::{Compile, Ticker};
+use qhost::runtime::{Runtime, RuntimeConfig};
+use qhost::scheduler::node::Ticker;
+use qhost::scheduler::{Scheduler, SchedulerConfig};
 use qhost::schedules::timing::Timing;
 use qhost::store::postgres::PostgresStore;
 use qhost::store::sqlite::SqliteStore;
@@ -17,46 +19,18 @@ fn at(text: &str) -> Micros {
     parse_time(text).unwrap()
 }
 
-/// A tick's batch: one `echo` task, named after the schedule and the tick.
-fn compile(module: qhost::runtime::Digest) -> Compile {
-    Arc::new(move |schedule: ScheduleInfo, tick: Micros| {
-        Box::pin(async move {
-            Ok(TickBatch {
-                spec: BatchSpec {
-                    name: Some(format!("{}@{tick}", schedule.name)),
-                    ..BatchSpec::default()
-                },
-                handle_hash: {
-                    let mut hash = [0; 32];
-                    hash[..8].copy_from_slice(&tick.to_le_bytes());
-                    hash
-                },
-                tasks: vec![TaskSpec {
-                    max_attempts: 1,
-                    ..TaskSpec::new(module, "x")
-                }],
-            })
-        })
-    })
+/// A ticker of a node on `store`; each tick's batch holds one `echo` task.
+fn ticker(store: &Arc<dyn Store>) -> Ticker {
+    let runtime = Arc::new(Runtime::new(RuntimeConfig::with_workers(1)).unwrap());
+    Ticker::new(Scheduler::new(
+        store.clone(),
+        runtime,
+        SchedulerConfig::new("ticker"),
+    ))
 }
 
-fn ticker(store: &Arc<dyn Store>, module: qhost::runtime::Digest) -> Ticker {
-    Ticker {
-        store: store.clone(),
-        compile: compile(module),
-        wake: Default::default(),
-        opened: Arc::new(|| {}),
-    }
-}
-
-async fn setup(
-    store: &Arc<dyn Store>,
-    cron: &str,
-    overlap: &str,
-    catch_up: &str,
-    from: Micros,
-) -> qhost::runtime::Digest {
-    let module = store
+async fn setup(store: &Arc<dyn Store>, cron: &str, overlap: &str, catch_up: &str, from: Micros) {
+    store
         .module_put(
             std::fs::read(qhost_tests::guest("echo")).unwrap(),
             Some("echo".into()),
@@ -64,8 +38,7 @@ async fn setup(
             from,
         )
         .await
-        .unwrap()
-        .digest;
+        .unwrap();
     let timing = Timing::new(cron, "UTC").unwrap();
     store
         .schedule_create(
@@ -73,7 +46,7 @@ async fn setup(
                 name: "s".into(),
                 cron: cron.into(),
                 timezone: "UTC".into(),
-                plan: json!({}),
+                plan: json!({"tasks": [{"module": "echo", "input": "x", "max_attempts": 1}]}),
                 overlap: overlap.into(),
                 catch_up: catch_up.into(),
             },
@@ -82,7 +55,6 @@ async fn setup(
         )
         .await
         .unwrap();
-    module
 }
 
 /// The ticks handled, oldest first: (due at, result, whether it opened a batch).
@@ -111,12 +83,12 @@ async fn three_nodes_handling_one_tick_open_one_batch() {
         ));
     }
     let from = at("2026-01-01T00:00:00Z");
-    let module = setup(&stores[0], "*/10 * * * * *", "allow", "none", from).await;
+    setup(&stores[0], "*/10 * * * * *", "allow", "none", from).await;
     // Each node handles the ticks due at the same moments, all at once.
     for second in [10, 20, 30] {
         let now = from + second * 1_000_000;
         let handlers = stores.iter().map(|store| {
-            let ticker = ticker(store, module);
+            let ticker = ticker(store);
             tokio::spawn(async move { ticker.tick(now).await.unwrap() })
         });
         for handler in handlers.collect::<Vec<_>>() {
@@ -143,15 +115,14 @@ async fn after_an_outage_the_last_missed_tick_fires_then_the_one_on_time() {
     let from = at("2026-01-01T00:30:00Z");
     {
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
-        let module = setup(&store, "0 * * * *", "allow", "last", from).await;
-        let t = ticker(&store, module);
+        setup(&store, "0 * * * *", "allow", "last", from).await;
+        let t = ticker(&store);
         t.tick(at("2026-01-01T01:00:00Z")).await.unwrap();
         assert_eq!(ticks(&store).await.len(), 1);
     }
     // The node comes back at 05:00:20: 02:00 to 04:00 were missed.
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
-    let module = store.module_list().await.unwrap()[0].digest;
-    let t = ticker(&store, module);
+    let t = ticker(&store);
     t.tick(at("2026-01-01T05:00:20Z")).await.unwrap();
     t.tick(at("2026-01-01T05:00:30Z")).await.unwrap();
     let handled: Vec<_> = ticks(&store)
@@ -177,8 +148,8 @@ async fn overlap_skips_or_waits_while_the_last_batch_is_open() {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
         let from = at("2026-01-01T00:00:00Z");
-        let module = setup(&store, "* * * * *", overlap, "last", from).await;
-        let t = ticker(&store, module);
+        setup(&store, "* * * * *", overlap, "last", from).await;
+        let t = ticker(&store);
         let minute = |m: i64| from + m * 60_000_000;
         t.tick(minute(1)).await.unwrap();
         // The first tick's batch is still open at the second tick.
@@ -227,4 +198,46 @@ async fn overlap_skips_or_waits_while_the_last_batch_is_open() {
             );
         }
     }
+}
+
+/// After handling a tick, the ticker looks again at the schedules' next ticks as they are
+/// then: a one-second schedule is looked at again a second later, not after the longest
+/// sleep.
+#[tokio::test]
+async fn after_a_tick_the_ticker_wakes_for_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
+    let from = at("2026-01-01T00:00:00Z");
+    setup(&store, "* * * * * *", "allow", "none", from).await;
+    let t = ticker(&store);
+    let second = |s: i64| from + s * 1_000_000;
+    assert_eq!(t.tick(second(1)).await.unwrap(), Some(second(2)));
+    assert_eq!(t.tick(second(2) + 300).await.unwrap(), Some(second(3)));
+    assert_eq!(ticks(&store).await.len(), 2);
+}
+
+/// A tick whose plan names a module by a name that names none any more fails, and its
+/// record says which name and why.
+#[tokio::test]
+async fn a_tick_whose_module_name_names_nothing_fails_saying_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
+    let from = at("2026-01-01T00:00:00Z");
+    setup(&store, "* * * * *", "allow", "none", from).await;
+    let module = store.module_list().await.unwrap()[0].digest;
+    store.module_delete(module).await.unwrap();
+    ticker(&store).tick(from + 60_000_000).await.unwrap();
+    let id = store.schedule_get("s".into()).await.unwrap().id;
+    let recorded = store.schedule_ticks(id, 10).await.unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        (recorded[0].result, recorded[0].batch),
+        (TickResult::Failed, None)
+    );
+    let detail = recorded[0].detail.clone().unwrap_or_default();
+    assert!(
+        detail.starts_with("the plan opens no batch: task 0: field `module`:")
+            && detail.contains("`echo`"),
+        "{detail}"
+    );
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use qhost::store::postgres::PostgresStore;
 use qhost::store::*;
+use qhost_tests::admitted;
 use qhost_tests::pg::TestDb;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -58,9 +59,13 @@ async fn other_nodes_hear_of_submissions_and_ended_tasks() {
         .await
         .unwrap()
         .id;
-    a.task_submit(batch, vec![TaskSpec::new(module.digest, "x")], now_micros())
-        .await
-        .unwrap();
+    a.task_submit(
+        batch,
+        admitted(vec![TaskSpec::new(module.digest, "x")]),
+        now_micros(),
+    )
+    .await
+    .unwrap();
     assert_eq!(heard.recv().await.unwrap(), Signal::Wake);
 
     let claimed = a

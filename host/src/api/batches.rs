@@ -2,7 +2,6 @@
 //! follow, reprioritize, seal, cancel, wait for and release it. Openings and submissions
 //! take an `Idempotency-Key` ([`super::keys`]).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::extract::rejection::JsonRejection;
@@ -10,7 +9,6 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
@@ -21,16 +19,17 @@ use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::keys::{KeyHeader, replayed};
 use super::whole;
-use crate::runtime::{Digest, MountGrant, origin};
-use crate::scheduler::module_ref;
-use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId, TaskSpec, now_micros};
-use crate::units::{parse_bytes, parse_duration, parse_time};
+use crate::runtime::origin;
+use crate::scheduler::Keyed;
+pub use crate::scheduler::TaskRequest;
+use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId};
+use crate::units::parse_duration;
 
 /// Most time a wait may ask for; a client waits longer by asking again.
 const MAX_WAIT: Duration = Duration::from_secs(300);
 
 /// A batch to open.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenBatch {
     #[schema(min_length = 1, max_length = 200)]
@@ -71,72 +70,8 @@ pub struct Opened {
     pub tasks: Vec<TaskId>,
 }
 
-/// One task of a submission. Its input is at most one of `input` (text), `input_base64`
-/// and `input_json`; none gives it an empty input.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TaskRequest {
-    /// A module's name, its digest, or the start of its digest (at least 6 hex digits).
-    pub module: String,
-    /// The input as text.
-    pub input: Option<String>,
-    /// The input as bytes, in standard base64 with padding.
-    #[schema(
-        pattern = "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$",
-        content_encoding = "base64"
-    )]
-    pub input_base64: Option<String>,
-    /// The input as a JSON value, which the task receives serialized.
-    #[schema(value_type = Option<Value>)]
-    pub input_json: Option<serde_json::Value>,
-    /// Its place in the batch's order: no task starts before every task of a lower
-    /// order in its batch has ended.
-    #[serde(default, deserialize_with = "whole::int")]
-    pub order: i64,
-    /// At most the group's limit of tasks of a group run at once, across batches.
-    #[schema(min_length = 1, max_length = 200)]
-    pub group: Option<String>,
-    /// Higher first; none: the batch's priority.
-    #[serde(default, deserialize_with = "whole::option")]
-    pub priority: Option<i32>,
-    /// How many times it may run, retries included; none: 3.
-    #[serde(default, deserialize_with = "whole::option")]
-    #[schema(minimum = 1, maximum = 100)]
-    pub max_attempts: Option<u32>,
-    /// The delay before the first retry, doubled for each further one: a duration such
-    /// as `500ms`, at most `1h`; none: `1s`.
-    pub backoff: Option<String>,
-    /// The longest one attempt may run: a duration such as `30s`, within the server's
-    /// maximum; none: the server's default.
-    pub timeout: Option<String>,
-    /// Its memory limit: a size such as `64MiB`, at least `64KiB`, within the server's
-    /// maximum; none: the server's default.
-    pub memory: Option<String>,
-    /// Mounts of the server's the task may use.
-    #[serde(default)]
-    pub mounts: Vec<MountGrant>,
-    /// Outbound HTTP requests one attempt may make, refused ones included, within the
-    /// server's maximum; none: 100.
-    #[serde(default, deserialize_with = "whole::option")]
-    #[schema(minimum = 0, maximum = 10000)]
-    pub http_requests: Option<u32>,
-    /// Request body bytes one attempt may send over HTTP: a size such as `1MiB`, within
-    /// the server's maximum; none: `1MiB`.
-    pub http_sent: Option<String>,
-    /// Response body bytes one attempt may receive over HTTP: a size such as `16MiB`,
-    /// within the server's maximum; none: `16MiB`.
-    pub http_received: Option<String>,
-    /// The longest one HTTP request may take, to the end of its response: a duration
-    /// such as `30s`, within the server's maximum; none: `30s`.
-    pub http_timeout: Option<String>,
-    /// Not due before this RFC 3339 time, such as `2026-11-24T09:00:00Z`.
-    pub run_at: Option<String>,
-    /// Not due before this long after submission, such as `90s`.
-    pub delay: Option<String>,
-}
-
 /// Tasks to submit, all or none.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Submit {
     #[schema(min_items = 1, max_items = 100000)]
@@ -206,6 +141,7 @@ pub async fn open(
     body: Result<Json<OpenBatch>, JsonRejection>,
 ) -> ApiResult<impl IntoResponse> {
     let body = json_body(body)?;
+    let asked = key.as_ref().map(|key| Keyed::new(key, &body));
     let spec = BatchSpec {
         name: body.name,
         priority: body.priority,
@@ -214,11 +150,8 @@ pub async fn open(
         allow_http: allow_http(&state, &body.allow_http)?,
         settings: super::settings::sealed(&state, body.settings)?,
     };
-    let specs = task_specs(&state, body.tasks).await?;
-    let opened = state
-        .scheduler
-        .batch_create(spec, specs, key.as_ref())
-        .await?;
+    let specs = state.scheduler.task_specs(body.tasks).await?;
+    let opened = state.scheduler.batch_create(spec, specs, asked).await?;
     Ok((
         StatusCode::CREATED,
         replayed(opened.repeated),
@@ -245,21 +178,6 @@ fn allow_http(state: &AppState, origins: &[String]) -> ApiResult<Vec<String>> {
     let granted = origin::check_grant(operator, origins)
         .map_err(|e| ApiError::bad_request(format!("field `allow_http`: {e}")))?;
     Ok(granted.iter().map(ToString::to_string).collect())
-}
-
-/// The specs of a submission's tasks, their modules resolved.
-pub(super) async fn task_specs(
-    state: &AppState,
-    tasks: Vec<TaskRequest>,
-) -> ApiResult<Vec<TaskSpec>> {
-    let modules = resolve_modules(state, &tasks).await?;
-    let mut specs = Vec::with_capacity(tasks.len());
-    for (index, task) in tasks.into_iter().enumerate() {
-        let spec = task_spec(task, &modules, state)
-            .map_err(|e| ApiError::bad_request(format!("task {index}: {e}")))?;
-        specs.push(spec);
-    }
-    Ok(specs)
 }
 
 /// A batch and its progress.
@@ -312,12 +230,13 @@ pub async fn submit(
     body: Result<Json<Submit>, JsonRejection>,
 ) -> ApiResult<impl IntoResponse> {
     let body = json_body(body)?;
-    let specs = task_specs(&state, body.tasks).await?;
-    let (tasks, repeated) = match key {
-        Some(key) => {
+    let asked = key.as_ref().map(|key| Keyed::new(key, &body));
+    let specs = state.scheduler.task_specs(body.tasks).await?;
+    let (tasks, repeated) = match asked {
+        Some(asked) => {
             state
                 .scheduler
-                .submit_keyed(&caller.access, caller.batch, specs, &key)
+                .submit_keyed(&caller.access, caller.batch, specs, asked)
                 .await?
         }
         None => {
@@ -367,11 +286,11 @@ pub async fn submit_alone(
     body: Result<Json<TaskRequest>, JsonRejection>,
 ) -> ApiResult<impl IntoResponse> {
     let task = json_body(body)?;
-    let modules = resolve_modules(&state, std::slice::from_ref(&task)).await?;
-    let spec = task_spec(task, &modules, &state).map_err(ApiError::bad_request)?;
+    let asked = key.as_ref().map(|key| Keyed::new(key, &task));
+    let spec = state.scheduler.task_spec_alone(task).await?;
     let opened = state
         .scheduler
-        .batch_create(BatchSpec::default(), vec![spec], key.as_ref())
+        .batch_create(BatchSpec::default(), vec![spec], asked)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -382,93 +301,6 @@ pub async fn submit_alone(
             handle: opened.handle,
         }),
     ))
-}
-
-/// The digest each module reference of a submission names (see [`module_ref`]), or why it
-/// names none. The modules are listed only when a reference is not a whole digest.
-async fn resolve_modules(
-    state: &AppState,
-    tasks: &[TaskRequest],
-) -> ApiResult<HashMap<String, Result<Digest, String>>> {
-    let modules = if tasks
-        .iter()
-        .all(|task| Digest::from_hex(&task.module).is_ok())
-    {
-        Vec::new()
-    } else {
-        state.scheduler.module_list().await?
-    };
-    let mut resolved = HashMap::new();
-    for task in tasks {
-        if !resolved.contains_key(&task.module) {
-            let found = module_ref::find(&task.module, &modules).map(|named| named.newest());
-            resolved.insert(task.module.clone(), found);
-        }
-    }
-    Ok(resolved)
-}
-
-fn task_spec(
-    task: TaskRequest,
-    modules: &HashMap<String, Result<Digest, String>>,
-    state: &AppState,
-) -> Result<TaskSpec, String> {
-    let module = modules[&task.module]
-        .clone()
-        .map_err(|e| format!("field `module`: {e}"))?;
-    let input = match (task.input, task.input_base64, task.input_json) {
-        (Some(text), None, None) => text.into_bytes(),
-        (None, Some(b64), None) => base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .map_err(|e| format!("field `input_base64`: {e}"))?,
-        (None, None, Some(json)) => serde_json::to_vec(&json).expect("JSON serializes"),
-        (None, None, None) => Vec::new(),
-        _ => return Err("give at most one of `input`, `input_base64` and `input_json`".into()),
-    };
-    let mut limits = state.scheduler.config().default_limits;
-    if let Some(timeout) = task.timeout {
-        limits.timeout = parse_duration(&timeout).map_err(|e| format!("field `timeout`: {e}"))?;
-    }
-    if let Some(memory) = task.memory {
-        limits.memory = parse_bytes(&memory).map_err(|e| format!("field `memory`: {e}"))?;
-    }
-    if let Some(requests) = task.http_requests {
-        limits.http_requests = requests;
-    }
-    if let Some(sent) = task.http_sent {
-        limits.http_sent = parse_bytes(&sent).map_err(|e| format!("field `http_sent`: {e}"))?;
-    }
-    if let Some(received) = task.http_received {
-        limits.http_received =
-            parse_bytes(&received).map_err(|e| format!("field `http_received`: {e}"))?;
-    }
-    if let Some(timeout) = task.http_timeout {
-        limits.http_timeout =
-            parse_duration(&timeout).map_err(|e| format!("field `http_timeout`: {e}"))?;
-    }
-    let mut spec = TaskSpec::new(module, input);
-    spec.order = task.order;
-    spec.group = task.group;
-    spec.priority = task.priority;
-    spec.limits = limits;
-    spec.mounts = task.mounts;
-    if let Some(attempts) = task.max_attempts {
-        spec.max_attempts = attempts;
-    }
-    if let Some(backoff) = task.backoff {
-        spec.backoff = parse_duration(&backoff).map_err(|e| format!("field `backoff`: {e}"))?;
-    }
-    spec.not_before = match (task.run_at, task.delay) {
-        (None, None) => None,
-        (Some(at), None) => Some(parse_time(&at).map_err(|e| format!("field `run_at`: {e}"))?),
-        (None, Some(delay)) => {
-            let delay = parse_duration(&delay).map_err(|e| format!("field `delay`: {e}"))?;
-            let delay = i64::try_from(delay.as_micros()).unwrap_or(i64::MAX);
-            Some(now_micros().saturating_add(delay))
-        }
-        (Some(_), Some(_)) => return Err("give at most one of `run_at` and `delay`".into()),
-    };
-    Ok(spec)
 }
 
 /// Change the priority of a batch and of its tasks that have not started.

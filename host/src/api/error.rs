@@ -87,6 +87,7 @@ impl ApiError {
 impl From<Error> for ApiError {
     fn from(err: Error) -> Self {
         match err {
+            Error::BadRequest(detail) => Self::bad_request(detail),
             Error::Invalid(detail) => Self::new(StatusCode::BAD_REQUEST, "invalid", detail),
             Error::NotFound(detail) => Self::new(StatusCode::NOT_FOUND, "not-found", detail),
             Error::Conflict(detail) => Self::new(StatusCode::CONFLICT, "conflict", detail),

@@ -18,7 +18,6 @@
 //! - [`events`]: a batch's task completions as server-sent events.
 //! - [`error`]: every error as `{"error", "detail"}` with its status; [`fallback`]: the
 //!   same for unknown routes, wrong methods and what axum rejects before a handler runs.
-//! - [`whole`]: integer fields that take `3.0` as JSON Schema's `integer` does.
 //! - [`dashboard`]: the web dashboard at `/`, files compiled into the binary.
 //! - [`doc`]: the OpenAPI document's frame. The document itself is generated from the
 //!   handlers' `#[utoipa::path]` annotations and the wire types' `ToSchema`, by the same
@@ -47,7 +46,7 @@ pub mod settings;
 pub mod state;
 pub mod status;
 pub mod tasks;
-pub mod whole;
+pub use crate::whole;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -32,7 +32,7 @@ pub struct SelectQuery {
     /// Outcomes, comma-separated (`trap,lost`): of an ended task, how it ended; of one that
     /// will run again, how its last attempt ended.
     #[param(
-        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost) *)*$"
+        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error) *)*$"
     )]
     pub outcome: Option<String>,
 }
@@ -114,7 +114,7 @@ pub struct RetryQuery {
     /// Outcomes, comma-separated (`trap,lost`, or `cancelled`): run again the tasks that
     /// ended so. Without it, every failed task.
     #[param(
-        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost) *)*$"
+        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error) *)*$"
     )]
     pub outcome: Option<String>,
 }

@@ -1,7 +1,6 @@
 //! `/v1/schedules`: schedules that open a batch from a plan at each tick of a cron
-//! expression (admin only), and the compiler that turns a plan into a tick's batch.
-
-use std::sync::Arc;
+//! expression (admin only). The scheduler compiles and checks the plans
+//! (`crate::scheduler::schedules`); the node's ticker fires them.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -12,10 +11,9 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Admin;
-use super::batches::{TaskRequest, json_body, task_specs};
-use super::error::{ApiError, ApiResult, ErrorBody};
-use crate::schedules::ticker::Compile;
-use crate::store::{BatchSpec, FailurePolicy, Micros, ScheduleInfo, ScheduleSpec, Tick, TickBatch};
+use super::batches::json_body;
+use super::error::{ApiResult, ErrorBody};
+use crate::store::{ScheduleInfo, ScheduleSpec, Tick};
 
 /// `POST /v1/schedules`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -49,67 +47,6 @@ fn none() -> String {
     "none".into()
 }
 
-/// A schedule's plan: the settings of the batch each tick opens, and its tasks.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Plan {
-    #[serde(default)]
-    #[allow(dead_code)] // Each tick's batch is named after the schedule and the tick.
-    name: Option<String>,
-    #[serde(default)]
-    priority: i32,
-    max_parallel: Option<u32>,
-    #[serde(default)]
-    failure_policy: FailurePolicy,
-    tasks: Vec<TaskRequest>,
-}
-
-/// The batch a tick of `schedule` at `tick` opens, or why it cannot.
-async fn compile(state: &AppState, schedule: &ScheduleInfo, tick: Micros) -> ApiResult<TickBatch> {
-    let plan: Plan = serde_json::from_value(schedule.plan.clone())
-        .map_err(|e| ApiError::bad_request(format!("field `plan`: {e}")))?;
-    if plan.tasks.is_empty() {
-        return Err(ApiError::bad_request("field `plan`: it has no tasks"));
-    }
-    let at = jiff::Timestamp::from_microsecond(tick)
-        .map(|t| t.to_string())
-        .unwrap_or_else(|_| tick.to_string());
-    let spec = BatchSpec {
-        name: Some(format!("{}@{at}", schedule.name)),
-        priority: plan.priority,
-        max_parallel: plan.max_parallel,
-        failure_policy: plan.failure_policy,
-        // A schedule grants its batches nothing: outbound HTTP is granted batch by batch.
-        allow_http: Vec::new(),
-        settings: Vec::new(),
-    };
-    let tasks = task_specs(state, plan.tasks).await?;
-    // Nobody holds a tick's handle: its batch is the admin's to see and steer.
-    let mut handle_hash = [0u8; 32];
-    getrandom::fill(&mut handle_hash).map_err(|e| {
-        ApiError::from(crate::scheduler::Error::Internal(anyhow::anyhow!(
-            "random handle: {e}"
-        )))
-    })?;
-    Ok(TickBatch {
-        spec,
-        handle_hash,
-        tasks,
-    })
-}
-
-/// The compiler the ticker opens tick batches with.
-pub fn compiler(state: AppState) -> Compile {
-    Arc::new(move |schedule: ScheduleInfo, tick: Micros| {
-        let state = state.clone();
-        Box::pin(async move {
-            compile(&state, &schedule, tick)
-                .await
-                .map_err(|e| e.detail().to_owned())
-        })
-    })
-}
-
 #[utoipa::path(
     post,
     path = "/schedules",
@@ -120,7 +57,9 @@ pub fn compiler(state: AppState) -> Compile {
         (status = 201, description = "The schedule, with its first tick", body = ScheduleInfo),
         (status = 400, description = "A field is refused (`bad-request` or `invalid`, naming \
             it): a cron expression or time zone it cannot read, a policy it does not know, a \
-            plan that does not compile (a module unknown, say).", body = ErrorBody),
+            plan that does not compile (a module unknown, say) or asks more than the server \
+            allows (a task's limits beyond the server's maxima), catching up that may open \
+            more than 100,000 tasks at once.", body = ErrorBody),
         (status = 409, description = "A schedule has this name, or there are 1,000 \
             (`conflict`).", body = ErrorBody),
     ),
@@ -140,24 +79,7 @@ pub async fn create(
         overlap: body.overlap,
         catch_up: body.catch_up,
     };
-    // The plan must compile now: a mistake is told at once, not at the first tick.
-    let probe = ScheduleInfo {
-        id: 0,
-        name: spec.name.clone(),
-        cron: spec.cron.clone(),
-        timezone: spec.timezone.clone(),
-        plan: spec.plan.clone(),
-        overlap: spec.overlap.clone(),
-        catch_up: spec.catch_up.clone(),
-        paused: false,
-        next_due: None,
-        last_batch: None,
-        missed: 0,
-        created_at: 0,
-    };
-    compile(&state, &probe, 0).await?;
     let created = state.scheduler.schedule_create(spec).await?;
-    state.schedules_wake.notify_one();
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -248,9 +170,7 @@ pub async fn resume(
     _: Admin,
     Path(name): Path<String>,
 ) -> ApiResult<Json<ScheduleInfo>> {
-    let resumed = state.scheduler.schedule_resume(name).await?;
-    state.schedules_wake.notify_one();
-    Ok(Json(resumed))
+    Ok(Json(state.scheduler.schedule_resume(name).await?))
 }
 
 #[utoipa::path(
@@ -261,7 +181,8 @@ pub async fn resume(
     params(("name" = String, Path, description = "The schedule's name")),
     responses(
         (status = 201, description = "The tick out of turn, with the batch it opened", body = Tick),
-        (status = 400, description = "The plan no longer compiles (a module removed, say).", body = ErrorBody),
+        (status = 400, description = "The plan no longer opens a batch (`invalid`): a module \
+            removed, a task beyond the server's maxima.", body = ErrorBody),
         (status = 404, description = "No schedule has this name (`not-found`).", body = ErrorBody),
     ),
     security(("admin_token" = [])),
@@ -271,9 +192,7 @@ pub async fn run_now(
     _: Admin,
     Path(name): Path<String>,
 ) -> ApiResult<(StatusCode, Json<Tick>)> {
-    let (schedule, _) = state.scheduler.schedule_get(name).await?;
-    let batch = compile(&state, &schedule, crate::store::now_micros()).await?;
-    let tick = state.scheduler.schedule_run_now(&schedule, batch).await?;
+    let tick = state.scheduler.schedule_run_now(name).await?;
     Ok((StatusCode::CREATED, Json(tick)))
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::AppState;
@@ -18,7 +18,7 @@ const MAX_SETTINGS: usize = 100;
 const MAX_VALUE_BYTES: usize = 64 * 1024;
 
 /// A setting's value: text, or `{"value": ..., "secret": true}` for a secret.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum SettingValue {
     Text(String),
@@ -26,7 +26,7 @@ pub enum SettingValue {
 }
 
 /// A value with its secret marking.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MarkedValue {
     pub value: String,

@@ -1,5 +1,5 @@
 //! What every handler is given: the scheduler, the admin token, the permits for large
-//! bodies, the schedule ticker's wake-up and the queue's history.
+//! bodies and the queue's history.
 
 use std::sync::Arc;
 
@@ -12,8 +12,6 @@ pub struct AppState {
     pub scheduler: Arc<Scheduler>,
     pub admin_token: Arc<str>,
     pub large_bodies: body::LargeBodies,
-    /// Wakes this node's schedule ticker: a schedule was created or resumed.
-    pub schedules_wake: Arc<tokio::sync::Notify>,
     /// The queue's recent samples, which `qhost serve` takes.
     pub history: History,
 }
@@ -24,7 +22,6 @@ impl AppState {
             scheduler,
             admin_token: admin_token.into(),
             large_bodies: body::LargeBodies::default(),
-            schedules_wake: Default::default(),
             history: History::default(),
         }
     }

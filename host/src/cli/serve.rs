@@ -15,11 +15,14 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::api::{self, AppState};
-use crate::runtime::{AllowedOrigin, Mount, Runtime, RuntimeConfig, create_private_dir};
+use crate::runtime::limits::KIB;
+use crate::runtime::{
+    AllowedOrigin, Mount, Runtime, RuntimeConfig, TaskLimits, create_private_dir,
+};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use crate::secrets::SecretKey;
-use crate::units::parse_duration;
+use crate::units::{parse_bytes, parse_duration};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -86,10 +89,18 @@ pub struct ServeArgs {
     /// or pause while sending a body or reading a response (default 30s).
     #[arg(long, env = "QHOST_CLIENT_TIMEOUT")]
     pub client_timeout: Option<String>,
+    /// The longest run a task may ask for (`timeout`); tasks and schedules' plans asking
+    /// more are refused (default 24h; a task that asks none gets 30s, or this if less).
+    #[arg(long, env = "QHOST_MAX_TIMEOUT")]
+    pub max_timeout: Option<String>,
+    /// The most memory a task may ask for (`memory`); tasks and schedules' plans asking
+    /// more are refused (default 4GiB; a task that asks none gets 64MiB, or this if less).
+    #[arg(long, env = "QHOST_MAX_MEMORY")]
+    pub max_memory: Option<String>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
     /// workers, admin_token, grace, lease, retention, mounts, allow_http, secret_key_file,
-    /// max_connections, client_timeout); flags and variables take precedence (default:
-    /// none).
+    /// max_connections, client_timeout, max_timeout, max_memory); flags and variables take
+    /// precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -116,6 +127,8 @@ struct FileConfig {
     secret_key_file: Option<PathBuf>,
     max_connections: Option<usize>,
     client_timeout: Option<String>,
+    max_timeout: Option<String>,
+    max_memory: Option<String>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -183,6 +196,27 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         client_timeout >= Duration::from_millis(100),
         "setting `client_timeout` must be at least 100ms"
     );
+    let mut max_limits = TaskLimits::default_maxima();
+    if let Some(text) = args.max_timeout.or(file.max_timeout) {
+        max_limits.timeout =
+            parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `max_timeout`: {e}"))?;
+        anyhow::ensure!(
+            max_limits.timeout >= Duration::from_secs(1),
+            "setting `max_timeout` must be at least 1s"
+        );
+    }
+    if let Some(text) = args.max_memory.or(file.max_memory) {
+        max_limits.memory =
+            parse_bytes(&text).map_err(|e| anyhow::anyhow!("setting `max_memory`: {e}"))?;
+        anyhow::ensure!(
+            (64 * KIB..=TaskLimits::default_maxima().memory).contains(&max_limits.memory),
+            "setting `max_memory` must be 64KiB to 4GiB"
+        );
+    }
+    // What a task that asks none gets stays within what it may ask.
+    let mut default_limits = TaskLimits::default();
+    default_limits.timeout = default_limits.timeout.min(max_limits.timeout);
+    default_limits.memory = default_limits.memory.min(max_limits.memory);
     let open_files = raise_open_file_limit();
     // Half the descriptors stay for the database, artifacts and the files tasks open.
     let room = usize::try_from(open_files / 2).unwrap_or(usize::MAX);
@@ -288,12 +322,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         runtime.cache_dir = Some(data_dir.join("artifacts"));
         runtime.mounts = mounts;
         runtime.allow_http = allow_http;
+        runtime.max_limits = max_limits;
         let runtime = Arc::new(Runtime::new(runtime)?);
         let node_name = node.clone();
         let mut config = SchedulerConfig::new(node);
         config.lease = lease;
         config.retention = retention;
         config.secret_key = Some(secret_key);
+        config.default_limits = default_limits;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
         let address = listener.local_addr()?;
@@ -320,22 +356,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .clone()
                 .sample(scheduler.clone(), stop_ticking.clone()),
         );
-        let ticker = tokio::spawn(
-            crate::schedules::ticker::Ticker {
-                store: scheduler.store.clone(),
-                compile: api::schedules::compiler(state.clone()),
-                wake: state.schedules_wake.clone(),
-                opened: Arc::new(move || scheduler.wake.notify_one()),
-            }
-            .run(stop_ticking.clone()),
-        );
         let limits = api::listen::Limits {
             max_connections,
             client_timeout,
         };
         api::serve(listener, state, limits, shutdown).await;
         stop_ticking.cancel();
-        let _ = ticker.await;
         let _ = sampler.await;
         tracing::info!(
             "stopping: running tasks have {} to finish",

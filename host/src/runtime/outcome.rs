@@ -32,10 +32,14 @@ pub enum Outcome {
     Cancelled,
     /// The node running the attempt died; the attempt's end is unknown.
     Lost,
+    /// The host could not start the attempt (it could not load the module or read the
+    /// batch's grant): no fault of the task's, so the attempt is given back and the task
+    /// runs again after a backoff (see `crate::store::fate`).
+    HostError,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Succeeded,
         Outcome::GuestError,
         Outcome::Trap,
@@ -45,6 +49,7 @@ impl Outcome {
         Outcome::HttpLimit,
         Outcome::Cancelled,
         Outcome::Lost,
+        Outcome::HostError,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -58,6 +63,7 @@ impl Outcome {
             Outcome::HttpLimit => "http-limit",
             Outcome::Cancelled => "cancelled",
             Outcome::Lost => "lost",
+            Outcome::HostError => "host-error",
         }
     }
 

@@ -35,12 +35,11 @@ impl IdempotencyKey {
         Ok(IdempotencyKey(text.to_owned()))
     }
 
-    /// What the store keeps for a request under this key that asks `request`.
-    fn stored(&self, request: &impl serde::Serialize, sealed: Option<Vec<u8>>) -> RequestKey {
-        let body = serde_json::to_vec(request).expect("requests serialize");
+    /// What the store keeps for a request under this key whose body hashes to `body_hash`.
+    fn stored(&self, body_hash: [u8; 32], sealed: Option<Vec<u8>>) -> RequestKey {
         RequestKey {
             key_hash: Sha256::digest(self.0.as_bytes()).into(),
-            body_hash: Sha256::digest(&body).into(),
+            body_hash,
             sealed,
         }
     }
@@ -52,6 +51,31 @@ impl IdempotencyKey {
         mac.update(b"qhost batch handle");
         let pad = mac.finalize().into_bytes();
         secret.iter().zip(pad.iter()).map(|(s, p)| s ^ p).collect()
+    }
+}
+
+/// An idempotency key with the request it came with, as the client sent it: a repeat is
+/// the same request when it asks the same in the same words, whatever the server reads
+/// from it now (a `delay` counts from now, a secret setting seals anew, a module name may
+/// name a newer component): such a repeat gets the first answer.
+pub struct Keyed<'a> {
+    key: &'a IdempotencyKey,
+    body_hash: [u8; 32],
+}
+
+impl<'a> Keyed<'a> {
+    /// The request's hash is keyed with the idempotency key: a request as sent may hold a
+    /// secret setting in clear, and the store, which keeps only the key's hash, must not
+    /// keep what a guess at that secret could be checked against.
+    pub fn new(key: &'a IdempotencyKey, asked: &impl serde::Serialize) -> Self {
+        let body = serde_json::to_vec(asked).expect("requests serialize");
+        let mut mac = Hmac::<Sha256>::new_from_slice(key.0.as_bytes()).expect("HMAC takes any key");
+        mac.update(b"qhost request");
+        mac.update(&body);
+        Keyed {
+            key,
+            body_hash: mac.finalize().into_bytes().into(),
+        }
     }
 }
 
@@ -82,16 +106,19 @@ impl Scheduler {
         &self,
         spec: BatchSpec,
         tasks: Vec<TaskSpec>,
-        key: Option<&IdempotencyKey>,
+        keyed: Option<Keyed<'_>>,
     ) -> Result<Opened> {
         check_name("name", spec.name.as_deref())?;
-        if !tasks.is_empty() {
-            self.check_tasks(&tasks)?;
-        }
+        let tasks = if tasks.is_empty() {
+            Admitted::none()
+        } else {
+            self.check_tasks(tasks)?
+        };
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret)
             .map_err(|e| Error::Internal(anyhow::anyhow!("random source: {e}")))?;
-        let stored = key.map(|key| key.stored(&(&spec, &tasks), Some(key.seal(&secret))));
+        let key = keyed.as_ref().map(|keyed| keyed.key);
+        let stored = keyed.map(|k| k.key.stored(k.body_hash, Some(k.key.seal(&secret))));
         let new = NewBatch {
             spec,
             tasks,
@@ -135,11 +162,13 @@ impl Scheduler {
         access: &Access,
         batch: BatchId,
         tasks: Vec<TaskSpec>,
-        key: &IdempotencyKey,
+        keyed: Keyed<'_>,
     ) -> Result<(Vec<TaskId>, bool)> {
         self.authorize(access, batch).await?;
-        self.check_tasks(&tasks)?;
-        let stored = key.stored(&(batch, &tasks), None);
+        let tasks = self.check_tasks(tasks)?;
+        // The batch is part of the request: the same body sent to another batch differs.
+        let body_hash = Sha256::digest([&batch.to_le_bytes()[..], &keyed.body_hash[..]].concat());
+        let stored = keyed.key.stored(body_hash.into(), None);
         let now = now_micros();
         match self
             .store

@@ -1,6 +1,8 @@
 //! The scheduler: what callers do with batches, tasks, modules and groups (checked and
 //! authorized here), and the node that claims tasks and runs them ([`node`]).
 //!
+//! - [`admit`]: the checks every task passes before the store takes it.
+//! - `request`: a task as a client asks for it, and the spec it makes.
 //! - [`reads`]: what callers read: modules, batches, tasks, the execution log, groups,
 //!   nodes, what runs now.
 //! - [`lists`]: lists of batches and tasks, paged, with what each pending task waits on.
@@ -15,6 +17,7 @@
 //!   idempotency key; `pause`: pauses and limits changed after the fact; `redrive`:
 //!   failed and cancelled tasks run again, and bulk actions.
 
+pub mod admit;
 mod grants;
 mod keys;
 pub mod lists;
@@ -25,12 +28,15 @@ pub mod node;
 mod pause;
 mod reads;
 mod redrive;
+mod request;
 mod reserved;
 pub mod rules;
 mod schedules;
 
-pub use keys::{IdempotencyKey, MAX_KEY_LEN, Opened};
+pub use admit::{Admitted, MAX_ATTEMPTS, MAX_GROUP_KEY, MAX_INPUT, MAX_TASKS_PER_SUBMIT};
+pub use keys::{IdempotencyKey, Keyed, MAX_KEY_LEN, Opened};
 pub use redrive::FAILURES;
+pub use request::TaskRequest;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,8 +46,6 @@ use sha2::{Digest as _, Sha256};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
-use crate::runtime::limits::KIB;
-use crate::runtime::sandbox::check_grants;
 use crate::runtime::{Digest, LoadError, Runtime, TaskLimits, TaskModule};
 use crate::store::*;
 
@@ -70,6 +74,9 @@ impl std::fmt::Display for Resource {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A request it cannot read: a field of the wrong form, a module no name names.
+    #[error("{0}")]
+    BadRequest(String),
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
@@ -157,11 +164,6 @@ impl BatchEvent {
     }
 }
 
-pub const MAX_TASKS_PER_SUBMIT: usize = 100_000;
-pub const MAX_INPUT: usize = 16 * 1024 * 1024;
-pub const MAX_ATTEMPTS: u32 = 100;
-/// Longest group key, in characters.
-pub const MAX_GROUP_KEY: usize = 200;
 /// Longest module or batch name or tag, in characters.
 pub const MAX_NAME: usize = 200;
 
@@ -171,6 +173,8 @@ pub struct Scheduler {
     pub(crate) config: SchedulerConfig,
     /// Wakes the claim loop: new work may be claimable.
     pub(crate) wake: Notify,
+    /// Wakes the ticker: a schedule was created or resumed.
+    pub(crate) schedules_wake: Notify,
     /// Wakes the lease keeper: a task running here may have been cancelled elsewhere.
     pub(crate) renew_now: Notify,
     /// Priorities or limits changed: reserved tasks go back to the queue.
@@ -183,6 +187,8 @@ pub struct Scheduler {
     grants: grants::GrantCache,
     /// Handles already checked against the store, by batch (their sha256): a handle never
     /// changes, so a caller that submits and waits is checked once, not on every request.
+    /// Only on a store no other node shares: a release on another node must stop the
+    /// handle here at once, so there every request checks it against the store.
     handles: Mutex<HashMap<BatchId, [u8; 32]>>,
     /// Recent run times on this node, for how far ahead to claim.
     pub(crate) pace: node::Pace,
@@ -199,6 +205,7 @@ impl Scheduler {
             runtime,
             config,
             wake: Notify::new(),
+            schedules_wake: Notify::new(),
             renew_now: Notify::new(),
             reclaim: Notify::new(),
             events: broadcast::channel(4096).0,
@@ -304,6 +311,9 @@ impl Scheduler {
                     Err(StoreError::NotFound { .. }) => return Err(forbidden),
                     Err(err) => return Err(err.into()),
                 }
+                if self.store.is_shared() {
+                    return Ok(());
+                }
                 let mut handles = self.handles.lock().expect("handles lock");
                 if handles.len() >= MAX_CHECKED_HANDLES {
                     handles.clear();
@@ -340,7 +350,7 @@ impl Scheduler {
         tasks: Vec<TaskSpec>,
     ) -> Result<Vec<TaskId>> {
         self.authorize(access, batch).await?;
-        self.check_tasks(&tasks)?;
+        let tasks = self.check_tasks(tasks)?;
         let now = now_micros();
         let ids = self.store.task_submit(batch, tasks, now).await?;
         self.metrics.submitted(&ids, now);
@@ -348,56 +358,9 @@ impl Scheduler {
         Ok(ids)
     }
 
-    /// Refuses a submission of no tasks, of too many, or with a task out of bounds.
-    fn check_tasks(&self, tasks: &[TaskSpec]) -> Result<()> {
-        if tasks.is_empty() {
-            return Err(Error::Invalid("no tasks to submit".into()));
-        }
-        if tasks.len() > MAX_TASKS_PER_SUBMIT {
-            return Err(Error::Invalid(format!(
-                "{} tasks in one submission; at most {MAX_TASKS_PER_SUBMIT} are allowed",
-                tasks.len()
-            )));
-        }
-        for (index, task) in tasks.iter().enumerate() {
-            self.check_task(task)
-                .map_err(|e| Error::Invalid(format!("task {index}: {e}")))?;
-        }
-        Ok(())
-    }
-
-    fn check_task(&self, task: &TaskSpec) -> Result<(), String> {
-        if task.input.len() > MAX_INPUT {
-            return Err(format!(
-                "field `input` is {} bytes; at most {MAX_INPUT} are allowed",
-                task.input.len()
-            ));
-        }
-        if let Some(group) = &task.group
-            && !(1..=MAX_GROUP_KEY).contains(&group.chars().count())
-        {
-            return Err(format!(
-                "field `group` must be 1 to {MAX_GROUP_KEY} characters"
-            ));
-        }
-        if !(1..=MAX_ATTEMPTS).contains(&task.max_attempts) {
-            return Err(format!(
-                "field `max_attempts` is {}; it must be 1 to {MAX_ATTEMPTS}",
-                task.max_attempts
-            ));
-        }
-        if task.backoff > Duration::from_secs(3600) {
-            return Err("field `backoff` must be at most 1h".into());
-        }
-        task.limits
-            .check_within(&self.runtime.config().max_limits)
-            .map_err(|e| format!("field `limits`: {e}"))?;
-        if task.limits.log < KIB {
-            return Err("field `limits`: limit `log` must be at least 1 KiB".into());
-        }
-        check_grants(&self.runtime.config().mounts, &task.mounts)
-            .map_err(|e| format!("field `mounts`: {e}"))?;
-        Ok(())
+    /// Admits tasks within this server's bounds (see [`admit`]).
+    pub fn check_tasks(&self, tasks: Vec<TaskSpec>) -> Result<Admitted> {
+        admit::admit(self.runtime.config(), tasks)
     }
 
     pub async fn batch_seal(&self, access: &Access, batch: BatchId) -> Result<()> {
@@ -439,9 +402,14 @@ impl Scheduler {
     pub async fn batch_release(&self, access: &Access, batch: BatchId) -> Result<()> {
         self.authorize(access, batch).await?;
         self.store.batch_release(batch).await?;
-        // SQLite may give a released batch's id to the next batch opened.
-        self.handles.lock().expect("handles lock").remove(&batch);
+        self.forget_handle(batch);
         Ok(())
+    }
+
+    /// Forgets that a batch's handle was checked: the batch was released, and its handle
+    /// opens nothing.
+    fn forget_handle(&self, batch: BatchId) {
+        self.handles.lock().expect("handles lock").remove(&batch);
     }
 
     /// The task, if `access` may use it. A handle is refused alike for a task that does

@@ -11,7 +11,7 @@ use crate::store::*;
 
 /// The outcomes of failed tasks: every one but `succeeded` and `cancelled`. A re-drive
 /// that names no outcome runs the failed tasks again, not the cancelled ones.
-pub const FAILURES: [Outcome; 7] = [
+pub const FAILURES: [Outcome; 8] = [
     Outcome::GuestError,
     Outcome::Trap,
     Outcome::Timeout,
@@ -19,6 +19,7 @@ pub const FAILURES: [Outcome; 7] = [
     Outcome::OutputTooLarge,
     Outcome::HttpLimit,
     Outcome::Lost,
+    Outcome::HostError,
 ];
 
 impl Scheduler {

@@ -1,11 +1,7 @@
-//! Schedules: batches opened from a plan at the ticks of a cron expression.
-//!
-//! - [`timing`]: when ticks fall (cron in a named time zone) and which of those that came
-//!   due fire, as the `catch_up` policy says.
-//! - [`ticker`]: a node's loop that hands due ticks to the store, which opens each tick's
-//!   batch once across every node.
+//! Schedules' timing: when a schedule's ticks fall (cron in a named time zone) and which
+//! of those that came due fire, as the `catch_up` policy says ([`timing`]). The node's
+//! ticker that handles them is `crate::scheduler::node::ticker`.
 
-pub mod ticker;
 pub mod timing;
 
 #[cfg(test)]

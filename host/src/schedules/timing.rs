@@ -134,6 +134,10 @@ impl std::fmt::Display for CatchUp {
 /// The most missed ticks `catch_up` may fire at once.
 pub const MAX_CATCH_UP: u32 = 100;
 
+/// The most tasks catching up may open at once: `all:N` times the tasks of the plan. A
+/// schedule asking more is refused at creation.
+pub const MAX_CATCH_UP_TASKS: usize = 100_000;
+
 /// The ticks due by `now`, starting from `next_due` (the schedule's first tick not yet
 /// handled): which fire, oldest first; how many were missed and not fired; and the next
 /// tick to wait for.

@@ -26,6 +26,14 @@ pub(crate) fn lost_reason(node: &str, restarted: bool) -> String {
     }
 }
 
+/// The most attempts a task makes when host errors give attempts back: a host that fails
+/// every start ends the task here, as `host-error`, instead of retrying for ever.
+pub(crate) const MAX_ATTEMPTS_WITH_HOST_ERRORS: u32 = 100;
+
+/// The least backoff after a host error, doubled for each attempt: a host that cannot
+/// start a task does not retry it in a hot loop, whatever backoff the task asked.
+const HOST_ERROR_BACKOFF_MS: i64 = 1000;
+
 /// An attempt that ended without success, as the driver read it.
 pub(crate) struct Failed {
     pub outcome: Outcome,
@@ -40,10 +48,13 @@ pub(crate) struct Failed {
 /// What a driver writes for a [`Failed`] attempt.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Fate {
-    /// Back to the queue, not before this time, with this attempt's error kept.
+    /// Back to the queue, not before this time, with this attempt's error kept; with
+    /// `given_back`, the task gets the attempt back (its `max_attempts` rises by one): the
+    /// host failed, not the task.
     Retry {
         not_before: Micros,
         error: Option<String>,
+        given_back: bool,
     },
     /// Ended for good.
     End {
@@ -59,15 +70,28 @@ impl Failed {
     pub(crate) fn may_retry(&self) -> bool {
         self.outcome != Outcome::Cancelled
             && !self.cancel_requested
-            && self.attempts < self.max_attempts
+            && (self.attempts < self.max_attempts || self.gives_back())
+    }
+
+    /// Whether the attempt is given back: the host failed to start it, and the task has
+    /// not reached [`MAX_ATTEMPTS_WITH_HOST_ERRORS`].
+    fn gives_back(&self) -> bool {
+        self.outcome == Outcome::HostError && self.attempts < MAX_ATTEMPTS_WITH_HOST_ERRORS
     }
 
     /// Its fate, given whether its batch has `halted` (asked only if [`Self::may_retry`]).
     pub(crate) fn fate(self, halted: bool, now: Micros) -> Fate {
         if self.may_retry() && !halted {
+            let given_back = self.gives_back();
+            let backoff_ms = if given_back {
+                self.backoff_ms.max(HOST_ERROR_BACKOFF_MS)
+            } else {
+                self.backoff_ms
+            };
             return Fate::Retry {
-                not_before: now + backoff_micros(self.backoff_ms, self.attempts),
+                not_before: now + backoff_micros(backoff_ms, self.attempts),
                 error: self.error,
+                given_back,
             };
         }
         if self.may_retry() {
@@ -153,5 +177,35 @@ mod tests {
                 error: Some("cancelled while running".into())
             }
         );
+    }
+
+    #[test]
+    fn a_host_error_gives_the_attempt_back_and_backs_off_until_the_cap() {
+        let host = |attempts| Failed {
+            backoff_ms: 0,
+            ..failed(Outcome::HostError, attempts)
+        };
+        let Fate::Retry {
+            not_before,
+            given_back,
+            ..
+        } = host(3).fate(false, 0)
+        else {
+            panic!("a host error on the last attempt is retried");
+        };
+        assert!(given_back, "the attempt is not charged");
+        // A backoff of 0 asked, yet the third attempt waits 2 to 4 s.
+        assert!(
+            (2_000_000..=4_000_000).contains(&not_before),
+            "{not_before}"
+        );
+        assert!(matches!(
+            host(MAX_ATTEMPTS_WITH_HOST_ERRORS).fate(false, 0),
+            Fate::End {
+                state: TaskState::Failed,
+                outcome: Outcome::HostError,
+                ..
+            }
+        ));
     }
 }

@@ -9,7 +9,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{BatchId, BatchInfo, BatchSpec, StoreError, StoreResult, TaskId, TaskSpec};
+use super::{Admitted, BatchId, BatchInfo, BatchSpec, StoreError, StoreResult, TaskId};
 
 /// Keys one batch keeps at most: a client cannot make the store keep more than this many
 /// answers per batch (each at most one submission's ids long).
@@ -46,7 +46,7 @@ pub struct RequestKey {
 pub struct NewBatch {
     pub spec: BatchSpec,
     /// None: an empty batch.
-    pub tasks: Vec<TaskSpec>,
+    pub tasks: Admitted,
     pub handle: NewHandle,
     pub key: Option<RequestKey>,
 }

@@ -35,6 +35,9 @@ pub mod text;
 mod time;
 mod types;
 
+/// Tasks reach the store only as the scheduler admitted them: it checks them once, for
+/// every path in.
+pub use crate::scheduler::Admitted;
 pub use completion::*;
 pub use errors::{StoreError, StoreResult};
 pub use grant::*;
@@ -114,7 +117,7 @@ pub trait Store: Send + Sync + 'static {
     async fn task_submit(
         &self,
         batch: BatchId,
-        tasks: Vec<TaskSpec>,
+        tasks: Admitted,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>>;
     async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo>;
@@ -164,7 +167,7 @@ pub trait Store: Send + Sync + 'static {
     async fn task_submit_keyed(
         &self,
         batch: BatchId,
-        tasks: Vec<TaskSpec>,
+        tasks: Admitted,
         key: RequestKey,
         now: Micros,
     ) -> StoreResult<Answer<Vec<TaskId>>>;

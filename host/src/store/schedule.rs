@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{BatchId, BatchSpec, Micros, TaskSpec};
+use super::{BatchId, BatchSpec, Micros};
 
 /// A schedule as it is created. The store keeps the settings as given; the scheduler reads
 /// them (`crate::schedules`).
@@ -93,7 +93,7 @@ pub const TICKS_KEPT: i64 = 100;
 pub struct TickBatch {
     pub spec: BatchSpec,
     pub handle_hash: [u8; 32],
-    pub tasks: Vec<TaskSpec>,
+    pub tasks: crate::scheduler::Admitted,
 }
 
 /// Handling one tick: recorded, the schedule's next tick moved on and its batch opened,

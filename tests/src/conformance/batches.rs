@@ -26,7 +26,7 @@ pub async fn a_released_batch_leaves_nothing_to_the_next(store: Arc<dyn Store>) 
     let m = setup(&store).await;
     let old = batch(&store, BatchSpec::default()).await;
     let t = store
-        .task_submit(old, vec![task(m, 0, None), task(m, 1, None)], T0)
+        .task_submit(old, admitted(vec![task(m, 0, None), task(m, 1, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 1, T0).await;
@@ -62,7 +62,7 @@ pub async fn a_released_batch_leaves_nothing_to_the_next(store: Arc<dyn Store>) 
     assert_eq!(store.task_counts().await.unwrap(), Progress::default());
     // The new batch's gate is its own: its first task is ready at once.
     store
-        .task_submit(new, vec![task(m, 5, None)], T0 + 3)
+        .task_submit(new, admitted(vec![task(m, 5, None)]), T0 + 3)
         .await
         .unwrap();
     assert_eq!(claim(&store, "n1", 1, T0 + 3).await.len(), 1);
@@ -74,14 +74,14 @@ pub async fn ids_are_never_reused(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let first = batch(&store, BatchSpec::default()).await;
     let old = store
-        .task_submit(first, vec![task(m, 0, None)], T0)
+        .task_submit(first, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap()[0];
     assert_eq!(store.batch_cancel(first, T0).await.unwrap(), 1);
     store.batch_release(first).await.unwrap();
     let second = batch(&store, BatchSpec::default()).await;
     let new = store
-        .task_submit(second, vec![task(m, 0, None)], T0)
+        .task_submit(second, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap()[0];
     assert!(new > old, "task id {new} after the released {old}");

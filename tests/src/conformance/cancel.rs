@@ -9,7 +9,7 @@ pub async fn cancelling_pending_and_running_tasks(store: Arc<dyn Store>) {
     let t = store
         .task_submit(
             b,
-            vec![task(m, 0, None), task(m, 1, None), task(m, 1, None)],
+            admitted(vec![task(m, 0, None), task(m, 1, None), task(m, 1, None)]),
             T0,
         )
         .await
@@ -56,12 +56,12 @@ pub async fn halting_batches_cancel_their_pending_tasks(store: Arc<dyn Store>) {
     let t = store
         .task_submit(
             b,
-            vec![
+            admitted(vec![
                 task(m, 0, None),
                 task(m, 0, None),
                 task(m, 1, None),
                 task(m, 2, None),
-            ],
+            ]),
             T0,
         )
         .await
@@ -81,7 +81,7 @@ pub async fn halting_batches_cancel_their_pending_tasks(store: Arc<dyn Store>) {
 
     let c = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(c, vec![task(m, 0, None), task(m, 1, None)], T0)
+        .task_submit(c, admitted(vec![task(m, 0, None), task(m, 1, None)]), T0)
         .await
         .unwrap();
     assert_eq!(store.batch_cancel(c, T0).await.unwrap(), 2);

@@ -14,7 +14,7 @@ pub async fn concurrent_claimers_skip_group_held_tasks(store: Arc<dyn Store>) {
             task(m, 0, (i % 2 == 1).then_some(key.as_str()))
         })
         .collect();
-    let t = store.task_submit(b, specs, T0).await.unwrap();
+    let t = store.task_submit(b, admitted(specs), T0).await.unwrap();
     let (a, b_) = tokio::join!(claim(&store, "a", 6, T0), claim(&store, "b", 6, T0));
     let mut got: Vec<_> = ids(&a).into_iter().chain(ids(&b_)).collect();
     got.sort();
@@ -30,7 +30,7 @@ pub async fn claimed_tasks_are_reserved_until_started(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, vec![task(m, 0, None), task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None), task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 2, T0).await;
@@ -78,7 +78,7 @@ pub async fn handed_back_tasks_go_back_untouched(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let id = store
-        .task_submit(b, vec![task(m, 0, Some("g"))], T0)
+        .task_submit(b, admitted(vec![task(m, 0, Some("g"))]), T0)
         .await
         .unwrap()[0];
     let claimed = claim(&store, "n1", 1, T0).await;
@@ -100,7 +100,11 @@ pub async fn changes_reach_reserved_tasks(store: Arc<dyn Store>) {
     let t = store
         .task_submit(
             b,
-            vec![task(m, 0, Some("g")), task(m, 0, None), task(m, 1, None)],
+            admitted(vec![
+                task(m, 0, Some("g")),
+                task(m, 0, None),
+                task(m, 1, None),
+            ]),
             T0,
         )
         .await

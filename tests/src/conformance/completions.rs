@@ -9,7 +9,7 @@ pub async fn stale_completions_change_nothing(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, vec![task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 1, T0).await;
@@ -51,7 +51,10 @@ pub async fn failures_are_retried_with_backoff_then_fail(store: Arc<dyn Store>) 
         backoff: Duration::from_secs(10),
         ..task(m, 0, None)
     };
-    let id = store.task_submit(b, vec![spec], T0).await.unwrap()[0];
+    let id = store
+        .task_submit(b, admitted(vec![spec]), T0)
+        .await
+        .unwrap()[0];
     let first = claim(&store, "n1", 1, T0).await;
     let result = complete(&store, &first, Outcome::Trap, T0 + 1).await;
     assert_eq!(result.retried, 1);
@@ -84,6 +87,39 @@ pub async fn failures_are_retried_with_backoff_then_fail(store: Arc<dyn Store>) 
     assert_eq!(outcomes, vec![(1, Outcome::Trap), (2, Outcome::Timeout)]);
 }
 
+/// A host error is not charged to the task: on its last attempt, the task runs again
+/// after a backoff (of at least a second, whatever it asked), with one attempt more.
+pub async fn a_host_error_gives_the_attempt_back(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    let spec = TaskSpec {
+        max_attempts: 1,
+        backoff: Duration::ZERO,
+        ..task(m, 0, None)
+    };
+    let id = store
+        .task_submit(b, admitted(vec![spec]), T0)
+        .await
+        .unwrap()[0];
+    let first = claim(&store, "n1", 1, T0).await;
+    let result = complete(&store, &first, Outcome::HostError, T0 + 1).await;
+    assert_eq!(result.retried, 1);
+    let info = store.task_get(id).await.unwrap();
+    assert_eq!(
+        (info.outcome, info.attempts, info.max_attempts),
+        (Some(Outcome::HostError), 1, 2)
+    );
+    let early = claim_all(&store, "n1", 1, T0 + 2).await;
+    assert!(early.tasks.is_empty(), "retried at once");
+    let due = early.next_due.expect("the retry is due later");
+    assert!(due >= T0 + 1 + SECOND / 2, "backoff {}", due - T0);
+    let second = claim(&store, "n1", 1, due).await;
+    assert_eq!((second[0].id, second[0].attempt), (id, 2));
+    complete(&store, &second, Outcome::Succeeded, due + 1).await;
+    let info = store.task_get(id).await.unwrap();
+    assert_eq!((info.state, info.attempts), (TaskState::Succeeded, 2));
+}
+
 pub async fn expired_leases_are_rescued(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     store.group_set_limit("g".into(), 1).await.unwrap();
@@ -101,7 +137,7 @@ pub async fn expired_leases_are_rescued(store: Arc<dyn Store>) {
         ..task(m, 0, Some("g"))
     };
     let id = store
-        .task_submit(b, vec![spec.clone(), spec], T0)
+        .task_submit(b, admitted(vec![spec.clone(), spec]), T0)
         .await
         .unwrap()[0];
     let first = claim(&store, "dead", 5, T0).await;
@@ -151,7 +187,7 @@ pub async fn completions_are_stored_within_bounds(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, vec![task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 1, T0).await;

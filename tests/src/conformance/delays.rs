@@ -12,7 +12,7 @@ pub async fn a_delayed_task_holds_its_gate_and_keeps_its_place_once_due(store: A
         ..task(m, 0, None)
     };
     let t = store
-        .task_submit(b, vec![delayed, task(m, 1, None)], T0)
+        .task_submit(b, admitted(vec![delayed, task(m, 1, None)]), T0)
         .await
         .unwrap();
     let (delayed, gated) = (t[0], t[1]);
@@ -28,7 +28,7 @@ pub async fn a_delayed_task_holds_its_gate_and_keeps_its_place_once_due(store: A
     );
 
     let later = store
-        .task_submit(b, vec![task(m, 0, None)], T0 + SECOND)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0 + SECOND)
         .await
         .unwrap()[0];
     assert_eq!(
@@ -37,7 +37,7 @@ pub async fn a_delayed_task_holds_its_gate_and_keeps_its_place_once_due(store: A
         "a task due at once runs before a delayed one is due"
     );
     let mut again = store
-        .task_submit(b, vec![task(m, 0, None)], T0 + 3 * SECOND)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0 + 3 * SECOND)
         .await
         .unwrap();
     let last = again.pop().unwrap();

@@ -9,12 +9,12 @@ pub async fn gates_hold_back_higher_orders(store: Arc<dyn Store>) {
     let submitted = store
         .task_submit(
             b,
-            vec![
+            admitted(vec![
                 task(m, 2, None),
                 task(m, 1, None),
                 task(m, 1, None),
                 task(m, 3, None),
-            ],
+            ]),
             T0,
         )
         .await
@@ -49,19 +49,19 @@ pub async fn a_lower_order_than_one_started_is_refused(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, vec![task(m, 5, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 5, None)]), T0)
         .await
         .unwrap();
     // Order 3 arrives before order 5 started: it goes first.
     let three = store
-        .task_submit(b, vec![task(m, 3, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 3, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 10, T0).await;
     assert_eq!(ids(&claimed), three);
     // Order 3 has started: 2 is refused, 3 and above are fine.
     let err = store
-        .task_submit(b, vec![task(m, 3, None), task(m, 2, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 3, None), task(m, 2, None)]), T0)
         .await
         .unwrap_err();
     assert!(
@@ -75,7 +75,7 @@ pub async fn a_lower_order_than_one_started_is_refused(store: Arc<dyn Store>) {
         "nothing of a refused submission is stored"
     );
     store
-        .task_submit(b, vec![task(m, 3, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 3, None)]), T0)
         .await
         .unwrap();
 }

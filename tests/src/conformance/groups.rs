@@ -7,11 +7,15 @@ pub async fn groups_limit_running_tasks_without_blocking_others(store: Arc<dyn S
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let ids_g = store
-        .task_submit(b, (0..3).map(|_| task(m, 0, Some("g"))).collect(), T0)
+        .task_submit(
+            b,
+            admitted((0..3).map(|_| task(m, 0, Some("g"))).collect()),
+            T0,
+        )
         .await
         .unwrap();
     let free = store
-        .task_submit(b, vec![task(m, 0, None), task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None), task(m, 0, None)]), T0)
         .await
         .unwrap();
     let first = claim(&store, "n1", 10, T0).await;
@@ -35,7 +39,11 @@ pub async fn groups_limit_running_tasks_without_blocking_others(store: Arc<dyn S
     // A limit set before any task uses the group.
     store.group_set_limit("wide".into(), 3).await.unwrap();
     store
-        .task_submit(b, (0..5).map(|_| task(m, 0, Some("wide"))).collect(), T0)
+        .task_submit(
+            b,
+            admitted((0..5).map(|_| task(m, 0, Some("wide"))).collect()),
+            T0,
+        )
         .await
         .unwrap();
     assert_eq!(claim(&store, "n1", 10, T0 + 3).await.len(), 3);
@@ -46,18 +54,22 @@ pub async fn a_long_group_at_the_head_holds_up_nothing_behind_it(store: Arc<dyn 
     let b = batch(&store, BatchSpec::default()).await;
     // More tasks of one group than any claim reads in one go, then a few others.
     let long = store
-        .task_submit(b, (0..3000).map(|_| task(m, 0, Some("long"))).collect(), T0)
+        .task_submit(
+            b,
+            admitted((0..3000).map(|_| task(m, 0, Some("long"))).collect()),
+            T0,
+        )
         .await
         .unwrap();
     let behind = store
         .task_submit(
             b,
-            vec![
+            admitted(vec![
                 task(m, 0, Some("a")),
                 task(m, 0, None),
                 task(m, 0, Some("a")),
                 task(m, 0, Some("b")),
-            ],
+            ]),
             T0,
         )
         .await
@@ -87,11 +99,19 @@ pub async fn batch_limits_bound_a_batch(store: Arc<dyn Store>) {
     .await;
     let other = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(limited, (0..5).map(|_| task(m, 0, None)).collect(), T0)
+        .task_submit(
+            limited,
+            admitted((0..5).map(|_| task(m, 0, None)).collect()),
+            T0,
+        )
         .await
         .unwrap();
     store
-        .task_submit(other, (0..3).map(|_| task(m, 0, None)).collect(), T0)
+        .task_submit(
+            other,
+            admitted((0..3).map(|_| task(m, 0, None)).collect()),
+            T0,
+        )
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 10, T0).await;

@@ -17,7 +17,7 @@ fn new_batch(tasks: Vec<TaskSpec>, key: Option<RequestKey>) -> NewBatch {
     getrandom::fill(&mut secret).unwrap();
     NewBatch {
         spec: BatchSpec::default(),
-        tasks,
+        tasks: admitted(tasks),
         handle: NewHandle { secret, hash },
         key,
     }
@@ -119,12 +119,12 @@ pub async fn a_repeated_request_gets_the_first_answer(store: Arc<dyn Store>) {
     let b = created.batch.id;
     let ids = first(
         store
-            .task_submit_keyed(b, vec![task(m, 0, None)], key(2, 1), T0 + 3)
+            .task_submit_keyed(b, admitted(vec![task(m, 0, None)]), key(2, 1), T0 + 3)
             .await
             .unwrap(),
     );
     match store
-        .task_submit_keyed(b, vec![task(m, 0, None)], key(2, 1), T0 + 4)
+        .task_submit_keyed(b, admitted(vec![task(m, 0, None)]), key(2, 1), T0 + 4)
         .await
         .unwrap()
     {
@@ -133,7 +133,7 @@ pub async fn a_repeated_request_gets_the_first_answer(store: Arc<dyn Store>) {
     }
     assert!(matches!(
         store
-            .task_submit_keyed(b, vec![task(m, 0, None)], key(2, 2), T0 + 5)
+            .task_submit_keyed(b, admitted(vec![task(m, 0, None)]), key(2, 2), T0 + 5)
             .await,
         Err(StoreError::Conflict(_))
     ));
@@ -141,7 +141,12 @@ pub async fn a_repeated_request_gets_the_first_answer(store: Arc<dyn Store>) {
     let elsewhere = batch(&store, BatchSpec::default()).await;
     first(
         store
-            .task_submit_keyed(elsewhere, vec![task(m, 0, None)], key(2, 1), T0 + 6)
+            .task_submit_keyed(
+                elsewhere,
+                admitted(vec![task(m, 0, None)]),
+                key(2, 1),
+                T0 + 6,
+            )
             .await
             .unwrap(),
     );
@@ -163,7 +168,7 @@ pub async fn keys_are_bounded_per_batch_and_go_with_the_batch(store: Arc<dyn Sto
             let mut key = key(0, 0);
             key.key_hash[..8].copy_from_slice(&n.to_le_bytes());
             store
-                .task_submit_keyed(b, vec![task(m, 0, None)], key, T0)
+                .task_submit_keyed(b, admitted(vec![task(m, 0, None)]), key, T0)
                 .await
         }
     };

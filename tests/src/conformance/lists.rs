@@ -46,12 +46,12 @@ pub async fn batches_list_newest_first_filtered_and_paged(store: Arc<dyn Store>)
     let ended = open_at(&store, "adhoc", T0 + 2 * SECOND).await;
     let empty = open_at(&store, "adhoc", T0 + 3 * SECOND).await;
     store
-        .task_submit(sealed, vec![task(m, 0, None)], T0)
+        .task_submit(sealed, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     store.batch_seal(sealed).await.unwrap();
     store
-        .task_submit(ended, vec![task(m, 0, None)], T0)
+        .task_submit(ended, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 10, T0 + 3 * SECOND).await;
@@ -141,13 +141,21 @@ pub async fn tasks_list_by_every_filter_with_counts(store: Arc<dyn Store>) {
     let b1 = batch(&store, BatchSpec::default()).await;
     let b2 = batch(&store, BatchSpec::default()).await;
     let a = store
-        .task_submit(b1, vec![task(m, 0, Some("g")), task(m, 1, None)], T0)
+        .task_submit(
+            b1,
+            admitted(vec![task(m, 0, Some("g")), task(m, 1, None)]),
+            T0,
+        )
         .await
         .unwrap();
     let b = store
         .task_submit(
             b2,
-            vec![task(other, 0, None), task(m, 0, None), task(m, 0, None)],
+            admitted(vec![
+                task(other, 0, None),
+                task(m, 0, None),
+                task(m, 0, None),
+            ]),
             T0 + SECOND,
         )
         .await
@@ -278,7 +286,11 @@ pub async fn task_pages_neither_repeat_nor_miss_while_tasks_are_added(store: Arc
     for i in 0..4 {
         // Several tasks share a submission time: the id breaks the tie.
         let ids = store
-            .task_submit(b, (0..3).map(|_| task(m, 0, None)).collect(), T0 + i)
+            .task_submit(
+                b,
+                admitted((0..3).map(|_| task(m, 0, None)).collect()),
+                T0 + i,
+            )
             .await
             .unwrap();
         expected.extend(ids);
@@ -298,7 +310,7 @@ pub async fn task_pages_neither_repeat_nor_miss_while_tasks_are_added(store: Arc
         seen.extend(page.iter().map(|t| t.id));
         // Newer tasks come in between pages: they belong before the first page.
         store
-            .task_submit(b, vec![task(m, 0, None)], T0 + 100 + added)
+            .task_submit(b, admitted(vec![task(m, 0, None)]), T0 + 100 + added)
             .await
             .unwrap();
         added += 1;
@@ -341,7 +353,7 @@ pub async fn waiting_on_names_each_reason(store: Arc<dyn Store>) {
     let t = store
         .task_submit(
             b,
-            vec![task(m, 0, None), task(m, 0, None), task(m, 1, None)],
+            admitted(vec![task(m, 0, None), task(m, 0, None), task(m, 1, None)]),
             T0,
         )
         .await
@@ -365,7 +377,7 @@ pub async fn waiting_on_names_each_reason(store: Arc<dyn Store>) {
     };
     let d = batch(&store, BatchSpec::default()).await;
     let dt = store
-        .task_submit(d, vec![delayed, retried], T0)
+        .task_submit(d, admitted(vec![delayed, retried]), T0)
         .await
         .unwrap();
     assert_eq!(
@@ -390,7 +402,11 @@ pub async fn waiting_on_names_each_reason(store: Arc<dyn Store>) {
     // A group at its limit, then paused.
     let g = batch(&store, BatchSpec::default()).await;
     let gt = store
-        .task_submit(g, vec![task(m, 0, Some("g")), task(m, 0, Some("g"))], T0)
+        .task_submit(
+            g,
+            admitted(vec![task(m, 0, Some("g")), task(m, 0, Some("g"))]),
+            T0,
+        )
         .await
         .unwrap();
     let first = claim(&store, "n1", 1, T0).await;
@@ -417,7 +433,7 @@ pub async fn waiting_on_names_each_reason(store: Arc<dyn Store>) {
     };
     let p = batch(&store, spec).await;
     let pt = store
-        .task_submit(p, vec![task(m, 0, None), task(m, 0, None)], T0)
+        .task_submit(p, admitted(vec![task(m, 0, None), task(m, 0, None)]), T0)
         .await
         .unwrap();
     let first = claim(&store, "n1", 1, T0).await;
@@ -492,12 +508,12 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
     let at = store
         .task_submit(
             a,
-            vec![
+            admitted(vec![
                 task(m, 0, Some("g")),
                 task(m, 0, Some("g")),
                 task(m, 1, None),
                 delayed,
-            ],
+            ]),
             T0,
         )
         .await
@@ -506,19 +522,19 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
     let bt = store
         .task_submit(
             b,
-            vec![
+            admitted(vec![
                 task(m, 0, None),
                 task(m, 0, None),
                 task(m, 0, None),
                 task(other, 0, None),
-            ],
+            ]),
             T0 + SECOND,
         )
         .await
         .unwrap();
     let p = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(p, vec![task(m, 0, None)], T0 + SECOND)
+        .task_submit(p, admitted(vec![task(m, 0, None)]), T0 + SECOND)
         .await
         .unwrap();
     let now = T0 + 2 * SECOND;
@@ -536,12 +552,16 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
     // A task held by its paused batch, one ready, one cancelled.
     store.batch_set_paused(p, true).await.unwrap();
     store
-        .task_submit(p, vec![task(m, 0, None)], now)
+        .task_submit(p, admitted(vec![task(m, 0, None)]), now)
         .await
         .unwrap();
     let c = batch(&store, BatchSpec::default()).await;
     let ct = store
-        .task_submit(c, vec![task(m, 0, None), task(other, 0, None)], now + 1)
+        .task_submit(
+            c,
+            admitted(vec![task(m, 0, None), task(other, 0, None)]),
+            now + 1,
+        )
         .await
         .unwrap();
     store.task_cancel(ct[0], now).await.unwrap();
@@ -667,10 +687,13 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
     };
     let d = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(d, vec![first(1), task(m, 2, None)], now)
+        .task_submit(d, admitted(vec![first(1), task(m, 2, None)]), now)
         .await
         .unwrap();
-    let lower = store.task_submit(d, vec![first(0)], now).await.unwrap();
+    let lower = store
+        .task_submit(d, admitted(vec![first(0)]), now)
+        .await
+        .unwrap();
     let waiting = |counts: ListCounts| counts.waiting;
     let of_d = TaskFilter {
         batch: Some(d),

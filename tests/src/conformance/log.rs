@@ -7,11 +7,15 @@ pub async fn the_execution_log_filters(store: Arc<dyn Store>) {
     let b1 = batch(&store, BatchSpec::default()).await;
     let b2 = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b1, vec![task(m, 0, Some("g")), task(m, 0, None)], T0)
+        .task_submit(
+            b1,
+            admitted(vec![task(m, 0, Some("g")), task(m, 0, None)]),
+            T0,
+        )
         .await
         .unwrap();
     store
-        .task_submit(b2, vec![task(m, 0, None)], T0)
+        .task_submit(b2, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 3, T0).await;
@@ -75,7 +79,7 @@ pub async fn release_and_prune_remove_ended_work(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let t = store
-        .task_submit(b, vec![task(m, 0, None), task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None), task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 1, T0).await;

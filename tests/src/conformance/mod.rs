@@ -13,6 +13,8 @@ use std::time::Duration;
 use qhost::runtime::{Digest, Outcome};
 use qhost::store::*;
 
+pub use crate::admitted;
+
 pub mod batches;
 pub mod cancel;
 pub mod claims;
@@ -59,6 +61,7 @@ macro_rules! conformance_tests {
             claims::changes_reach_reserved_tasks,
             completions::stale_completions_change_nothing,
             completions::failures_are_retried_with_backoff_then_fail,
+            completions::a_host_error_gives_the_attempt_back,
             completions::expired_leases_are_rescued,
             completions::completions_are_stored_within_bounds,
             cancel::cancelling_pending_and_running_tasks,

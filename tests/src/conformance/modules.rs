@@ -24,7 +24,7 @@ pub async fn modules_are_content_addressed_and_kept_while_used(store: Arc<dyn St
 
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, vec![task(first.digest, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(first.digest, 0, None)]), T0)
         .await
         .unwrap();
     let err = store.module_delete(first.digest).await.unwrap_err();
@@ -37,7 +37,7 @@ pub async fn modules_are_content_addressed_and_kept_while_used(store: Arc<dyn St
         Err(StoreError::NotFound { .. })
     ));
     let unknown = store
-        .task_submit(b, vec![task(first.digest, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(first.digest, 0, None)]), T0)
         .await
         .unwrap_err();
     assert!(unknown.to_string().contains("does not exist"), "{unknown}");
@@ -47,7 +47,7 @@ pub async fn reads_name_the_module_beside_its_digest(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let id = store
-        .task_submit(b, vec![task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap()[0];
     let claimed = claim(&store, "n1", 1, T0).await;
@@ -106,7 +106,7 @@ pub async fn reads_give_a_tasks_input_size(store: Arc<dyn Store>) {
     let ids = store
         .task_submit(
             b,
-            vec![TaskSpec::new(m, "twelve bytes"), TaskSpec::new(m, "")],
+            admitted(vec![TaskSpec::new(m, "twelve bytes"), TaskSpec::new(m, "")]),
             T0,
         )
         .await

@@ -14,11 +14,15 @@ pub async fn a_paused_group_holds_its_tasks_and_resumes_in_order(store: Arc<dyn 
     let b = batch(&store, BatchSpec::default()).await;
     store.group_set_limit("g".into(), 2).await.unwrap();
     let grouped = store
-        .task_submit(b, (0..4).map(|_| task(m, 0, Some("g"))).collect(), T0)
+        .task_submit(
+            b,
+            admitted((0..4).map(|_| task(m, 0, Some("g"))).collect()),
+            T0,
+        )
         .await
         .unwrap();
     let free = store
-        .task_submit(b, vec![task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     store.group_set_paused("g".into(), true).await.unwrap();
@@ -62,7 +66,11 @@ pub async fn a_group_limit_of_zero_holds_its_tasks(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let t = store
-        .task_submit(b, vec![task(m, 0, Some("g")), task(m, 0, Some("g"))], T0)
+        .task_submit(
+            b,
+            admitted(vec![task(m, 0, Some("g")), task(m, 0, Some("g"))]),
+            T0,
+        )
         .await
         .unwrap();
     store.group_set_limit("g".into(), 0).await.unwrap();
@@ -86,11 +94,11 @@ pub async fn a_paused_batch_holds_its_tasks_and_keeps_its_limit(store: Arc<dyn S
     .await;
     let other = batch(&store, BatchSpec::default()).await;
     let t = store
-        .task_submit(b, (0..4).map(|_| task(m, 0, None)).collect(), T0)
+        .task_submit(b, admitted((0..4).map(|_| task(m, 0, None)).collect()), T0)
         .await
         .unwrap();
     let o = store
-        .task_submit(other, vec![task(m, 0, None)], T0)
+        .task_submit(other, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     store.batch_set_paused(b, true).await.unwrap();
@@ -128,7 +136,7 @@ pub async fn max_parallel_changes_after_open(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, (0..6).map(|_| task(m, 0, None)).collect(), T0)
+        .task_submit(b, admitted((0..6).map(|_| task(m, 0, None)).collect()), T0)
         .await
         .unwrap();
     let first = claim(&store, "n1", 2, T0).await;
@@ -154,7 +162,7 @@ pub async fn a_pause_reaches_reserved_tasks(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, vec![task(m, 0, None), task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None), task(m, 0, None)]), T0)
         .await
         .unwrap();
     let claimed = claim(&store, "n1", 2, T0).await;
@@ -177,7 +185,7 @@ pub async fn held_tasks_can_be_reprioritized_and_cancelled(store: Arc<dyn Store>
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let t = store
-        .task_submit(b, vec![task(m, 0, None), task(m, 1, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None), task(m, 1, None)]), T0)
         .await
         .unwrap();
     store.batch_set_paused(b, true).await.unwrap();

@@ -12,12 +12,12 @@ pub async fn priority_orders_claims_and_can_change(store: Arc<dyn Store>) {
     let t = store
         .task_submit(
             b,
-            vec![
+            admitted(vec![
                 with_priority(0),
                 with_priority(5),
                 with_priority(1),
                 with_priority(0),
-            ],
+            ]),
             T0,
         )
         .await
@@ -32,12 +32,12 @@ pub async fn priority_orders_claims_and_can_change(store: Arc<dyn Store>) {
 
     let b2 = batch(&store, BatchSpec::default()).await;
     let late = store
-        .task_submit(b2, vec![task(m, 0, None), task(m, 0, None)], T0)
+        .task_submit(b2, admitted(vec![task(m, 0, None), task(m, 0, None)]), T0)
         .await
         .unwrap();
     let early = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(early, vec![task(m, 0, None)], T0)
+        .task_submit(early, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap();
     assert_eq!(store.batch_set_priority(b2, 4).await.unwrap(), 2);
@@ -48,7 +48,11 @@ pub async fn a_later_small_batch_is_not_starved(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let big = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(big, (0..1000).map(|_| task(m, 0, None)).collect(), T0)
+        .task_submit(
+            big,
+            admitted((0..1000).map(|_| task(m, 0, None)).collect()),
+            T0,
+        )
         .await
         .unwrap();
     // The big batch has been running a while when the small one arrives.
@@ -56,7 +60,11 @@ pub async fn a_later_small_batch_is_not_starved(store: Arc<dyn Store>) {
     complete(&store, &running, Outcome::Succeeded, T0 + 1).await;
     let small = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(small, (0..10).map(|_| task(m, 0, None)).collect(), T0 + 2)
+        .task_submit(
+            small,
+            admitted((0..10).map(|_| task(m, 0, None)).collect()),
+            T0 + 2,
+        )
         .await
         .unwrap();
     let next = claim(&store, "n1", 20, T0 + 3).await;

@@ -22,7 +22,7 @@ pub async fn failed_tasks_run_again_with_fresh_attempts(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let t = store
-        .task_submit(b, vec![failing(m, 0, 2)], T0)
+        .task_submit(b, admitted(vec![failing(m, 0, 2)]), T0)
         .await
         .unwrap()[0];
     for n in 1..=2 {
@@ -70,7 +70,7 @@ pub async fn failed_tasks_run_again_with_fresh_attempts(store: Arc<dyn Store>) {
 
     // Only ended tasks that did not succeed run again.
     let ok = store
-        .task_submit(b, vec![task(m, 0, None)], T0)
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
         .await
         .unwrap()[0];
     assert_eq!(store.task_retry(TaskSelect::task(ok)).await.unwrap(), 0);
@@ -89,13 +89,13 @@ pub async fn a_retried_lower_order_closes_the_gate_again(store: Arc<dyn Store>) 
     let t = store
         .task_submit(
             b,
-            vec![
+            admitted(vec![
                 failing(m, 0, 1),
                 task(m, 1, None),
                 task(m, 1, None),
                 failing(m, 1, 2),
                 task(m, 1, None),
-            ],
+            ]),
             T0,
         )
         .await
@@ -129,7 +129,7 @@ pub async fn a_retried_lower_order_closes_the_gate_again(store: Arc<dyn Store>) 
     );
     assert!(
         store
-            .task_submit(b, vec![task(m, 0, None)], T0 + 5)
+            .task_submit(b, admitted(vec![task(m, 0, None)]), T0 + 5)
             .await
             .is_err(),
         "order 1 has started: order 0 takes no new task"
@@ -152,7 +152,7 @@ pub async fn a_retry_reopens_an_ended_batch(store: Arc<dyn Store>) {
     let t = store
         .task_submit(
             b,
-            vec![failing(m, 0, 1), failing(m, 0, 1), task(m, 1, None)],
+            admitted(vec![failing(m, 0, 1), failing(m, 0, 1), task(m, 1, None)]),
             T0,
         )
         .await
@@ -204,7 +204,7 @@ pub async fn a_retry_refuses_a_task_whose_module_is_gone(store: Arc<dyn Store>) 
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     let t = store
-        .task_submit(b, vec![failing(m, 0, 1)], T0)
+        .task_submit(b, admitted(vec![failing(m, 0, 1)]), T0)
         .await
         .unwrap()[0];
     let claimed = claim(&store, "n1", 1, T0).await;
@@ -229,13 +229,13 @@ pub async fn bulk_cancel_and_priority_reach_what_they_select(store: Arc<dyn Stor
     let t = store
         .task_submit(
             b,
-            vec![
+            admitted(vec![
                 task(m, 0, Some("g")),
                 task(m, 0, Some("g")),
                 task(m, 0, Some("g")),
                 task(m, 1, Some("g")),
                 task(m, 0, None),
-            ],
+            ]),
             T0,
         )
         .await
@@ -244,7 +244,7 @@ pub async fn bulk_cancel_and_priority_reach_what_they_select(store: Arc<dyn Stor
     assert_eq!(ids(&claimed), [t[0], t[1]]);
     start(&store, &claimed[..1], T0 + 1).await;
     let o = store
-        .task_submit(other, vec![task(m, 0, Some("g"))], T0 + 1)
+        .task_submit(other, admitted(vec![task(m, 0, Some("g"))]), T0 + 1)
         .await
         .unwrap();
 

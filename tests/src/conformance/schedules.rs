@@ -41,7 +41,7 @@ fn tick_batch(module: Digest, name: &str) -> TickBatch {
             ..BatchSpec::default()
         },
         handle_hash: rand_hash(),
-        tasks: vec![task(module, 0, None), task(module, 1, None)],
+        tasks: admitted(vec![task(module, 0, None), task(module, 1, None)]),
     }
 }
 
@@ -87,7 +87,9 @@ pub async fn a_refused_tick_changes_nothing(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let mut gone = tick_batch(m, "refused@T0");
-    gone.tasks[0].module = Digest([7; 32]);
+    let mut tasks = gone.tasks.into_tasks();
+    tasks[0].module = Digest([7; 32]);
+    gone.tasks = admitted(tasks);
     let err = store
         .schedule_fire(fire(s.id, T0, T0, Some(gone)))
         .await

@@ -17,13 +17,13 @@ pub async fn counters_match_the_tasks_through_ends_retries_and_prunes(store: Arc
     let t = store
         .task_submit(
             b,
-            vec![
+            admitted(vec![
                 task(m, 0, None),
                 task(m, 0, None),
                 task(m, 0, None),
                 task(m, 0, None),
                 task(m, 1, None),
-            ],
+            ]),
             T0,
         )
         .await
@@ -136,19 +136,19 @@ pub async fn the_oldest_ready_task_is_the_oldest_claimable(store: Arc<dyn Store>
     let now = T0 + 100 * SECOND;
     assert_eq!(oldest(now).await, None, "nothing submitted");
     store
-        .task_submit(first, vec![task(m, 0, Some("g"))], T0)
+        .task_submit(first, admitted(vec![task(m, 0, Some("g"))]), T0)
         .await
         .unwrap();
     store
         .task_submit(
             second,
-            vec![
+            admitted(vec![
                 task(m, 0, Some("g")),
                 TaskSpec {
                     not_before: Some(T0 + 1000 * SECOND),
                     ..task(m, 0, None)
                 },
-            ],
+            ]),
             T0 + 5 * SECOND,
         )
         .await
@@ -186,7 +186,7 @@ pub async fn the_log_reads_newest_first_in_pages_with_no_attempt_twice(store: Ar
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
     store
-        .task_submit(b, (0..7).map(|_| task(m, 0, None)).collect(), T0)
+        .task_submit(b, admitted((0..7).map(|_| task(m, 0, None)).collect()), T0)
         .await
         .unwrap();
     // Seven attempts, one a second, each started 10 µs before it ended.

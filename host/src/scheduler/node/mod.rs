@@ -7,18 +7,20 @@
 //! - [`writer`]: the completion writer.
 //! - [`leases`]: the lease keeper.
 //! - [`maintain`]: heartbeats, the rescue of expired leases, pruning.
+//! - [`ticker`]: schedules' ticks, each opening its batch through the scheduler's checks.
 //!
 //! This file starts and stops a node, holds what its loops share ([`Ctx`]) and forwards
 //! other nodes' news on a shared store.
 //!
 //! Nothing here sleeps to poll: the claim loop waits for a wake-up (a submission, a
 //! completion, a group limit raised) or for the next retry time; the lease keeper waits
-//! while nothing runs. An idle node uses no CPU.
+//! while nothing runs; the ticker waits for the next tick. An idle node uses no CPU.
 
 mod claim;
 mod leases;
 mod maintain;
 mod run;
+pub mod ticker;
 mod writer;
 
 use std::sync::Arc;
@@ -41,6 +43,7 @@ use writer::{Done, write_completions};
 
 pub(crate) use claim::Pace;
 pub use maintain::prune;
+pub use ticker::Ticker;
 
 /// A running node. Stop it with [`Node::stop`].
 pub struct Node {
@@ -224,6 +227,7 @@ async fn run_node(
     ));
     let starter = tokio::spawn(start_in_order(ctx.clone(), stop_claiming.clone()));
     let reclaimer = tokio::spawn(reclaim_on_change(ctx.clone(), stop_claiming.clone()));
+    let ticker = tokio::spawn(Ticker::new(scheduler.clone()).run(stop_claiming.clone()));
 
     // A failing store (a database restarting, say) pauses claiming, never ends it.
     let mut delay = Duration::from_millis(50);
@@ -250,6 +254,7 @@ async fn run_node(
     // period, then the rest goes back too.
     starter.await.context("the starter")?;
     reclaimer.await.context("the reclaimer")?;
+    ticker.await.context("the ticker")?;
     ctx.give_back(ctx.reserved.take_all());
     let grace = grace
         .wait_for(Option::is_some)

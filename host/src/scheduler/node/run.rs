@@ -140,12 +140,13 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             }))
         }
         Some(Err(err)) => {
-            // The host failed, not the guest: the cause may name the operator's paths, so
-            // it goes to the operator's log, and the record says only where to look.
+            // The host failed, not the guest: the attempt is given back (see `store::fate`).
+            // The cause may name the operator's paths, so it goes to the operator's log,
+            // and the record says only where to look.
             tracing::error!(task = task.id, "the task could not start: {err:#}");
             scheduler
                 .metrics
-                .ran(crate::runtime::Outcome::Trap, Duration::ZERO);
+                .ran(crate::runtime::Outcome::HostError, Duration::ZERO);
             let now = now_micros();
             Done::Completed(Box::new(Completion {
                 task: task.id,
@@ -154,7 +155,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 slot: None,
                 started_at: now,
                 ended_at: now,
-                outcome: crate::runtime::Outcome::Trap,
+                outcome: crate::runtime::Outcome::HostError,
                 error: Some(format!(
                     "host error: the task could not start on node {}; the cause is in that \
                      node's log",

@@ -346,16 +346,30 @@ async fn finish(
             .map_err(pg)?
             .get::<_, bool>(0);
     let (state, outcome, error) = match failed.fate(halted, now) {
-        fate::Fate::Retry { not_before, error } => {
+        fate::Fate::Retry {
+            not_before,
+            error,
+            given_back,
+        } => {
             // Ready or waiting, by its batch's gate: hold it still.
             gate::lock(tx, task.batch).await?;
             let stmt = tx
                 .prepare_cached(include_str!("sql/complete_retry.sql"))
                 .await
                 .map_err(pg)?;
-            tx.execute(&stmt, &[&not_before, &outcome.as_str(), &error, &task.id])
-                .await
-                .map_err(pg)?;
+            let given_back = i32::from(given_back);
+            tx.execute(
+                &stmt,
+                &[
+                    &not_before,
+                    &outcome.as_str(),
+                    &error,
+                    &task.id,
+                    &given_back,
+                ],
+            )
+            .await
+            .map_err(pg)?;
             result.retried += 1;
             return Ok(None);
         }

@@ -96,7 +96,7 @@ pub(super) async fn create(
         let tasks = if new.tasks.is_empty() {
             Vec::new()
         } else {
-            tasks::submit_in(store, &tx, id, &new.tasks, now).await?
+            tasks::submit_in(store, &tx, id, new.tasks.tasks(), now).await?
         };
         let created = Created {
             batch: batches::info(&tx, id).await?,

@@ -316,9 +316,10 @@ impl Store for PostgresStore {
     async fn task_submit(
         &self,
         batch: BatchId,
-        tasks: Vec<TaskSpec>,
+        tasks: Admitted,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
+        let tasks = tasks.into_tasks();
         tasks::submit(self, batch, tasks, now).await
     }
 
@@ -377,10 +378,11 @@ impl Store for PostgresStore {
     async fn task_submit_keyed(
         &self,
         batch: BatchId,
-        tasks: Vec<TaskSpec>,
+        tasks: Admitted,
         key: RequestKey,
         now: Micros,
     ) -> StoreResult<Answer<Vec<TaskId>>> {
+        let tasks = tasks.into_tasks();
         keys::submit(self, batch, tasks, key, now).await
     }
 

@@ -286,10 +286,20 @@ fn finish(
         };
         let halted = failed.may_retry() && halted(tx, task.batch)?;
         match failed.fate(halted, now) {
-            fate::Fate::Retry { not_before, error } => {
+            fate::Fate::Retry {
+                not_before,
+                error,
+                given_back,
+            } => {
                 tx.prepare_cached(include_str!("sql/complete_retry.sql"))
                     .map_err(internal)?
-                    .execute(params![not_before, outcome.as_str(), error, task.id])
+                    .execute(params![
+                        not_before,
+                        outcome.as_str(),
+                        error,
+                        task.id,
+                        i64::from(given_back)
+                    ])
                     .map_err(internal)?;
                 result.retried += 1;
                 return Ok(());

@@ -66,7 +66,7 @@ pub(super) fn create(
     let tasks = if new.tasks.is_empty() {
         Vec::new()
     } else {
-        tasks::submit(tx, id, new.tasks, now)?
+        tasks::submit(tx, id, new.tasks.into_tasks(), now)?
     };
     let created = Created {
         batch: batches::get(tx, id)?,

@@ -260,9 +260,10 @@ impl Store for SqliteStore {
     async fn task_submit(
         &self,
         batch: BatchId,
-        tasks: Vec<TaskSpec>,
+        tasks: Admitted,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
+        let tasks = tasks.into_tasks();
         self.write(move |tx| tasks::submit(tx, batch, tasks, now))
             .await
     }
@@ -329,10 +330,11 @@ impl Store for SqliteStore {
     async fn task_submit_keyed(
         &self,
         batch: BatchId,
-        tasks: Vec<TaskSpec>,
+        tasks: Admitted,
         key: RequestKey,
         now: Micros,
     ) -> StoreResult<Answer<Vec<TaskId>>> {
+        let tasks = tasks.into_tasks();
         self.write(move |tx| keys::submit(tx, batch, tasks, key, now))
             .await
     }

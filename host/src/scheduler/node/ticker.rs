@@ -1,73 +1,84 @@
-//! The ticker: a node's loop that handles its schedules' ticks as they come due. It sleeps
-//! until the earliest next tick (or a wake-up when a schedule is created, resumed or run
-//! now), and hands each due tick to the store, which handles it once across every node.
+//! The ticker: a node's loop that handles its schedules' ticks as they come due. Each due
+//! tick's batch is compiled from the schedule's plan and admitted by the scheduler, like any
+//! submission, then handed to the store, which handles the tick once across every node.
+//! After handling the due ticks it reads the schedules again and sleeps until the earliest
+//! next tick of them all as they are then (or a wake-up: a schedule created, resumed).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::timing::{self, CatchUp, Overlap, Timing};
+use crate::scheduler::{Error, Scheduler};
+use crate::schedules::timing::{self, CatchUp, Overlap, Timing};
 use crate::store::*;
-
-/// Turns a schedule's plan into the batch a tick opens, or says why it cannot.
-pub type Compile = Arc<
-    dyn Fn(ScheduleInfo, Micros) -> BoxFuture<'static, Result<TickBatch, String>> + Send + Sync,
->;
 
 /// The longest the ticker sleeps: schedules another node created or resumed are seen
 /// within it.
 const MAX_SLEEP: Duration = Duration::from_secs(30);
-/// How soon a tick waiting for the last batch to end (`overlap: queue`) is looked at again.
-const QUEUE_RECHECK: Duration = Duration::from_secs(1);
+/// How soon a tick waiting for the last batch to end (`overlap: queue`), or one the store
+/// could not take, is looked at again.
+const RECHECK: Duration = Duration::from_secs(1);
 
+/// Handles schedules' ticks for a node.
 pub struct Ticker {
-    pub store: Arc<dyn Store>,
-    pub compile: Compile,
-    /// Wakes the ticker: a schedule was created, resumed or asked to run now.
-    pub wake: Arc<Notify>,
-    /// Called when a tick opened a batch: there is new work to claim.
-    pub opened: Arc<dyn Fn() + Send + Sync>,
+    scheduler: Arc<Scheduler>,
 }
 
 impl Ticker {
+    pub fn new(scheduler: Arc<Scheduler>) -> Self {
+        Ticker { scheduler }
+    }
+
     pub async fn run(self, stop: CancellationToken) {
         loop {
-            let sleep = match self.tick(now_micros()).await {
-                Ok(sleep) => sleep,
+            let next = match self.tick(now_micros()).await {
+                Ok(next) => next,
                 Err(err) => {
                     tracing::error!("handling schedules failed: {err:#}");
-                    MAX_SLEEP
+                    None
                 }
             };
+            // From the time the ticks were handled: handling takes time of its own.
+            let sleep = next.map_or(MAX_SLEEP, |next| until(next, now_micros()));
             tokio::select! {
                 () = tokio::time::sleep(sleep) => {}
-                () = self.wake.notified() => {}
+                () = self.scheduler.schedules_wake.notified() => {}
                 () = stop.cancelled() => return,
             }
         }
     }
 
-    /// Handles every tick due at `now`; returns how long to sleep.
-    pub async fn tick(&self, now: Micros) -> StoreResult<Duration> {
-        let (due, next) = self.store.schedule_due(now).await?;
-        let mut sleep = next.map_or(MAX_SLEEP, |next| {
-            Duration::from_micros((next - now).max(0) as u64).min(MAX_SLEEP)
-        });
+    /// Handles every tick due at `now`; returns when to look again: the earliest next tick
+    /// of every schedule once these are handled, sooner if a tick waits. None: no schedule
+    /// has a next tick.
+    pub async fn tick(&self, now: Micros) -> StoreResult<Option<Micros>> {
+        let store = &self.scheduler.store;
+        let (due, _) = store.schedule_due(now).await?;
+        let mut recheck = false;
         for schedule in due {
             let name = schedule.name.clone();
             match self.handle(schedule, now).await {
                 Ok(Handled::Done) => {}
-                Ok(Handled::Waiting) => sleep = sleep.min(QUEUE_RECHECK),
-                Err(err) => tracing::error!(schedule = name, "a tick failed: {err:#}"),
+                Ok(Handled::Waiting) => recheck = true,
+                Err(err) => {
+                    tracing::error!(schedule = name, "a tick failed: {err:#}");
+                    recheck = true;
+                }
             }
         }
-        Ok(sleep)
+        // Read again: the ticks just handled moved their schedules' next ticks on, and the
+        // earliest may well be one of those.
+        let (still_due, next) = store.schedule_due(now).await?;
+        let soon = (recheck || !still_due.is_empty()).then(|| now + micros(RECHECK));
+        Ok(match (next, soon) {
+            (Some(next), Some(soon)) => Some(next.min(soon)),
+            (next, soon) => next.or(soon),
+        })
     }
 
     async fn handle(&self, schedule: ScheduleInfo, now: Micros) -> anyhow::Result<Handled> {
+        let store = &self.scheduler.store;
         let Some(cursor) = schedule.next_due else {
             return Ok(Handled::Done);
         };
@@ -94,7 +105,7 @@ impl Ticker {
                 batch: None,
                 now,
             };
-            self.store.schedule_fire(fire).await?;
+            store.schedule_fire(fire).await?;
             return Ok(Handled::Done);
         }
         let last = due.fire.len() - 1;
@@ -122,7 +133,7 @@ impl Ticker {
                     detail: Some("the last tick's batch was still open".into()),
                     ..fire
                 };
-                self.store.schedule_fire(fire).await?
+                store.schedule_fire(fire).await?
             } else {
                 self.fire(&schedule, fire).await?
             };
@@ -131,13 +142,15 @@ impl Ticker {
                 return Ok(Handled::Done);
             };
             if handled.batch.is_some() {
-                (self.opened)();
+                // New work to claim.
+                self.scheduler.wake.notify_one();
             }
             tracing::info!(
                 schedule = schedule.name,
                 tick,
                 result = handled.result.as_str(),
                 batch = handled.batch,
+                detail = handled.detail.as_deref(),
                 "schedule tick"
             );
             last_batch = handled.batch.or(last_batch);
@@ -149,29 +162,36 @@ impl Ticker {
         Ok(Handled::Done)
     }
 
-    /// Opens the tick's batch; a plan the store refuses records the tick as failed.
-    async fn fire(&self, schedule: &ScheduleInfo, fire: Fire) -> StoreResult<Option<Tick>> {
-        let refused = match (self.compile)(schedule.clone(), fire.tick).await {
+    /// Opens the tick's batch; a plan that no longer opens one (a module name that names
+    /// none, a task beyond the server's bounds) records the tick as failed, saying why.
+    async fn fire(&self, schedule: &ScheduleInfo, fire: Fire) -> anyhow::Result<Option<Tick>> {
+        let store = &self.scheduler.store;
+        let compiled = self
+            .scheduler
+            .tick_batch(&schedule.name, &schedule.plan, fire.tick)
+            .await;
+        let refused = match compiled {
             Ok(batch) => {
                 let opening = Fire {
                     batch: Some(batch),
                     ..fire.clone()
                 };
-                match self.store.schedule_fire(opening).await {
+                match store.schedule_fire(opening).await {
                     Err(err @ (StoreError::Invalid(_) | StoreError::NotFound { .. })) => {
                         err.to_string()
                     }
-                    other => return other,
+                    other => return Ok(other?),
                 }
             }
-            Err(why) => why,
+            Err(Error::Internal(err)) => return Err(err.context("compiling the plan")),
+            Err(why) => why.to_string(),
         };
         let failed = Fire {
             result: TickResult::Failed,
-            detail: Some(refused),
+            detail: Some(format!("the plan opens no batch: {refused}")),
             ..fire
         };
-        self.store.schedule_fire(failed).await
+        Ok(store.schedule_fire(failed).await?)
     }
 
     /// Whether `batch` (the last tick's) has tasks that have not ended.
@@ -179,7 +199,7 @@ impl Ticker {
         let Some(batch) = batch else {
             return Ok(false);
         };
-        match self.store.batch_open_count(batch).await {
+        match self.scheduler.store.batch_open_count(batch).await {
             Ok(open) => Ok(open > 0),
             Err(StoreError::NotFound { .. }) => Ok(false),
             Err(err) => Err(err),
@@ -191,4 +211,13 @@ enum Handled {
     Done,
     /// A tick waits for the last tick's batch to end (`overlap: queue`).
     Waiting,
+}
+
+fn micros(duration: Duration) -> Micros {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// How long from `now` until `at`, at most [`MAX_SLEEP`].
+fn until(at: Micros, now: Micros) -> Duration {
+    Duration::from_micros(at.saturating_sub(now).max(0) as u64).min(MAX_SLEEP)
 }

@@ -1,0 +1,191 @@
+//! What a client asks for a task, as sent ([`TaskRequest`]), and the task spec it makes:
+//! its module reference resolved (see [`module_ref`]), its durations and sizes read, its
+//! limits filled from the server's defaults. Submissions and schedules' plans read the same
+//! requests the same way.
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{Error, Result, Scheduler, module_ref};
+use crate::runtime::{Digest, MountGrant};
+use crate::store::{TaskSpec, now_micros};
+use crate::units::{parse_bytes, parse_duration, parse_time};
+use crate::whole;
+
+/// One task of a submission. Its input is at most one of `input` (text), `input_base64`
+/// and `input_json`; none gives it an empty input.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRequest {
+    /// A module's name, its digest, or the start of its digest (at least 6 hex digits).
+    pub module: String,
+    /// The input as text.
+    pub input: Option<String>,
+    /// The input as bytes, in standard base64 with padding.
+    #[schema(
+        pattern = "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$",
+        content_encoding = "base64"
+    )]
+    pub input_base64: Option<String>,
+    /// The input as a JSON value, which the task receives serialized.
+    #[schema(value_type = Option<Value>)]
+    pub input_json: Option<serde_json::Value>,
+    /// Its place in the batch's order: no task starts before every task of a lower
+    /// order in its batch has ended.
+    #[serde(default, deserialize_with = "whole::int")]
+    pub order: i64,
+    /// At most the group's limit of tasks of a group run at once, across batches.
+    #[schema(min_length = 1, max_length = 200)]
+    pub group: Option<String>,
+    /// Higher first; none: the batch's priority.
+    #[serde(default, deserialize_with = "whole::option")]
+    pub priority: Option<i32>,
+    /// How many times it may run, retries included; none: 3.
+    #[serde(default, deserialize_with = "whole::option")]
+    #[schema(minimum = 1, maximum = 100)]
+    pub max_attempts: Option<u32>,
+    /// The delay before the first retry, doubled for each further one: a duration such
+    /// as `500ms`, at most `1h`; none: `1s`.
+    pub backoff: Option<String>,
+    /// The longest one attempt may run: a duration such as `30s`, within the server's
+    /// maximum; none: the server's default.
+    pub timeout: Option<String>,
+    /// Its memory limit: a size such as `64MiB`, at least `64KiB`, within the server's
+    /// maximum; none: the server's default.
+    pub memory: Option<String>,
+    /// Mounts of the server's the task may use.
+    #[serde(default)]
+    pub mounts: Vec<MountGrant>,
+    /// Outbound HTTP requests one attempt may make, refused ones included, within the
+    /// server's maximum; none: 100.
+    #[serde(default, deserialize_with = "whole::option")]
+    #[schema(minimum = 0, maximum = 10000)]
+    pub http_requests: Option<u32>,
+    /// Request body bytes one attempt may send over HTTP: a size such as `1MiB`, within
+    /// the server's maximum; none: `1MiB`.
+    pub http_sent: Option<String>,
+    /// Response body bytes one attempt may receive over HTTP: a size such as `16MiB`,
+    /// within the server's maximum; none: `16MiB`.
+    pub http_received: Option<String>,
+    /// The longest one HTTP request may take, to the end of its response: a duration
+    /// such as `30s`, within the server's maximum; none: `30s`.
+    pub http_timeout: Option<String>,
+    /// Not due before this RFC 3339 time, such as `2026-11-24T09:00:00Z`.
+    pub run_at: Option<String>,
+    /// Not due before this long after submission, such as `90s`.
+    pub delay: Option<String>,
+}
+
+impl Scheduler {
+    /// The specs of a submission's tasks, their modules resolved; a request it cannot
+    /// read is refused as [`Error::BadRequest`], naming the task and field.
+    pub async fn task_specs(&self, tasks: Vec<TaskRequest>) -> Result<Vec<TaskSpec>> {
+        let modules = self.resolve_modules(&tasks).await?;
+        let mut specs = Vec::with_capacity(tasks.len());
+        for (index, task) in tasks.into_iter().enumerate() {
+            let spec = self
+                .task_spec(task, &modules)
+                .map_err(|e| Error::BadRequest(format!("task {index}: {e}")))?;
+            specs.push(spec);
+        }
+        Ok(specs)
+    }
+
+    /// The spec of one task submitted alone: a refusal names the field only.
+    pub async fn task_spec_alone(&self, task: TaskRequest) -> Result<TaskSpec> {
+        let modules = self.resolve_modules(std::slice::from_ref(&task)).await?;
+        self.task_spec(task, &modules).map_err(Error::BadRequest)
+    }
+
+    /// The digest each module reference of a submission names (see [`module_ref`]), or
+    /// why it names none. The modules are listed only when a reference is not a whole
+    /// digest.
+    async fn resolve_modules(
+        &self,
+        tasks: &[TaskRequest],
+    ) -> Result<HashMap<String, Result<Digest, String>>> {
+        let modules = if tasks
+            .iter()
+            .all(|task| Digest::from_hex(&task.module).is_ok())
+        {
+            Vec::new()
+        } else {
+            self.module_list().await?
+        };
+        let mut resolved = HashMap::new();
+        for task in tasks {
+            if !resolved.contains_key(&task.module) {
+                let found = module_ref::find(&task.module, &modules).map(|named| named.newest());
+                resolved.insert(task.module.clone(), found);
+            }
+        }
+        Ok(resolved)
+    }
+
+    fn task_spec(
+        &self,
+        task: TaskRequest,
+        modules: &HashMap<String, Result<Digest, String>>,
+    ) -> Result<TaskSpec, String> {
+        let module = modules[&task.module]
+            .clone()
+            .map_err(|e| format!("field `module`: {e}"))?;
+        let input = match (task.input, task.input_base64, task.input_json) {
+            (Some(text), None, None) => text.into_bytes(),
+            (None, Some(b64), None) => base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| format!("field `input_base64`: {e}"))?,
+            (None, None, Some(json)) => serde_json::to_vec(&json).expect("JSON serializes"),
+            (None, None, None) => Vec::new(),
+            _ => return Err("give at most one of `input`, `input_base64` and `input_json`".into()),
+        };
+        let mut limits = self.config.default_limits;
+        if let Some(timeout) = task.timeout {
+            limits.timeout =
+                parse_duration(&timeout).map_err(|e| format!("field `timeout`: {e}"))?;
+        }
+        if let Some(memory) = task.memory {
+            limits.memory = parse_bytes(&memory).map_err(|e| format!("field `memory`: {e}"))?;
+        }
+        if let Some(requests) = task.http_requests {
+            limits.http_requests = requests;
+        }
+        if let Some(sent) = task.http_sent {
+            limits.http_sent = parse_bytes(&sent).map_err(|e| format!("field `http_sent`: {e}"))?;
+        }
+        if let Some(received) = task.http_received {
+            limits.http_received =
+                parse_bytes(&received).map_err(|e| format!("field `http_received`: {e}"))?;
+        }
+        if let Some(timeout) = task.http_timeout {
+            limits.http_timeout =
+                parse_duration(&timeout).map_err(|e| format!("field `http_timeout`: {e}"))?;
+        }
+        let mut spec = TaskSpec::new(module, input);
+        spec.order = task.order;
+        spec.group = task.group;
+        spec.priority = task.priority;
+        spec.limits = limits;
+        spec.mounts = task.mounts;
+        if let Some(attempts) = task.max_attempts {
+            spec.max_attempts = attempts;
+        }
+        if let Some(backoff) = task.backoff {
+            spec.backoff = parse_duration(&backoff).map_err(|e| format!("field `backoff`: {e}"))?;
+        }
+        spec.not_before = match (task.run_at, task.delay) {
+            (None, None) => None,
+            (Some(at), None) => Some(parse_time(&at).map_err(|e| format!("field `run_at`: {e}"))?),
+            (None, Some(delay)) => {
+                let delay = parse_duration(&delay).map_err(|e| format!("field `delay`: {e}"))?;
+                let delay = i64::try_from(delay.as_micros()).unwrap_or(i64::MAX);
+                Some(now_micros().saturating_add(delay))
+            }
+            (Some(_), Some(_)) => return Err("give at most one of `run_at` and `delay`".into()),
+        };
+        Ok(spec)
+    }
+}
