@@ -267,6 +267,8 @@ fn a_released_batchs_handle_is_refused_on_every_node_at_once() {
     let nodes: Vec<ServeNode> = (1..=2)
         .map(|n| start(&db.url, &format!("n{n}"), data.path(), 0))
         .collect();
+    nodes[0].upload("echo");
+    let task = json!({"tasks": [{"module": "echo", "input": "x"}]});
     for round in 0..5 {
         let opened = nodes[0].call("POST", "/v1/batches", Some(json!({})));
         let batch = opened["batch"]["id"].as_i64().unwrap();
@@ -279,6 +281,17 @@ fn a_released_batchs_handle_is_refused_on_every_node_at_once() {
         assert_eq!(
             status, 403,
             "round {round}: the other node still took it: {body}"
+        );
+        // A submission trusts the handle it checked before, and finds the batch gone.
+        let (status, body) = qhost_tests::server::call(
+            "POST",
+            &format!("{url}/tasks"),
+            Some(handle),
+            Some(task.clone()),
+        );
+        assert_eq!(
+            status, 403,
+            "round {round}: the other node still took a submission: {body}"
         );
     }
     for node in nodes {

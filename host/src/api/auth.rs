@@ -86,6 +86,26 @@ impl FromRequestParts<AppState> for BatchCaller {
     }
 }
 
+/// A caller who may submit to the batch named in the path: a [`BatchCaller`] whose handle,
+/// once checked, is trusted from memory (see [`crate::scheduler::Scheduler::submit`]).
+pub struct SubmitCaller {
+    pub access: Access,
+    pub batch: BatchId,
+}
+
+impl FromRequestParts<AppState> for SubmitCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Caller(access) = Caller::from_request_parts(parts, state).await?;
+        let Path(batch) = Path::<BatchId>::from_request_parts(parts, state)
+            .await
+            .map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
+        state.scheduler.authorize_submission(&access, batch).await?;
+        Ok(SubmitCaller { access, batch })
+    }
+}
+
 /// A caller who may use the task named in the path (`/tasks/{id}/...`), with the task.
 pub struct TaskCaller {
     pub access: Access,

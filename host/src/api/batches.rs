@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::auth::{Admin, BatchCaller};
+use super::auth::{Admin, BatchCaller, SubmitCaller};
 use super::body::BodyPermit;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::keys::{KeyHeader, replayed};
@@ -224,7 +224,7 @@ pub async fn show(
 )]
 pub async fn submit(
     State(state): State<AppState>,
-    caller: BatchCaller,
+    caller: SubmitCaller,
     KeyHeader(key): KeyHeader,
     _permit: BodyPermit,
     body: Result<Json<Submit>, JsonRejection>,

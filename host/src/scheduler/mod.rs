@@ -187,8 +187,9 @@ pub struct Scheduler {
     grants: grants::GrantCache,
     /// Handles already checked against the store, by batch (their sha256): a handle never
     /// changes, so a caller that submits and waits is checked once, not on every request.
-    /// Only on a store no other node shares: a release on another node must stop the
-    /// handle here at once, so there every request checks it against the store.
+    /// On a store other nodes share, a release there must stop the handle here at once:
+    /// requests check it against the store, and only a submission trusts this (see
+    /// [`Scheduler::submit`]).
     handles: Mutex<HashMap<BatchId, [u8; 32]>>,
     /// Recent run times on this node, for how far ahead to claim.
     pub(crate) pace: node::Pace,
@@ -295,6 +296,18 @@ impl Scheduler {
     /// Checks that `access` may change `batch`. A handle is refused alike for a batch that
     /// does not exist and for one it does not open.
     pub async fn authorize(&self, access: &Access, batch: BatchId) -> Result<()> {
+        self.authorize_with(access, batch, !self.store.is_shared())
+            .await
+    }
+
+    /// [`Scheduler::authorize`] for a submission, which may trust a handle checked before
+    /// (see [`Scheduler::submit`]).
+    pub async fn authorize_submission(&self, access: &Access, batch: BatchId) -> Result<()> {
+        self.authorize_with(access, batch, true).await
+    }
+
+    /// [`Scheduler::authorize`], trusting a handle checked before when `cached`.
+    async fn authorize_with(&self, access: &Access, batch: BatchId, cached: bool) -> Result<()> {
         match access {
             Access::Admin => Ok(()),
             Access::Handle(handle) => {
@@ -303,16 +316,13 @@ impl Scheduler {
                     return Err(forbidden);
                 }
                 let hash = hash_handle(handle);
-                if self.handles.lock().expect("handles lock").get(&batch) == Some(&hash) {
+                if cached && self.handles.lock().expect("handles lock").get(&batch) == Some(&hash) {
                     return Ok(());
                 }
                 match self.store.batch_authorize(batch, hash).await {
                     Ok(()) => {}
                     Err(StoreError::NotFound { .. }) => return Err(forbidden),
                     Err(err) => return Err(err.into()),
-                }
-                if self.store.is_shared() {
-                    return Ok(());
                 }
                 let mut handles = self.handles.lock().expect("handles lock");
                 if handles.len() >= MAX_CHECKED_HANDLES {
@@ -349,10 +359,19 @@ impl Scheduler {
         batch: BatchId,
         tasks: Vec<TaskSpec>,
     ) -> Result<Vec<TaskId>> {
-        self.authorize(access, batch).await?;
+        // A handle checked before opened the batch then, and batch ids are never used
+        // again: if the batch is gone now, it was released, and the submission's own
+        // transaction finds it gone. So a submission, the hot path, trusts the cache even
+        // on a shared store.
+        self.authorize_with(access, batch, true).await?;
         let tasks = self.check_tasks(tasks)?;
         let now = now_micros();
-        let ids = self.store.task_submit(batch, tasks, now).await?;
+        let ids = match self.store.task_submit(batch, tasks, now).await {
+            Err(StoreError::NotFound { .. }) if matches!(access, Access::Handle(_)) => {
+                return Err(Error::Forbidden(Resource::Batch(batch)));
+            }
+            ids => ids?,
+        };
         self.metrics.submitted(&ids, now);
         self.wake.notify_one();
         Ok(ids)
