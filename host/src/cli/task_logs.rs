@@ -38,12 +38,21 @@ pub fn run(
             let page: LogPage = client.get(&path)?;
             for a in &page.attempts {
                 if attempt.is_none_or(|n| n == a.attempt) {
-                    print_attempt(a)?;
+                    // A list cuts long fields short: the attempt's own route has them whole.
+                    if a.cut.is_empty() {
+                        print_attempt(a)?;
+                    } else {
+                        let whole: AttemptRecord =
+                            client.get(&format!("/v1/tasks/{task}/attempts/{}", a.attempt))?;
+                        print_attempt(&whole)?;
+                    }
                     seen_attempt = true;
                 }
             }
             after = page.next.or(after);
-            if page.attempts.len() < PAGE {
+            // A page holds fewer than asked when its attempts are large: the log ends at
+            // an empty one.
+            if page.attempts.is_empty() {
                 break;
             }
         }

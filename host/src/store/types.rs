@@ -374,6 +374,12 @@ pub struct AttemptRecord {
     #[serde(flatten, with = "super::text::stderr")]
     #[schema(value_type = super::text::StderrText)]
     pub stderr: Vec<u8>,
+    /// The fields cut short in this view (`error`, `logs`, `stdout`, `stderr`), each kept
+    /// up to 1 KiB in lists and 4 KiB in a task's view; empty when none was.
+    /// `GET /v1/tasks/{id}/attempts/{attempt}` gives the attempt whole.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub cut: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
