@@ -7,16 +7,16 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use qhost_tests::server::{Opened, Server, agent, call};
+use qhost_tests::server::{Opened, Server, call};
 use serde_json::{Value, json};
 
 /// A connection to `server` from the loopback address `from` (`127.0.0.2`): a client at
 /// another address than the test's others.
-fn connect_from(from: &str, server: &Server) -> TcpStream {
+fn connect_from(from: &str, server: &str) -> TcpStream {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     let runtime = RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_current_thread()
@@ -24,7 +24,7 @@ fn connect_from(from: &str, server: &Server) -> TcpStream {
             .build()
             .unwrap()
     });
-    let address = server.address().parse().unwrap();
+    let address = server.parse().unwrap();
     let from = format!("{from}:0").parse().unwrap();
     let stream = runtime.block_on(async move {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
@@ -200,7 +200,7 @@ fn silent_connections_are_closed_soon_and_keep_no_probe_out() {
     // Five times as many silent connections as the server takes, from another address:
     // a probe gets through at once, not once they time out.
     let silent: Vec<TcpStream> = (0..100)
-        .map(|_| connect_from("127.0.0.2", &server))
+        .map(|_| connect_from("127.0.0.2", server.address()))
         .collect();
     let started = Instant::now();
     let mut tcp = TcpStream::connect(server.address()).unwrap();
@@ -214,7 +214,7 @@ fn silent_connections_are_closed_soon_and_keep_no_probe_out() {
         started.elapsed()
     );
     // Past their address's share, connections are answered 503 and closed.
-    let mut refused = connect_from("127.0.0.2", &server);
+    let mut refused = connect_from("127.0.0.2", server.address());
     let request = get("/v1/status", "no-token");
     assert_eq!(
         ask(&mut refused, &request, Duration::from_secs(5)),
@@ -357,26 +357,38 @@ fn percentile(sorted: &[Duration], p: usize) -> Duration {
 #[test]
 fn a_hostile_client_does_not_slow_a_well_behaved_one() {
     let data = tempfile::tempdir().unwrap();
-    let server = Arc::new(Server::start_with(data.path(), 2, |command| {
+    let server = Server::start_with(data.path(), 2, |command| {
         command.args(["--max-connections", "400"]);
-    }));
+    });
     server.upload("echo");
     let hostile = Arc::new(open_batch(&server));
     let stop = Arc::new(AtomicBool::new(false));
+    // Calls the attackers off however the test ends.
+    struct CallOff(Arc<AtomicBool>);
+    impl Drop for CallOff {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let _call_off = CallOff(stop.clone());
+    let opened = Arc::new(AtomicUsize::new(0));
     let mut attackers = Vec::new();
-    // Each attacker keeps `count` connections of its kind open, reopening what closes.
+    // Each attacker keeps `count` connections of its kind open, reopening what closes:
+    // more than the server's 400 in all.
     let kinds: [(&str, usize); 5] = [
         ("events", 150),
         ("wait", 100),
-        ("silent", 100),
+        ("silent", 300),
         ("dribble", 50),
         ("upload", 8),
     ];
     for (kind, count) in kinds {
-        let (server, hostile, stop) = (server.clone(), hostile.clone(), stop.clone());
+        let address = server.address().to_owned();
+        let (hostile, stop) = (hostile.clone(), stop.clone());
+        let opened = opened.clone();
         attackers.push(std::thread::spawn(move || {
             let open = |kind: &str| -> Option<TcpStream> {
-                let mut tcp = connect_from("127.0.0.2", &server);
+                let mut tcp = connect_from("127.0.0.2", &address);
                 let request = match kind {
                     "events" => format!(
                         "{}\r\n\r\n",
@@ -424,6 +436,7 @@ fn a_hostile_client_does_not_slow_a_well_behaved_one() {
                     alive
                 });
                 while held.len() < count {
+                    opened.fetch_add(1, Ordering::Relaxed);
                     match open(kind) {
                         Some(tcp) => held.push(tcp),
                         None => break,
@@ -433,16 +446,27 @@ fn a_hostile_client_does_not_slow_a_well_behaved_one() {
             }
         }));
     }
-    std::thread::sleep(Duration::from_secs(2)); // the attack is under way
+    // The attack is under way once it opened more connections than the server takes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while opened.load(Ordering::Relaxed) < 450 {
+        assert!(Instant::now() < deadline, "the attack did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     let good = server.open_batch(json!({}));
-    let client = agent();
     let url = |path: &str| format!("{}{path}", server.url);
     let mut quick = Vec::new();
     let mut waits = Vec::new();
     let mut failures = Vec::new();
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(10) {
+        // Each round on a connection of its own, as each command of the CLI; a request
+        // the server leaves waiting counts as failed after 5 seconds.
+        let client: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(5)))
+            .build()
+            .into();
         let mut timed = |method: &str, path: &str, body: Option<Value>| -> (Duration, u16, Value) {
             let request = ureq::http::Request::builder()
                 .method(method)
@@ -518,9 +542,9 @@ fn a_hostile_client_does_not_slow_a_well_behaved_one() {
     );
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(quick.len() >= 40, "only {} requests in 10s", quick.len());
-    // 100 ms is the target; a shared 2-core machine building beside it gets slack.
-    assert!(p99 < Duration::from_millis(500), "p99 {p99:?}");
-    let server = Arc::into_inner(server).expect("the attackers are done");
+    // The target is 100 ms, and a run on a loaded 2-core machine gives about 10 ms: the
+    // bound leaves room for a slower machine, not for a client kept waiting.
+    assert!(p99 < Duration::from_millis(250), "p99 {p99:?}");
     assert!(server.stop().success());
 }
 
