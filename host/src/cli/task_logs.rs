@@ -31,7 +31,10 @@ pub fn run(
         // The state is read before the log: once it says ended, the log holds every attempt.
         let info: TaskInfo = client.get(&format!("/v1/tasks/{task}"))?;
         loop {
-            let mut path = format!("/v1/attempts?batch={}&task={task}&limit={PAGE}", info.batch);
+            let mut path = format!(
+                "/v1/attempts?batch={}&task={task}&order=oldest&limit={PAGE}",
+                info.batch
+            );
             if let Some(after) = after {
                 path.push_str(&format!("&after={after}"));
             }
