@@ -551,7 +551,22 @@ fn text_len(attempt: &Value, field: &str) -> usize {
 #[test]
 fn lists_and_views_cut_long_fields_and_an_attempts_route_gives_it_whole() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(data.path(), 2);
+    attempts_cut(Server::start(data.path(), 2));
+}
+
+#[test]
+fn lists_and_views_cut_long_fields_on_postgres_too() {
+    let data = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(qhost_tests::pg::TestDb::new());
+    attempts_cut(Server::start_with(data.path(), 2, |command| {
+        command.args(["--db", &db.url]);
+    }));
+}
+
+/// Attempts with an error and a stdout of 60,000 bytes each, read in a list, a task's
+/// view and whole, on `server`.
+fn attempts_cut(server: Server) {
     server.upload("misbehave");
     let opened = server.open_batch(json!({"tasks": [
         {"module": "misbehave", "input": "error:60000", "max_attempts": 3, "backoff": "1ms"},
