@@ -607,12 +607,37 @@ fn attempts_cut(server: Server) {
         None,
     );
     assert_eq!(status, 200, "{view}");
+    let error = view["error"].as_str().unwrap();
+    assert!(
+        error.len() < 4200 && error.ends_with(&format!("in GET /v1/tasks/{failing}/attempts/3]")),
+        "a task's error in its view: {} bytes, ending {:?}",
+        error.len(),
+        &error[error.len().saturating_sub(80)..]
+    );
     let log = view["log"].as_array().unwrap();
     assert_eq!(log.len(), 3);
     for attempt in log {
         assert!(text_len(attempt, "error") <= 4096, "a task's view");
         assert_eq!(attempt["cut"], json!(["error"]));
     }
+
+    let (status, list) = call(
+        "GET",
+        &format!("{}/v1/tasks?batch={}", server.url, opened.id),
+        Some(&opened.handle),
+        None,
+    );
+    assert_eq!(status, 200, "{list}");
+    let row = list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == failing)
+        .unwrap();
+    assert!(
+        row["error"].as_str().unwrap().len() < 1200,
+        "a task's error in a list"
+    );
 
     for (task, attempt, field) in [(failing, 3, "error"), (printing, 1, "stdout")] {
         let (status, whole) = call(

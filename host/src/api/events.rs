@@ -224,7 +224,8 @@ impl Follow {
                 {
                     continue;
                 }
-                let task = scheduler.task_get(attempt.task).await?;
+                let mut task = scheduler.task_get(attempt.task).await?;
+                task.cut_error(super::attempt_page::VIEW_CUT);
                 if task.state.is_ended() {
                     self.sent.insert(task.id, task.attempts);
                     let event = json_event("task", &task).id(position.to_string());

@@ -50,7 +50,7 @@ pub struct TaskView {
     security(("admin_token" = []), ("batch_handle" = [])),
 )]
 pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Json<TaskView>> {
-    let info = caller.task;
+    let mut info = caller.task;
     let task = info.id;
     let filter = AttemptFilter {
         task: Some(task),
@@ -66,6 +66,7 @@ pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResul
         .waiting_on(std::slice::from_ref(&info), now_micros())
         .await?
         .remove(&task);
+    info.cut_error(attempt_page::VIEW_CUT);
     Ok(Json(TaskView {
         task: info,
         waiting_on,

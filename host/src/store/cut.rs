@@ -1,7 +1,26 @@
 //! An attempt record cut short for lists and views: its error, log lines, stdout and stderr
-//! each kept up to a number of bytes, and the fields cut named in the record's `cut`.
+//! each kept up to a number of bytes, and the fields cut named in the record's `cut`; and
+//! a task's error (its last attempt's) cut alike, with a mark that says where it is whole.
 
-use super::AttemptRecord;
+use super::{AttemptRecord, TaskInfo};
+
+impl TaskInfo {
+    /// Cuts its error to at most `max` bytes, followed by a mark saying how much more there
+    /// was and which route gives it whole.
+    pub fn cut_error(&mut self, max: usize) {
+        if let Some(error) = &mut self.error
+            && error.len() > max
+        {
+            let kept = error.floor_char_boundary(max);
+            let more = error.len() - kept;
+            error.truncate(kept);
+            error.push_str(&format!(
+                " [cut: {more} bytes more in GET /v1/tasks/{}/attempts/{}]",
+                self.id, self.attempts
+            ));
+        }
+    }
+}
 
 /// What a log line costs besides its message, as the runtime counts it.
 const LINE_COST: usize = 64;

@@ -272,6 +272,9 @@ pub struct TaskInfo {
     pub ended_at: Option<Micros>,
     #[schema(required = true)]
     pub outcome: Option<Outcome>,
+    /// Its last attempt's error: in a list cut to 1 KiB, in a task's view or event to
+    /// 4 KiB, followed by a mark saying how much more there was (`[cut: N bytes more in
+    /// GET /v1/tasks/{id}/attempts/{attempt}]`).
     #[schema(required = true)]
     pub error: Option<String>,
     #[schema(required = true)]
