@@ -490,6 +490,7 @@ fn openapi_describes_every_route() {
         ("/v1/tasks", "get"),
         ("/v1/tasks/{id}", "get"),
         ("/v1/tasks/{id}/output", "get"),
+        ("/v1/tasks/{id}/attempts/{attempt}", "get"),
         ("/v1/tasks/{id}/cancel", "post"),
         ("/v1/tasks/{id}/priority", "put"),
         ("/v1/batches/{id}/retry", "post"),
@@ -610,7 +611,9 @@ fn a_batch_streams_one_event_per_task_then_ends_and_metrics_count_them() {
     let (status, _) = get(&format!("{}/v1/batches/{batch}/events", server.url), &other);
     assert_eq!(status, 403, "another batch's handle gets no events");
 
-    let (status, metrics) = get(&format!("{}/metrics", server.url), "");
+    let (status, _) = get(&format!("{}/metrics", server.url), "");
+    assert_eq!(status, 401, "metrics need a token");
+    let (status, metrics) = get(&format!("{}/metrics", server.url), &server.token);
     assert_eq!(status, 200);
     let value = |name: &str| -> f64 {
         metrics

@@ -290,3 +290,89 @@ async fn the_python_example_fetches_and_is_refused_alike() {
     assert!(error.contains("HttpRequestDenied"), "{error}");
     assert_eq!(other.hits(), 0);
 }
+
+/// `http://localhost:*` on both lists reaches local origins, but not qhost's own API:
+/// that takes entries naming its very port.
+#[test]
+fn a_loopback_grant_does_not_reach_the_servers_own_api() {
+    let origin = OriginServer::start();
+    let data = tempfile::tempdir().unwrap();
+    let server = qhost_tests::server::Server::start_with(data.path(), 1, |command| {
+        command.args(["--allow-http", "http://localhost:*"]);
+    });
+    server.upload("fetch");
+    let port = server.address().rsplit(':').next().unwrap().to_owned();
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches", server.url),
+        Some(&server.token),
+        Some(json!({
+            "allow_http": ["http://localhost:*"],
+            "tasks": [
+                {"module": "fetch", "input": format!("http://localhost:{port}/healthz"),
+                 "max_attempts": 1},
+                {"module": "fetch", "input": format!("http://localhost:{}/hello", origin.port())},
+            ],
+        })),
+    );
+    assert_eq!(status, 201, "{body}");
+    let batch = body["batch"]["id"].as_i64().unwrap();
+    let (own, local) = (
+        body["tasks"][0].as_i64().unwrap(),
+        body["tasks"][1].as_i64().unwrap(),
+    );
+    let (status, waited) = call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=60s", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 200, "{waited}");
+    let show = |task: i64| {
+        call(
+            "GET",
+            &format!("{}/v1/tasks/{task}", server.url),
+            Some(&server.token),
+            None,
+        )
+        .1
+    };
+    let local = show(local);
+    assert_eq!(local["state"], "succeeded", "{local:#}");
+    let own = show(own);
+    assert_eq!(own["state"], "failed", "{own:#}");
+    let attempt = &own["log"][0];
+    let said = attempt["logs"].to_string();
+    assert!(
+        said.contains("this qhost server's own address"),
+        "{attempt:#}"
+    );
+}
+
+/// An entry naming the server's port exactly, on both lists, reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_own_address_is_reached_only_by_its_exact_port() {
+    let own = OriginServer::start();
+    let any_port = "http://localhost:*".to_owned();
+    let exact = format!("http://localhost:{}", own.port());
+    let mut config = RuntimeConfig::with_workers(1);
+    config.allow_http = origins(&[any_port.clone(), exact.clone()]);
+    config.own_addresses = vec![format!("127.0.0.1:{}", own.port()).parse().unwrap()];
+    let runtime = Runtime::new(config).expect("runtime");
+    let module = runtime.load_file(&guest("fetch")).unwrap();
+    let url = format!("http://localhost:{}/hello", own.port());
+    let limits = TaskLimits::default();
+    let mut report = fetch(
+        &runtime,
+        &module,
+        &url,
+        std::slice::from_ref(&any_port),
+        limits,
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::GuestError);
+    assert!(log_text(&mut report).contains("this qhost server's own address"));
+    let report = fetch(&runtime, &module, &url, &[exact], limits).await;
+    assert_eq!(report.outcome, Outcome::Succeeded, "{:?}", report.error);
+    assert_eq!(own.hits(), 1);
+}

@@ -445,6 +445,7 @@ fn attempt(task: i64, group: Option<&str>, start: i64, end: i64) -> AttemptRecor
         logs: Vec::new(),
         stdout: Vec::new(),
         stderr: Vec::new(),
+        cut: Vec::new(),
     }
 }
 

@@ -6,6 +6,7 @@
 //! cannot make the server buffer and parse a large upload.
 
 use axum::extract::{FromRequestParts, Path};
+use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use sha2::{Digest as _, Sha256};
@@ -27,22 +28,28 @@ impl Caller {
     }
 }
 
+/// The token of `Authorization: Bearer <token>`, if the header has that form.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+/// Whether `token` is `secret`, compared by digests so that the comparison takes the same
+/// time whatever the token.
+pub fn same_token(token: &str, secret: &str) -> bool {
+    Sha256::digest(token.as_bytes()) == Sha256::digest(secret.as_bytes())
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
-            .ok_or_else(ApiError::unauthorized)?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .ok_or_else(ApiError::unauthorized)?;
-        // Compare digests, so the comparison takes the same time whatever the token.
-        if Sha256::digest(token.as_bytes()) == Sha256::digest(state.admin_token.as_bytes()) {
+        let token = bearer(&parts.headers).ok_or_else(ApiError::unauthorized)?;
+        if same_token(token, &state.admin_token) {
             return Ok(Caller(Access::Admin));
         }
         // Only a token shaped like a handle (`qhb_<batch>_<secret>`) is looked up.

@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::{Admin, BatchCaller, SubmitCaller};
-use super::body::BodyPermit;
+use super::body::Upload;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::keys::{KeyHeader, replayed};
 use super::whole;
@@ -137,10 +137,9 @@ pub async fn open(
     State(state): State<AppState>,
     _: Admin,
     KeyHeader(key): KeyHeader,
-    _permit: BodyPermit,
-    body: Result<Json<OpenBatch>, JsonRejection>,
+    mut upload: Upload,
 ) -> ApiResult<impl IntoResponse> {
-    let body = json_body(body)?;
+    let body: OpenBatch = upload.json().await?;
     let asked = key.as_ref().map(|key| Keyed::new(key, &body));
     let spec = BatchSpec {
         name: body.name,
@@ -217,6 +216,8 @@ pub async fn show(
             started in the batch.", body = ErrorBody),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
         (status = 409, description = "The batch is sealed (`conflict`).", body = ErrorBody),
+        (status = 429, description = "Another large upload with this credential is being \
+            read (`too-many-requests`).", body = ErrorBody),
         (status = 503, description = "Four large uploads are being read already; try again \
             shortly (`busy`).", body = ErrorBody),
     ),
@@ -226,10 +227,9 @@ pub async fn submit(
     State(state): State<AppState>,
     caller: SubmitCaller,
     KeyHeader(key): KeyHeader,
-    _permit: BodyPermit,
-    body: Result<Json<Submit>, JsonRejection>,
+    mut upload: Upload,
 ) -> ApiResult<impl IntoResponse> {
-    let body = json_body(body)?;
+    let body: Submit = upload.json().await?;
     let asked = key.as_ref().map(|key| Keyed::new(key, &body));
     let specs = state.scheduler.task_specs(body.tasks).await?;
     let (tasks, repeated) = match asked {
@@ -388,6 +388,8 @@ pub async fn cancel(
         (status = 400, description = "A timeout it cannot read, or longer than `5m` \
             (`bad-request`).", body = ErrorBody),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+        (status = 429, description = "The credential, or batch handles together, hold as many \
+            waits and event streams as they may (`too-many-requests`).", body = ErrorBody),
     ),
     security(("admin_token" = []), ("batch_handle" = [])),
 )]
@@ -398,6 +400,7 @@ pub async fn wait(
     stopping: Option<Extension<CancellationToken>>,
 ) -> ApiResult<Json<BatchInfo>> {
     let batch = caller.batch;
+    let _long = state.long_polls.take(&caller.access)?;
     let timeout = match query.timeout {
         Some(text) => parse_duration(&text)
             .map_err(|e| ApiError::bad_request(format!("parameter `timeout`: {e}")))?,

@@ -18,6 +18,8 @@ use super::error::ErrorBody;
 pub const ADMIN: &str = "admin_token";
 /// The security scheme of a batch handle.
 pub const HANDLE: &str = "batch_handle";
+/// The security scheme of the metrics token.
+pub const METRICS: &str = "metrics_token";
 
 #[derive(utoipa::OpenApi)]
 #[openapi(
@@ -64,6 +66,10 @@ impl Modify for Credentials {
                 "A batch handle (`qhb_<batch>_<secret>`), returned when the batch is opened: \
                  it opens that batch and its tasks, and nothing else.",
             ),
+        );
+        components.add_security_scheme(
+            METRICS,
+            bearer("The metrics token (`--metrics-token`): it opens `/metrics` and nothing else."),
         );
     }
 }
@@ -288,11 +294,10 @@ mod tests {
         let schemes = document["components"]["securitySchemes"]
             .as_object()
             .unwrap();
-        assert_eq!(
-            schemes.keys().collect::<Vec<_>>(),
-            [super::ADMIN, super::HANDLE]
-        );
-        let public = ["health", "metrics", "openapi"];
+        let mut names: Vec<&str> = schemes.keys().map(String::as_str).collect();
+        names.sort();
+        assert_eq!(names, [super::ADMIN, super::HANDLE, super::METRICS]);
+        let public = ["health", "openapi"];
         for (method, path, operation) in operations(&document) {
             let id = operation["operationId"].as_str().unwrap();
             let security = &operation["security"];

@@ -2,7 +2,8 @@
 //! says what kind of failure it is, and never an internal detail.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -16,7 +17,8 @@ pub struct ErrorBody {
     /// What kind of failure, for programs: `bad-request` (a malformed request, or a
     /// parameter not of its type), `invalid` (a request the server's checks refuse),
     /// `unauthorized`, `forbidden`, `not-found`, `no-output`, `method-not-allowed`,
-    /// `conflict`, `too-large`, `unsupported-media-type`, `busy` or `internal`.
+    /// `conflict`, `too-large`, `unsupported-media-type`, `too-many-requests`, `busy`
+    /// or `internal`.
     pub error: String,
     /// What was wrong and what is allowed, for people.
     pub detail: String,
@@ -60,11 +62,17 @@ impl ApiError {
             StatusCode::PAYLOAD_TOO_LARGE => "too-large",
             StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type",
             StatusCode::UNPROCESSABLE_ENTITY => "invalid",
+            StatusCode::TOO_MANY_REQUESTS => "too-many-requests",
             StatusCode::SERVICE_UNAVAILABLE => "busy",
             status if status.is_server_error() => "internal",
             _ => "bad-request",
         };
         Self::new(status, error, detail)
+    }
+
+    /// `429`: the caller holds as much of the server as one may.
+    pub fn too_many(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "too-many-requests", detail)
     }
 
     pub fn unauthorized() -> Self {
@@ -116,7 +124,17 @@ impl IntoResponse for ApiError {
             error: self.error.to_owned(),
             detail: self.detail,
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        // Refused for now, not for good: say when to try again.
+        if matches!(
+            self.status,
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+        ) {
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 

@@ -31,6 +31,7 @@ use utoipa::{PartialSchema, ToSchema};
 use super::AppState;
 use super::auth::BatchCaller;
 use super::error::{ApiError, ApiResult, ErrorBody};
+use super::long_polls::LongPermit;
 use crate::scheduler::BatchEvent;
 use crate::store::{AttemptFilter, BatchId, BatchInfo, RunningTask, TaskId, TaskInfo};
 
@@ -83,8 +84,9 @@ impl ToSchema for StreamEvent {
     }
 }
 
-/// Attempts read from the log at a time.
-const PAGE: usize = 1000;
+/// Attempts read from the log at a time: each is read whole, so few, to bound the memory a
+/// stream takes.
+const PAGE: usize = 100;
 
 /// The batch's task starts and completions as server-sent events: a `started` event (a
 /// running attempt, as `list_running` gives it) for each attempt seen running, a `task`
@@ -106,6 +108,8 @@ const PAGE: usize = 1000;
         (status = 400, description = "A `Last-Event-ID` this stream did not send \
             (`bad-request`).", body = ErrorBody),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+        (status = 429, description = "The credential, or batch handles together, hold as many \
+            waits and event streams as they may (`too-many-requests`).", body = ErrorBody),
     ),
     security(("admin_token" = []), ("batch_handle" = [])),
 )]
@@ -117,10 +121,12 @@ pub async fn events(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let batch = caller.batch;
     let after = last_event_id(&headers)?;
+    let long = state.long_polls.take(&caller.access)?;
     // Subscribe before the first read: nothing that ends after it is missed.
     let events = state.scheduler.subscribe();
     state.scheduler.batch_get(batch).await?;
     let follow = Follow {
+        _long: long,
         state,
         batch,
         events,
@@ -140,6 +146,8 @@ pub async fn events(
 
 /// Where a stream is in the batch's execution log.
 struct Follow {
+    /// Counts the stream among its credential's long requests while it is open.
+    _long: LongPermit,
     state: AppState,
     batch: BatchId,
     events: broadcast::Receiver<BatchEvent>,
@@ -216,7 +224,8 @@ impl Follow {
                 {
                     continue;
                 }
-                let task = scheduler.task_get(attempt.task).await?;
+                let mut task = scheduler.task_get(attempt.task).await?;
+                task.cut_error(super::attempt_page::VIEW_CUT);
                 if task.state.is_ended() {
                     self.sent.insert(task.id, task.attempts);
                     let event = json_event("task", &task).id(position.to_string());

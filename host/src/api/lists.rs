@@ -293,7 +293,10 @@ pub async fn list_tasks(
         tasks: list
             .tasks
             .into_iter()
-            .map(|(task, waiting_on)| TaskRow { task, waiting_on })
+            .map(|(mut task, waiting_on)| {
+                task.cut_error(super::attempt_page::LIST_CUT);
+                TaskRow { task, waiting_on }
+            })
             .collect(),
         next_cursor: list.next.map(Position::to_cursor),
         counts: list.counts,

@@ -1,15 +1,22 @@
 //! `/metrics` in the Prometheus text format: the queue (tasks per state, ended totals, the
 //! oldest ready task, busy groups) as every node reads it from the store, and this node's
 //! slots and measurements. Reading it costs the same however many tasks ended.
+//!
+//! It names groups, so it asks for a token (the metrics token, or the admin's), unless
+//! served on a listen address of its own (`--metrics-listen`), which the operator keeps
+//! where only the scraper reaches it.
 
 use std::fmt::Write as _;
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
 use axum::response::IntoResponse;
 
 use super::AppState;
-use super::error::ApiResult;
+use super::auth::{bearer, same_token};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::store::now_micros;
 
 /// Prometheus metrics: the queue (tasks by state, ended totals, the oldest ready task's
@@ -20,9 +27,16 @@ use crate::store::now_micros;
     path = "/metrics",
     operation_id = "metrics",
     tag = "observe",
-    responses((status = 200, description = "The Prometheus text format", content_type = "text/plain", body = String)),
+    responses(
+        (status = 200, description = "The Prometheus text format", content_type = "text/plain", body = String),
+        (status = 401, description = "No metrics or admin token (`unauthorized`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("metrics_token" = [])),
 )]
-pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
+pub async fn metrics(
+    State(state): State<AppState>,
+    _: MetricsReader,
+) -> ApiResult<impl IntoResponse> {
     let stats = state.scheduler.queue_stats().await?;
     let runtime = state.scheduler.runtime();
     let mut text = String::new();
@@ -138,6 +152,36 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoRespon
     state.scheduler.metrics.render(&mut text);
     runtime.render_http_metrics(&mut text);
     Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4")], text))
+}
+
+/// Who may read `/metrics`: the holder of the metrics or the admin token, or anyone on
+/// the metrics' own listen address.
+pub struct MetricsReader;
+
+impl FromRequestParts<AppState> for MetricsReader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if state.metrics_open {
+            return Ok(MetricsReader);
+        }
+        let opens = |token: &str| {
+            same_token(token, &state.admin_token)
+                || state
+                    .metrics_token
+                    .as_deref()
+                    .is_some_and(|metrics| same_token(token, metrics))
+        };
+        match bearer(&parts.headers) {
+            Some(token) if opens(token) => Ok(MetricsReader),
+            _ => Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "send `Authorization: Bearer <metrics token or admin token>`, or read \
+                 /metrics on its own listen address (`--metrics-listen`)",
+            )),
+        }
+    }
 }
 
 fn head(text: &mut String, name: &str, kind: &str, help: &str) {

@@ -3,10 +3,15 @@
 //! - [`state`]: what every handler is given ([`AppState`]).
 //! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`, and what it may
 //!   open, decided before a request's body is read.
-//! - [`body`]: permits that bound how many large bodies are read at once.
-//! - [`listen`]: accepting connections, with a cap on them and timeouts for slow clients.
+//! - [`body`]: upload bodies, and the permits that bound how many large ones are read at
+//!   once.
+//! - [`listen`]: accepting connections, with caps on them in all and per address, room
+//!   kept for the admin and health probes; [`slow`]: how slowly a client may send a body
+//!   or read an answer; [`long_polls`]: how many waits and event streams a credential, and
+//!   batch handles together, may hold.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
-//! - [`lists`]: batches and tasks listed, filtered and paged.
+//! - [`lists`]: batches and tasks listed, filtered and paged; [`attempt_page`]: attempts
+//!   in lists and views, cut short and bounded in bytes.
 //! - [`schedules`]: schedules that open batches on a cron expression.
 //! - [`keys`]: the `Idempotency-Key` of openings and submissions.
 //! - [`settings`]: the settings granted to a batch, secrets sealed.
@@ -24,6 +29,7 @@
 //!   [`routes`] that route requests: a route added there is documented, or does not
 //!   compile. `GET /v1/openapi.json` serves it.
 
+pub mod attempt_page;
 pub mod auth;
 pub mod batches;
 pub mod body;
@@ -36,6 +42,7 @@ pub mod history;
 pub mod keys;
 pub mod listen;
 pub mod lists;
+pub mod long_polls;
 pub mod metrics;
 pub mod modules;
 pub mod observe;
@@ -43,6 +50,7 @@ pub mod pause;
 pub mod redrive;
 pub mod schedules;
 pub mod settings;
+pub mod slow;
 pub mod state;
 pub mod status;
 pub mod tasks;
@@ -114,6 +122,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(batches::submit_alone, lists::list_tasks))
         .routes(routes!(tasks::show))
         .routes(routes!(tasks::output))
+        .routes(routes!(tasks::attempt))
         .routes(routes!(tasks::cancel))
         .routes(routes!(tasks::set_priority))
         .routes(routes!(tasks::show_group, tasks::set_group_limit))
@@ -170,10 +179,39 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let stopping = CancellationToken::new();
+    let privileged = privileged(&state);
     let app = router(state).layer(Extension(stopping.clone()));
-    listen::serve(listener, app, limits, async move {
+    listen::serve(listener, app, limits, privileged, async move {
         shutdown.await;
         stopping.cancel();
     })
     .await
+}
+
+/// Serves `/metrics` alone, to anyone, on a listen address of its own.
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    mut state: AppState,
+    limits: listen::Limits,
+    shutdown: impl Future<Output = ()>,
+) {
+    state.metrics_open = true;
+    let privileged = privileged(&state);
+    let (router, _) = OpenApiRouter::new()
+        .routes(routes!(metrics::metrics))
+        .split_for_parts();
+    let app = router
+        .fallback(fallback::not_found)
+        .with_state(state)
+        .layer(axum::middleware::from_fn(fallback::json_failures));
+    listen::serve(listener, app, limits, privileged, shutdown).await
+}
+
+/// What may use the room kept past the connection cap: `/healthz`, and the admin.
+fn privileged(state: &AppState) -> listen::Privileged {
+    let token = state.admin_token.clone();
+    Arc::new(move |uri, headers| {
+        uri.path() == "/healthz"
+            || auth::bearer(headers).is_some_and(|t| auth::same_token(t, &token))
+    })
 }

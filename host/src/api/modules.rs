@@ -1,8 +1,6 @@
 //! `/v1/modules`: add a component (raw body), list, show and delete modules.
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
@@ -10,7 +8,7 @@ use utoipa::IntoParams;
 
 use super::AppState;
 use super::auth::Admin;
-use super::body::BodyPermit;
+use super::body::Upload;
 use super::doc::Binary;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::Digest;
@@ -54,11 +52,10 @@ pub struct AddQuery {
 pub async fn add(
     State(state): State<AppState>,
     _: Admin,
-    _permit: BodyPermit,
     Query(query): Query<AddQuery>,
-    body: Result<Bytes, BytesRejection>,
+    mut upload: Upload,
 ) -> ApiResult<(StatusCode, Json<ModuleInfo>)> {
-    let body = body.map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
+    let body = upload.bytes().await?;
     let info = state
         .scheduler
         .module_add(body.to_vec(), query.name, query.tag)

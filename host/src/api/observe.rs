@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
+use super::attempt_page;
 use super::auth::{Admin, Caller};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::Outcome;
@@ -43,7 +44,8 @@ pub struct LogQuery {
     /// `after`).
     #[param(inline)]
     pub order: Option<LogOrder>,
-    /// The most attempts in a page; none: 1000.
+    /// The most attempts in a page; none: 1000. A page holds fewer when its attempts
+    /// reach 8 MiB: read on from its `next` until a page is empty.
     #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<usize>,
 }
@@ -59,6 +61,8 @@ pub enum LogOrder {
 /// A page of the execution log, in the order asked.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LogPage {
+    /// The attempts, their error, log lines, stdout and stderr each cut to 1 KiB (`cut`
+    /// names those that were).
     pub attempts: Vec<AttemptRecord>,
     /// The position of the page's last attempt: pass it as `before` for the next page
     /// newest first, or as `after` for the next page oldest first (and to follow the
@@ -129,7 +133,7 @@ pub async fn log(
         newest_first,
         limit: Some(limit),
     };
-    let page = state.scheduler.attempt_list(filter).await?;
+    let page = attempt_page::read(&state.scheduler, filter, limit, attempt_page::LIST_CUT).await?;
     let cursor = if newest_first {
         query.before
     } else {

@@ -1,10 +1,11 @@
 //! What every handler is given: the scheduler, the admin token, the permits for large
-//! bodies and the queue's history.
+//! bodies and long requests, who may read `/metrics`, and the queue's history.
 
 use std::sync::Arc;
 
 use super::body;
 use super::history::History;
+use super::long_polls::LongPolls;
 use crate::scheduler::Scheduler;
 
 #[derive(Clone)]
@@ -12,6 +13,11 @@ pub struct AppState {
     pub scheduler: Arc<Scheduler>,
     pub admin_token: Arc<str>,
     pub large_bodies: body::LargeBodies,
+    pub long_polls: LongPolls,
+    /// A token that opens `/metrics` alone, besides the admin's.
+    pub metrics_token: Option<Arc<str>>,
+    /// Whether `/metrics` answers without a token: on a listen address of its own.
+    pub metrics_open: bool,
     /// The queue's recent samples, which `qhost serve` takes.
     pub history: History,
 }
@@ -22,6 +28,9 @@ impl AppState {
             scheduler,
             admin_token: admin_token.into(),
             large_bodies: body::LargeBodies::default(),
+            long_polls: LongPolls::default(),
+            metrics_token: None,
+            metrics_open: false,
             history: History::default(),
         }
     }

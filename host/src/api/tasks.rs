@@ -10,13 +10,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::auth::{Admin, TaskCaller};
+use super::attempt_page;
+use super::auth::{Admin, Caller, TaskCaller};
 use super::batches::{SetPriority, json_body};
 use super::doc::Binary;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::whole;
 use crate::scheduler::rules::WaitingOn;
-use crate::store::{AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskInfo, now_micros};
+use crate::store::{
+    AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskId, TaskInfo, now_micros,
+};
 
 /// A task with its entries of the execution log.
 #[derive(Debug, Serialize, ToSchema)]
@@ -26,7 +29,10 @@ pub struct TaskView {
     /// Why no node claims it now; none when it is not pending, or is claimable now.
     #[schema(required = true)]
     pub waiting_on: Option<WaitingOn>,
-    /// The task's entries of the execution log (`attempts` is the task's count of them).
+    /// The task's entries of the execution log, oldest first (`attempts` is the task's
+    /// count of them): their error, log lines, stdout and stderr each cut to 4 KiB (`cut`
+    /// names those that were; `GET /v1/tasks/{id}/attempts/{attempt}` gives one whole),
+    /// and as many as fit in 8 MiB (`GET /v1/attempts?task=` pages the rest).
     pub log: Vec<AttemptRecord>,
 }
 
@@ -44,14 +50,13 @@ pub struct TaskView {
     security(("admin_token" = []), ("batch_handle" = [])),
 )]
 pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Json<TaskView>> {
-    let info = caller.task;
+    let mut info = caller.task;
     let task = info.id;
-    let log = state
-        .scheduler
-        .attempt_list(AttemptFilter {
-            task: Some(task),
-            ..Default::default()
-        })
+    let filter = AttemptFilter {
+        task: Some(task),
+        ..Default::default()
+    };
+    let log = attempt_page::read(&state.scheduler, filter, usize::MAX, attempt_page::VIEW_CUT)
         .await?
         .into_iter()
         .map(|(_, a)| a)
@@ -61,11 +66,47 @@ pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResul
         .waiting_on(std::slice::from_ref(&info), now_micros())
         .await?
         .remove(&task);
+    info.cut_error(attempt_page::VIEW_CUT);
     Ok(Json(TaskView {
         task: info,
         waiting_on,
         log,
     }))
+}
+
+/// One attempt of a task, whole: its error, log lines, stdout and stderr as kept.
+#[utoipa::path(
+    get,
+    path = "/tasks/{id}/attempts/{attempt}",
+    operation_id = "show_attempt",
+    tag = "tasks",
+    params(
+        ("id" = i64, Path, description = "The task's id"),
+        ("attempt" = u32, Path, description = "The attempt's number, from 1", minimum = 1),
+    ),
+    responses(
+        (status = 200, description = "The attempt", body = AttemptRecord),
+        (status = 404, description = "No task has this id, or it has no such attempt in the \
+            log (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
+pub async fn attempt(
+    State(state): State<AppState>,
+    Caller(access): Caller,
+    Path((task, number)): Path<(TaskId, u32)>,
+) -> ApiResult<Json<AttemptRecord>> {
+    let task = state.scheduler.task_for(&access, task).await?;
+    attempt_page::find(&state.scheduler, task.id, number)
+        .await?
+        .map(Json)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not-found",
+                format!("task {} has no attempt {number} in the log", task.id),
+            )
+        })
 }
 
 /// A task's output, the bytes its `run` returned.

@@ -164,7 +164,9 @@ fn newest_first(
         let count = page.attempts.len();
         attempts.extend(page.attempts);
         before = page.next;
-        if count < want {
+        // A page holds fewer than asked when its attempts are large: the log ends at an
+        // empty one.
+        if count == 0 {
             break;
         }
     }
@@ -213,7 +215,7 @@ fn follow(
             out.print(attempt)?;
         }
         after = page.next;
-        if page.attempts.len() < PAGE {
+        if page.attempts.is_empty() {
             std::thread::sleep(FOLLOW_EVERY);
         }
     }

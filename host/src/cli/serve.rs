@@ -81,12 +81,22 @@ pub struct ServeArgs {
     /// first start).
     #[arg(long, env = "QHOST_SECRET_KEY_FILE")]
     pub secret_key_file: Option<PathBuf>,
-    /// HTTP connections open at once; more wait to be accepted (default: 10000, or half
-    /// the open-file limit if that is less).
+    /// HTTP connections open at once; past it a few more are let in for the admin and
+    /// `/healthz`, and the others answered 503 and closed (default: 10000, or half the
+    /// open-file limit if that is less).
     #[arg(long, env = "QHOST_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
-    /// How long a client may take to send a request's headers, keep a connection idle,
-    /// or pause while sending a body or reading a response (default 30s).
+    /// HTTP connections open at once from one address; more are answered 503 and closed
+    /// (default: a quarter of `max_connections`; raise it when clients come through a
+    /// proxy).
+    #[arg(long, env = "QHOST_MAX_CONNECTIONS_PER_ADDRESS")]
+    pub max_connections_per_address: Option<usize>,
+    /// How long a client may take to send a request's headers, from the connection's
+    /// opening or its previous answer (so also how long a connection may idle) (default 5s).
+    #[arg(long, env = "QHOST_HEADER_TIMEOUT")]
+    pub header_timeout: Option<String>,
+    /// How long a client may pause while sending a body or reading a response, and how
+    /// long a body has before its average rate counts (default 30s).
     #[arg(long, env = "QHOST_CLIENT_TIMEOUT")]
     pub client_timeout: Option<String>,
     /// The longest run a task may ask for (`timeout`); tasks and schedules' plans asking
@@ -97,10 +107,30 @@ pub struct ServeArgs {
     /// more are refused (default 4GiB; a task that asks none gets 64MiB, or this if less).
     #[arg(long, env = "QHOST_MAX_MEMORY")]
     pub max_memory: Option<String>,
+    /// The lowest average rate, per second, at which a request body must arrive once
+    /// `client_timeout` has passed (default 64KiB).
+    #[arg(long, env = "QHOST_MIN_BODY_RATE")]
+    pub min_body_rate: Option<String>,
+    /// Waits and event streams that one batch handle may hold open at once (default 16).
+    #[arg(long, env = "QHOST_MAX_LONG_REQUESTS_PER_HANDLE")]
+    pub max_long_requests_per_handle: Option<usize>,
+    /// Waits and event streams that batch handles together may hold open at once
+    /// (default: a quarter of `max_connections`).
+    #[arg(long, env = "QHOST_MAX_LONG_REQUESTS")]
+    pub max_long_requests: Option<usize>,
+    /// A token that opens `/metrics` (besides the admin token) (default: none).
+    #[arg(long, env = "QHOST_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+    /// A second address, HOST:PORT, that serves `/metrics` alone and to anyone: for a
+    /// scraper on a network clients do not reach (default: none).
+    #[arg(long, env = "QHOST_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
     /// workers, admin_token, grace, lease, retention, mounts, allow_http, secret_key_file,
-    /// max_connections, client_timeout, max_timeout, max_memory); flags and variables take
-    /// precedence (default: none).
+    /// max_connections, max_connections_per_address, header_timeout, client_timeout,
+    /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
+    /// metrics_listen, max_timeout, max_memory); flags and variables take precedence
+    /// (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -126,9 +156,16 @@ struct FileConfig {
     allow_http: Option<Vec<String>>,
     secret_key_file: Option<PathBuf>,
     max_connections: Option<usize>,
+    max_connections_per_address: Option<usize>,
+    header_timeout: Option<String>,
     client_timeout: Option<String>,
     max_timeout: Option<String>,
     max_memory: Option<String>,
+    min_body_rate: Option<String>,
+    max_long_requests_per_handle: Option<usize>,
+    max_long_requests: Option<usize>,
+    metrics_token: Option<String>,
+    metrics_listen: Option<String>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -231,6 +268,68 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         None => room.min(DEFAULT_MAX_CONNECTIONS),
     };
+    let max_per_address = match args
+        .max_connections_per_address
+        .or(file.max_connections_per_address)
+    {
+        Some(n) => {
+            anyhow::ensure!(
+                (1..=max_connections).contains(&n),
+                "setting `max_connections_per_address` is {n}; it must be 1 to \
+                 `max_connections` ({max_connections})"
+            );
+            n
+        }
+        None => (max_connections / 4).max(1),
+    };
+    let header_timeout = match args.header_timeout.or(file.header_timeout) {
+        Some(text) => {
+            parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `header_timeout`: {e}"))?
+        }
+        None => Duration::from_secs(5),
+    };
+    anyhow::ensure!(
+        header_timeout >= Duration::from_millis(100),
+        "setting `header_timeout` must be at least 100ms"
+    );
+    let min_body_rate = match args.min_body_rate.or(file.min_body_rate) {
+        Some(text) => {
+            let rate = crate::units::parse_bytes(&text)
+                .map_err(|e| anyhow::anyhow!("setting `min_body_rate`: {e}"))?;
+            anyhow::ensure!(
+                rate >= 1,
+                "setting `min_body_rate` must be at least 1 byte a second"
+            );
+            rate
+        }
+        None => 64 * 1024,
+    };
+    let long_per_handle = args
+        .max_long_requests_per_handle
+        .or(file.max_long_requests_per_handle)
+        .unwrap_or(16.min(max_connections));
+    anyhow::ensure!(
+        (1..=max_connections).contains(&long_per_handle),
+        "setting `max_long_requests_per_handle` is {long_per_handle}; it must be 1 to \
+         `max_connections` ({max_connections})"
+    );
+    let long_total = args
+        .max_long_requests
+        .or(file.max_long_requests)
+        .unwrap_or((max_connections / 4).max(1));
+    anyhow::ensure!(
+        (1..=max_connections).contains(&long_total),
+        "setting `max_long_requests` is {long_total}; it must be 1 to `max_connections` \
+         ({max_connections})"
+    );
+    let metrics_token = args.metrics_token.or(file.metrics_token);
+    if let Some(token) = &metrics_token {
+        anyhow::ensure!(
+            token.len() >= 16,
+            "setting `metrics_token` must be at least 16 characters"
+        );
+    }
+    let metrics_listen = args.metrics_listen.or(file.metrics_listen);
     let mut mounts = args.mounts;
     for spec in file.mounts {
         mounts.push(
@@ -308,6 +407,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| {
                 format!("listening on `{listen}` (give HOST:PORT, such as localhost:7700)")
             })?;
+        let metrics_listener = match &metrics_listen {
+            Some(address) => Some(
+                tokio::net::TcpListener::bind(address.as_str())
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "setting `metrics_listen`: listening on `{address}` (give HOST:PORT)"
+                        )
+                    })?,
+            ),
+            None => None,
+        };
         let store = crate::store::open(&db, &node)
             .await
             .context("setting `db`")?;
@@ -323,6 +434,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         runtime.mounts = mounts;
         runtime.allow_http = allow_http;
         runtime.max_limits = max_limits;
+        runtime.own_addresses = std::iter::once(&listener)
+            .chain(&metrics_listener)
+            .map(|l| l.local_addr())
+            .collect::<std::io::Result<_>>()?;
         let runtime = Arc::new(Runtime::new(runtime)?);
         let node_name = node.clone();
         let mut config = SchedulerConfig::new(node);
@@ -342,13 +457,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         // Whoever started us may have stopped reading stdout: that must not stop the server.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "qhost listening on http://{address}");
+        if let Some(metrics) = &metrics_listener {
+            let _ = writeln!(out, "metrics on http://{}/metrics", metrics.local_addr()?);
+        }
         let _ = match &token_file {
             Some(path) => writeln!(out, "admin token in {}", path.display()),
             None => writeln!(out, "admin token from the configuration"),
         };
         let _ = out.flush();
         drop(out);
-        let state = AppState::new(scheduler.clone(), &admin_token);
+        let mut state = AppState::new(scheduler.clone(), &admin_token);
+        state.metrics_token = metrics_token.map(Into::into);
+        state.long_polls = api::long_polls::LongPolls::new(api::long_polls::LongLimits {
+            per_credential: long_per_handle,
+            total: long_total,
+        });
         let stop_ticking = tokio_util::sync::CancellationToken::new();
         let sampler = tokio::spawn(
             state
@@ -358,9 +481,27 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
         let limits = api::listen::Limits {
             max_connections,
-            client_timeout,
+            max_per_peer: max_per_address,
+            header_timeout,
+            pace: api::slow::Pace {
+                client_timeout,
+                body_min_rate: min_body_rate,
+            },
         };
+        let stopped = tokio_util::sync::CancellationToken::new();
+        let metrics_server = metrics_listener.map(|listener| {
+            tokio::spawn(api::serve_metrics(
+                listener,
+                state.clone(),
+                limits,
+                stopped.clone().cancelled_owned(),
+            ))
+        });
         api::serve(listener, state, limits, shutdown).await;
+        stopped.cancel();
+        if let Some(metrics_server) = metrics_server {
+            let _ = metrics_server.await;
+        }
         stop_ticking.cancel();
         let _ = sampler.await;
         tracing::info!(

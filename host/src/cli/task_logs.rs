@@ -31,19 +31,31 @@ pub fn run(
         // The state is read before the log: once it says ended, the log holds every attempt.
         let info: TaskInfo = client.get(&format!("/v1/tasks/{task}"))?;
         loop {
-            let mut path = format!("/v1/attempts?batch={}&task={task}&limit={PAGE}", info.batch);
+            let mut path = format!(
+                "/v1/attempts?batch={}&task={task}&order=oldest&limit={PAGE}",
+                info.batch
+            );
             if let Some(after) = after {
                 path.push_str(&format!("&after={after}"));
             }
             let page: LogPage = client.get(&path)?;
             for a in &page.attempts {
                 if attempt.is_none_or(|n| n == a.attempt) {
-                    print_attempt(a)?;
+                    // A list cuts long fields short: the attempt's own route has them whole.
+                    if a.cut.is_empty() {
+                        print_attempt(a)?;
+                    } else {
+                        let whole: AttemptRecord =
+                            client.get(&format!("/v1/tasks/{task}/attempts/{}", a.attempt))?;
+                        print_attempt(&whole)?;
+                    }
                     seen_attempt = true;
                 }
             }
             after = page.next.or(after);
-            if page.attempts.len() < PAGE {
+            // A page holds fewer than asked when its attempts are large: the log ends at
+            // an empty one.
+            if page.attempts.is_empty() {
                 break;
             }
         }

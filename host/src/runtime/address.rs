@@ -4,9 +4,23 @@
 //! inside the operator's network. So a name's addresses must all be public (globally
 //! routable); a private, loopback or link-local address is reached only when the
 //! allow-list names that very address (`http://127.0.0.1:*`), or for `localhost`, its
-//! loopback addresses.
+//! loopback addresses. The server's own listen addresses are apart ([`is_own`]).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// Whether connecting to `ip` on `port` may reach one of the server's `own` listen
+/// addresses: the same port, on the same address, on any loopback address for a loopback
+/// one, or on any address not public for an unspecified one (`0.0.0.0`, `::`).
+pub fn is_own(ip: IpAddr, port: u16, own: &[SocketAddr]) -> bool {
+    let ip = ip.to_canonical();
+    own.iter().any(|listen| {
+        let at = listen.ip().to_canonical();
+        listen.port() == port
+            && (at == ip
+                || (at.is_loopback() && ip.is_loopback())
+                || (at.is_unspecified() && !is_public(ip)))
+    })
+}
 
 /// Whether `ip` is a public unicast address.
 pub fn is_public(ip: IpAddr) -> bool {
@@ -55,7 +69,19 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_public;
+    use super::{is_own, is_public};
+
+    #[test]
+    fn own_addresses_are_those_a_listener_takes() {
+        let own = ["127.0.0.1:7700".parse().unwrap()];
+        assert!(is_own("127.0.0.1".parse().unwrap(), 7700, &own));
+        assert!(is_own("::1".parse().unwrap(), 7700, &own));
+        assert!(!is_own("127.0.0.1".parse().unwrap(), 7701, &own));
+        let any = ["0.0.0.0:7700".parse().unwrap()];
+        assert!(is_own("10.0.0.5".parse().unwrap(), 7700, &any));
+        assert!(is_own("::ffff:127.0.0.1".parse().unwrap(), 7700, &any));
+        assert!(!is_own("93.184.216.34".parse().unwrap(), 7700, &any));
+    }
 
     #[test]
     fn only_public_unicast_addresses_are_public() {

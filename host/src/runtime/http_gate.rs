@@ -7,9 +7,13 @@
 //! redirect itself: a guest that follows one makes a new request, which passes this gate
 //! again, so a `Location` outside the lists is refused like any other origin.
 //!
+//! The server's own listen addresses are reached only through entries of both lists that
+//! name their very port: `http://localhost:*` does not open qhost's own API to its tasks.
+//!
 //! The attempt's HTTP limits are kept here: past one of them the ledger trips, which
 //! ends the attempt with outcome `http-limit` (see [`super::Runtime::run_in`]).
 
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +22,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::TaskLimits;
 use super::http_send;
-use super::origin::{AllowedOrigin, RequestOrigin};
+use super::origin::{AllowedOrigin, Port, RequestOrigin};
 use super::outcome::HttpCall;
 
 /// Whom a request is refused by, and how the guest sees it.
@@ -31,6 +35,7 @@ type Sending = Box<dyn Future<Output = http_send::Answer> + Send>;
 pub(crate) struct HttpGate {
     operator: Arc<[AllowedOrigin]>,
     grant: Arc<[AllowedOrigin]>,
+    own_addresses: Arc<[SocketAddr]>,
     limits: TaskLimits,
     ledger: Arc<HttpLedger>,
 }
@@ -39,12 +44,14 @@ impl HttpGate {
     pub(crate) fn new(
         operator: Arc<[AllowedOrigin]>,
         grant: Arc<[AllowedOrigin]>,
+        own_addresses: Arc<[SocketAddr]>,
         limits: TaskLimits,
         started: Instant,
     ) -> Self {
         HttpGate {
             operator,
             grant,
+            own_addresses,
             limits,
             ledger: Arc::new(HttpLedger {
                 started,
@@ -58,9 +65,12 @@ impl HttpGate {
         self.ledger.clone()
     }
 
-    /// Whether a request to `origin` may go out, and if so whether its host may resolve
-    /// to addresses that are not public.
-    fn admit(&self, origin: Option<&RequestOrigin>) -> Result<RequestOrigin, Refusal> {
+    /// Whether a request to `origin` may go out; if so, the server's own addresses it may
+    /// not connect to (none when both lists name its port).
+    fn admit(
+        &self,
+        origin: Option<&RequestOrigin>,
+    ) -> Result<(RequestOrigin, Arc<[SocketAddr]>), Refusal> {
         let requests = self.ledger.count_request();
         if requests > self.limits.http_requests {
             let reason = format!(
@@ -97,7 +107,16 @@ impl HttpGate {
                 "refused: {origin} is not in this server's --allow-http"
             ));
         }
-        Ok(origin.clone())
+        let exact = |list: &[AllowedOrigin]| {
+            list.iter()
+                .any(|allowed| allowed.matches(origin) && allowed.port == Port::Is(origin.port))
+        };
+        let forbidden = if exact(&self.operator) && exact(&self.grant) {
+            Arc::from([])
+        } else {
+            self.own_addresses.clone()
+        };
+        Ok((origin.clone(), forbidden))
     }
 }
 
@@ -118,9 +137,10 @@ impl WasiHttpHooks for HttpGate {
                 self.ledger.refuse(call, reason);
                 Box::new(http_send::refused(error))
             }
-            Ok(origin) => Box::new(http_send::send(
+            Ok((origin, forbidden)) => Box::new(http_send::send(
                 request,
                 origin,
+                forbidden,
                 self.limits,
                 self.ledger.clone(),
                 call,

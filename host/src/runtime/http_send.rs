@@ -16,7 +16,7 @@ use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::{Error, WasiBody};
 
 use super::TaskLimits;
-use super::address::is_public;
+use super::address::{is_own, is_public};
 use super::http_gate::{Direction, HttpLedger};
 use super::origin::RequestOrigin;
 
@@ -39,6 +39,7 @@ pub(crate) async fn refused(error: Error) -> Answer {
 pub(crate) async fn send(
     request: http::Request<WasiBody>,
     origin: RequestOrigin,
+    forbidden: Arc<[SocketAddr]>,
     limits: TaskLimits,
     ledger: Arc<HttpLedger>,
     call: usize,
@@ -49,7 +50,12 @@ pub(crate) async fn send(
         call,
         limits,
     };
-    match tokio::time::timeout_at(deadline, exchange(request, &origin, meter, deadline)).await {
+    match tokio::time::timeout_at(
+        deadline,
+        exchange(request, &origin, &forbidden, meter, deadline),
+    )
+    .await
+    {
         Ok(Ok(answer)) => Ok(answer),
         Ok(Err((error, reason))) => {
             if matches!(error, Error::DestinationIpProhibited) {
@@ -79,10 +85,25 @@ fn over_time(limits: &TaskLimits) -> String {
 async fn exchange(
     mut request: http::Request<WasiBody>,
     origin: &RequestOrigin,
+    forbidden: &[SocketAddr],
     meter: Meter,
     deadline: Instant,
 ) -> Result<(http::Response<WasiBody>, IoFuture), (Error, String)> {
     let addresses = resolve(origin).await?;
+    if let Some(ip) = addresses
+        .iter()
+        .find(|ip| is_own(**ip, origin.port, forbidden))
+    {
+        return Err((
+            Error::DestinationIpProhibited,
+            format!(
+                "refused: {} is this qhost server's own address; an allow-list entry must \
+                 name its port ({}) to reach it",
+                SocketAddr::new(*ip, origin.port),
+                origin.port
+            ),
+        ));
+    }
     let stream = connect(&addresses, origin.port).await?;
     let stream: Box<dyn Stream> = match origin.scheme {
         super::origin::Scheme::Http => Box::new(stream),

@@ -75,6 +75,9 @@ pub struct RuntimeConfig {
     pub mounts: Vec<Mount>,
     /// The origins tasks may reach over HTTP, when their batch was granted them too.
     pub allow_http: Vec<AllowedOrigin>,
+    /// The server's own listen addresses: a task reaches them only through allow-list
+    /// entries (the operator's and its grant) that name their very port.
+    pub own_addresses: Vec<std::net::SocketAddr>,
 }
 
 impl RuntimeConfig {
@@ -86,6 +89,7 @@ impl RuntimeConfig {
             max_wasm_stack: 512 * 1024,
             mounts: Vec::new(),
             allow_http: Vec::new(),
+            own_addresses: Vec::new(),
         }
     }
 }
@@ -192,6 +196,7 @@ pub struct Runtime {
     loaded: Mutex<HashMap<Digest, Arc<TaskModule>>>,
     ticker: EpochTicker,
     allow_http: Arc<[AllowedOrigin]>,
+    own_addresses: Arc<[std::net::SocketAddr]>,
     http_metrics: http_metrics::HttpMetrics,
 }
 
@@ -209,6 +214,7 @@ impl Runtime {
         Ok(Runtime {
             slots: SlotPool::new(config.workers),
             allow_http: config.allow_http.clone().into(),
+            own_addresses: config.own_addresses.clone().into(),
             http_metrics: Default::default(),
             copied,
             mapped,
@@ -329,6 +335,7 @@ impl Runtime {
         let gate = HttpGate::new(
             self.allow_http.clone(),
             request.allow_http.clone(),
+            self.own_addresses.clone(),
             limits,
             started,
         );

@@ -18,6 +18,7 @@
 
 mod admit;
 mod completion;
+mod cut;
 mod errors;
 mod fate;
 mod grant;

@@ -272,6 +272,9 @@ pub struct TaskInfo {
     pub ended_at: Option<Micros>,
     #[schema(required = true)]
     pub outcome: Option<Outcome>,
+    /// Its last attempt's error: in a list cut to 1 KiB, in a task's view or event to
+    /// 4 KiB, followed by a mark saying how much more there was (`[cut: N bytes more in
+    /// GET /v1/tasks/{id}/attempts/{attempt}]`).
     #[schema(required = true)]
     pub error: Option<String>,
     #[schema(required = true)]
@@ -374,6 +377,12 @@ pub struct AttemptRecord {
     #[serde(flatten, with = "super::text::stderr")]
     #[schema(value_type = super::text::StderrText)]
     pub stderr: Vec<u8>,
+    /// The fields cut short in this view (`error`, `logs`, `stdout`, `stderr`), each kept
+    /// up to 1 KiB in lists and 4 KiB in a task's view; empty when none was.
+    /// `GET /v1/tasks/{id}/attempts/{attempt}` gives the attempt whole.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub cut: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -113,6 +113,7 @@ pub(super) async fn attempt_list(
                     .unwrap_or_default(),
                 stdout: r.get::<_, Option<Vec<u8>>>(13).unwrap_or_default(),
                 stderr: r.get::<_, Option<Vec<u8>>>(14).unwrap_or_default(),
+                cut: Vec::new(),
             };
             (r.get(0), record)
         })
