@@ -10,7 +10,7 @@ use axum::response::IntoResponse;
 
 use super::AppState;
 use super::error::ApiResult;
-use crate::store::now_micros;
+use crate::store::{TaskState, now_micros};
 
 /// Prometheus metrics: the queue (tasks by state, ended totals, the oldest ready task's
 /// age, busy groups), slots busy, pool occupancy, and the node's claim and run latencies
@@ -44,16 +44,8 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoRespon
         "Tasks in the store by state now (ended ones until they are pruned).",
     );
     let counts = &stats.counts;
-    for (name, value) in [
-        ("waiting", counts.waiting),
-        ("ready", counts.ready),
-        ("held", counts.held),
-        ("reserved", counts.reserved),
-        ("running", counts.running),
-        ("succeeded", counts.succeeded),
-        ("failed", counts.failed),
-        ("cancelled", counts.cancelled),
-    ] {
+    for state in TaskState::ALL {
+        let (name, value) = (state.as_str(), counts.of(state));
         let _ = writeln!(text, "qhost_tasks{{state=\"{name}\"}} {value}");
     }
     head(

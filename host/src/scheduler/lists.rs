@@ -13,7 +13,7 @@ use crate::store::*;
 pub struct TaskList {
     pub tasks: Vec<(TaskInfo, Option<WaitingOn>)>,
     pub next: Option<Position>,
-    pub counts: ListCounts,
+    pub counts: Progress,
     pub counts_capped: bool,
 }
 

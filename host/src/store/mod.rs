@@ -3,7 +3,8 @@
 //! - [`sqlite`]: the embedded default, one file in WAL mode.
 //! - [`postgres`]: several nodes sharing one PostgreSQL database.
 //!
-//! Beside the trait: the vocabulary (`types`, `completion`, `time`, `schedule`, `text`:
+//! Beside the trait: the vocabulary (`state`: the one word each view shows for a task's
+//! state, and how reads compute it; `types`, `completion`, `time`, `schedule`, `text`:
 //! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
 //! requests done exactly once, `list`: lists' filters, order and pages, `stats`: the whole
 //! queue at a glance), the policies both drivers share (`pick`: claim order and rooms;
@@ -30,6 +31,7 @@ pub mod postgres;
 mod schedule;
 mod select;
 pub mod sqlite;
+mod state;
 mod stats;
 pub mod text;
 mod time;
@@ -45,6 +47,7 @@ pub use list::*;
 pub use open::open;
 pub use schedule::*;
 pub use select::{BulkCancel, TaskSelect};
+pub use state::*;
 pub use stats::*;
 pub use time::*;
 pub use types::*;
