@@ -293,7 +293,7 @@ export async function modules() {
   return [
     h("h1", {}, "Modules"),
     table([
-      ["Name", (m) => m.name ?? ""], ["Digest", (m) => h("code", {}, m.digest.slice(0, 12))],
+      ["Names", (m) => (m.names ?? []).join(", ")], ["Digest", (m) => h("code", {}, m.digest.slice(0, 12))],
       ["Size", (m) => `${(m.size / 1024).toFixed(0)} KiB`, true], ["Tag", (m) => m.tag ?? ""],
       ["Languages", (m) => (m.languages?.length ? m.languages.join(", ") : "unknown")],
       ["Made by", (m) => (m.processed_by?.length

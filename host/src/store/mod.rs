@@ -70,17 +70,21 @@ pub(crate) fn random_token() -> i64 {
 /// The driver interface: one implementation per database.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// Stores a module (a stored one keeps its bytes and time added). A name given is
+    /// added to its names; when it named another module, it moves from that one alone.
     async fn module_put(
         &self,
         bytes: Vec<u8>,
         name: Option<String>,
         tag: Option<String>,
         now: Micros,
-    ) -> StoreResult<ModuleInfo>;
+    ) -> StoreResult<ModuleAdded>;
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>>;
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>>;
-    /// Refused while a task that has not ended uses it.
+    /// Refused while a task that has not ended uses it. Its names go with it.
     async fn module_delete(&self, digest: Digest) -> StoreResult<()>;
+    /// Removes a name; the module it named keeps its others. Returns that module.
+    async fn module_unname(&self, name: String) -> StoreResult<Digest>;
 
     async fn batch_open(
         &self,

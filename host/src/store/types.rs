@@ -74,8 +74,14 @@ impl TaskSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ModuleInfo {
     pub digest: Digest,
+    /// The name it is shown with: the last given to it that it still has.
     #[schema(required = true)]
     pub name: Option<String>,
+    /// Every name it has, in the order they were given to it. Each names this module
+    /// only, until it is removed or given to another module.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub names: Vec<String>,
     #[schema(required = true)]
     pub tag: Option<String>,
     pub size: u64,
@@ -90,6 +96,26 @@ pub struct ModuleInfo {
     #[serde(default)]
     #[schema(required = true)]
     pub processed_by: Option<Vec<String>>,
+}
+
+/// A module added (or added again), and the module its name was taken from.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ModuleAdded {
+    #[serde(flatten)]
+    pub module: ModuleInfo,
+    /// The module the name given named until now, when it was another one: the name moved
+    /// from it to this one, and it keeps its other names.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub name_moved_from: Option<Digest>,
+}
+
+impl std::ops::Deref for ModuleAdded {
+    type Target = ModuleInfo;
+
+    fn deref(&self) -> &ModuleInfo {
+        &self.module
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
