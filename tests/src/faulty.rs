@@ -114,8 +114,11 @@ impl Store for FaultyStore {
         name: Option<String>,
         tag: Option<String>,
         now: Micros,
-    ) -> StoreResult<ModuleInfo> {
+    ) -> StoreResult<ModuleAdded> {
         self.inner.module_put(bytes, name, tag, now).await
+    }
+    async fn module_unname(&self, name: String) -> StoreResult<Digest> {
+        self.inner.module_unname(name).await
     }
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>> {
         if self.modules_down.load(Ordering::SeqCst) {

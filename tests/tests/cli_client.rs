@@ -34,7 +34,7 @@ fn add_module(server: &Server, guest: &str) {
     let output = server.run(&["module", "add", path.to_str().unwrap(), "--name", guest]);
     expect_code(&output, 0);
     assert!(
-        stdout(&output).contains(&format!("as {guest}")),
+        stdout(&output).contains(&format!("named {guest}")),
         "{}",
         stdout(&output)
     );
@@ -476,6 +476,7 @@ fn openapi_describes_every_route() {
         ("/v1/modules", "post"),
         ("/v1/modules", "get"),
         ("/v1/modules/{digest}", "delete"),
+        ("/v1/modules/names/{name}", "delete"),
         ("/v1/batches", "post"),
         ("/v1/batches", "get"),
         ("/v1/batches/{id}", "get"),
@@ -975,7 +976,8 @@ fn a_delayed_task_says_when_it_is_due_and_a_bad_time_is_refused_by_name() {
     let shown = server.run(&["task", "show", &delayed]);
     expect_code(&shown, 0);
     assert!(
-        stdout(&shown).contains("state     ready"),
+        stdout(&shown)
+            .contains("state     waiting\n  waits on  delay until 2998-12-31T23:00:00.000Z"),
         "{}",
         stdout(&shown)
     );

@@ -63,7 +63,7 @@ fn the_digest_module_ls_shows_names_the_module() {
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(
         header,
-        ["DIGEST", "NAME", "TAG", "BYTES", "LANGUAGES", "ADDED"]
+        ["DIGEST", "NAMES", "TAG", "BYTES", "LANGUAGES", "ADDED"]
     );
     let row = table.lines().find(|row| row.contains(" echo ")).unwrap();
     assert!(row.contains("  Rust, C11  "), "{table}");
@@ -214,4 +214,80 @@ fn a_refused_plan_leaves_no_batch_and_a_mistyped_name_gets_a_suggestion() {
         assert_eq!(status, 404, "batch {id} was left behind: {body}");
     }
     assert!(server.stop().success());
+}
+
+/// Runs `submit --module MODULE --wait` with input `hi`: its exit code and stdout.
+fn submit_by(server: &Server, module: &str) -> (Option<i32>, String) {
+    let output = server.run(&["submit", "--module", module, "--input", "hi", "--wait"]);
+    (output.status.code(), stdout(&output))
+}
+
+#[test]
+fn names_are_aliases_and_a_moved_name_says_where_from() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    add_module(&server, "echo", Some("echo"));
+    // The same component again under a second name: it keeps the first.
+    let again = server.run(&[
+        "module",
+        "add",
+        qhost_tests::guest("echo").to_str().unwrap(),
+        "--name",
+        "echo2",
+    ]);
+    expect_code(&again, 0);
+    assert!(
+        stdout(&again).contains(", named echo, echo2"),
+        "{}",
+        stdout(&again)
+    );
+    for name in ["echo", "echo2"] {
+        assert_eq!(submit_by(&server, name), (Some(0), "hi\n".into()), "{name}");
+    }
+    let listed = stdout(&server.run(&["module", "ls"]));
+    assert!(listed.contains(" echo, echo2 "), "module ls: {listed}");
+
+    // Another component takes `echo2`: that name alone moves, and the answer says so.
+    let (status, echo) = call(
+        "GET",
+        &format!("{}/v1/modules", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 200);
+    let echo_digest = echo[0]["digest"].as_str().unwrap().to_owned();
+    let moved = server.run(&[
+        "module",
+        "add",
+        qhost_tests::guest("sleep").to_str().unwrap(),
+        "--name",
+        "echo2",
+    ]);
+    expect_code(&moved, 0);
+    assert!(
+        stdout(&moved).contains(&format!(
+            "the name echo2 moved here from {echo_digest}, which keeps its other names"
+        )),
+        "{}",
+        stdout(&moved)
+    );
+    assert_eq!(submit_by(&server, "echo"), (Some(0), "hi\n".into()));
+    let (code, _) = submit_by(&server, "echo2");
+    assert_ne!(
+        code,
+        Some(0),
+        "echo2 names the sleep guest now, which wants a number"
+    );
+
+    // A name removed: the module stays, by its digest.
+    let removed = server.run(&["module", "unname", "echo"]);
+    expect_code(&removed, 0);
+    let gone = server.run(&["submit", "--module", "echo", "--input", "hi"]);
+    expect_code(&gone, 2);
+    assert!(
+        stderr(&gone).contains("no module has the digest or name `echo`"),
+        "{}",
+        stderr(&gone)
+    );
+    assert_eq!(submit_by(&server, &echo_digest), (Some(0), "hi\n".into()));
 }

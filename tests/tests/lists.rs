@@ -72,7 +72,11 @@ fn a_handle_lists_its_own_batch_and_sees_what_holds_its_tasks() {
         rows[1]["waiting_on"],
         json!({"kind": "batch", "max_parallel": 0, "running": 0})
     );
-    assert_eq!(page["counts"]["waiting"], 2);
+    assert_eq!(page["counts"]["waiting"], 1, "the gated one");
+    assert_eq!(
+        page["counts"]["held"], 1,
+        "the one its batch's limit of 0 holds"
+    );
     assert_eq!(page["counts_capped"], false);
 
     let (status, shown) = get(&server, &format!("/v1/tasks/{}", tasks[1]), &handle);
@@ -98,7 +102,7 @@ fn a_handle_lists_its_own_batch_and_sees_what_holds_its_tasks() {
     assert!(error["detail"].as_str().unwrap().contains("`module`"));
     let (status, page) = get(
         &server,
-        "/v1/tasks?state=waiting&state=ready,running&module=echo",
+        "/v1/tasks?state=waiting,held&state=ready,running&module=echo",
         &server.token,
     );
     assert_eq!(status, 200, "{page}");
@@ -145,13 +149,13 @@ fn the_command_line_lists_pages_and_acts_on_a_filter() {
     );
 
     let a_text = a.to_string();
-    let (ok, listed, errors) = run(&["task", "ls", "--batch", &a_text, "--state", "waiting"]);
+    let (ok, listed, errors) = run(&["task", "ls", "--batch", &a_text, "--state", "waiting,held"]);
     assert!(ok, "{errors}");
     assert!(
         listed.contains("gate: order 0 has 1 open") && listed.contains("batch: 0 of 0 running"),
         "{listed}"
     );
-    assert!(listed.contains("2 waiting"), "{listed}");
+    assert!(listed.contains("1 waiting, 0 ready, 1 held"), "{listed}");
 
     let (ok, listed, errors) = run(&["task", "ls", "--since", "1h", "--json"]);
     assert!(ok, "{errors}");
@@ -264,6 +268,7 @@ fn a_million_tasks_list_page_by_page() {
         "/v1/tasks?batch=600&state=failed",
         "/v1/tasks?state=waiting",
         "/v1/tasks?state=ready",
+        "/v1/tasks?state=held",
         "/v1/tasks?state=succeeded",
         "/v1/tasks?state=failed",
         "/v1/tasks?state=cancelled",

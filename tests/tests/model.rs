@@ -1081,7 +1081,7 @@ impl Sut {
                 let group = self.store.group_get(self.group(key)).await.unwrap();
                 let paused = m.paused_groups.contains(key);
                 assert_eq!(
-                    (group.limit, group.paused, group.running, group.waiting),
+                    (group.limit, group.paused, group.running, group.pending),
                     (*limit, paused, m.group_claimed(key), m.group_pending(key)),
                     "group {key}: (limit, paused, running, waiting), store left, model right\n{}",
                     self.history()

@@ -162,7 +162,7 @@ async fn an_upgraded_database_keeps_its_queue_and_leases() {
     let store = PostgresStore::connect(&db.url, "n1").await.unwrap();
     // The ready queue knows when its tasks were submitted: a list of ready tasks reads it.
     let ready = TaskFilter {
-        states: vec![ListState::Ready],
+        states: vec![TaskState::Ready],
         limit: 10,
         now: now_micros(),
         ..TaskFilter::default()

@@ -51,7 +51,7 @@ async fn a_module_stored_before_languages_were_read_is_unknown_until_added_again
     let old = store.module_list().await.unwrap().remove(0);
     assert_eq!((old.languages, old.processed_by), (None, None));
     let again = store.module_put(bytes, None, None, 2).await.unwrap();
-    assert_eq!(again.languages.unwrap()[0], "Rust");
+    assert_eq!(again.module.languages.unwrap()[0], "Rust");
     let listed = store.module_list().await.unwrap().remove(0);
     assert_eq!(listed.languages.unwrap()[0], "Rust");
     assert_eq!(

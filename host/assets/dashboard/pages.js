@@ -3,7 +3,7 @@
 
 import { call, get, getBytes, query } from "./api.js";
 import { history } from "./charts.js";
-import { act, h, progressBar, span, STATES, table, when } from "./view.js";
+import { act, h, progressBar, span, STATES, TASK_STATES, table, when } from "./view.js";
 import { timeline } from "./timeline.js";
 
 const link = (href, text) => h("a", { href }, text);
@@ -52,7 +52,7 @@ function nodesTable(nodes) {
 function groupsTable(groups, actions) {
   return table([
     ["Group", (g) => g.key], ["Limit", (g) => g.limit, true],
-    ["Running", (g) => g.running, true], ["Ready", (g) => g.ready ?? g.waiting, true],
+    ["Running", (g) => g.running, true], ["Ready", (g) => g.ready ?? g.pending, true],
     ["Paused", (g) => (g.paused ? "yes" : "")],
     ...(actions ? [["", actions]] : []),
   ], groups);
@@ -84,8 +84,7 @@ export async function tasks(params) {
   const bulk = { batch: params.batch, group: params.group, outcome: params.outcome };
   return [
     h("h1", {}, "Tasks"),
-    filters(params, [["batch", "Batch"], ["state", "State",
-      ["", "waiting", "ready", "reserved", "running", "succeeded", "failed", "cancelled"]],
+    filters(params, [["batch", "Batch"], ["state", "State", ["", ...TASK_STATES]],
     ["group", "Group"], ["module", "Module"], ["outcome", "Outcome"]]),
     h("p", { class: "muted" }, Object.entries(page.counts).map(([k, v]) => `${k} ${v}`)
       .join(" · ") + (page.counts_capped ? " (counts capped)" : "")),
@@ -294,7 +293,7 @@ export async function modules() {
   return [
     h("h1", {}, "Modules"),
     table([
-      ["Name", (m) => m.name ?? ""], ["Digest", (m) => h("code", {}, m.digest.slice(0, 12))],
+      ["Names", (m) => (m.names ?? []).join(", ")], ["Digest", (m) => h("code", {}, m.digest.slice(0, 12))],
       ["Size", (m) => `${(m.size / 1024).toFixed(0)} KiB`, true], ["Tag", (m) => m.tag ?? ""],
       ["Languages", (m) => (m.languages?.length ? m.languages.join(", ") : "unknown")],
       ["Made by", (m) => (m.processed_by?.length

@@ -47,9 +47,13 @@ export function span(micros) {
   return `${Math.floor(m / 60)} h ${m % 60} m`;
 }
 
-/** The states a batch's progress counts, in the order a bar shows them. */
-export const STATES = ["succeeded", "failed", "cancelled", "running", "reserved", "ready",
-  "held", "waiting"];
+/** Every task state, in the order a task goes through them: the server's `TaskState`
+ * (`host/src/store/state.rs` says what each means; a test there keeps this list alike). */
+export const TASK_STATES = ["waiting", "ready", "held", "reserved", "running", "succeeded",
+  "failed", "cancelled"];
+
+/** The states a batch's progress counts, in the order a bar shows them: ended first. */
+export const STATES = [...TASK_STATES.slice(5), ...TASK_STATES.slice(0, 5).reverse()];
 
 /** A progress bar of a batch's tasks by state. */
 export function progressBar(progress) {

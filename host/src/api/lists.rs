@@ -50,15 +50,13 @@ pub struct TaskListQuery {
     /// Only this batch's tasks; a batch handle lists its own batch's only, whether it
     /// names it or not.
     batch: Option<BatchId>,
-    /// Only tasks in these states, repeated or comma-separated: `waiting` (not claimable
-    /// now: behind its gate, paused, delayed, in backoff, or its group or batch at its
-    /// limit), `ready` (claimable now), `reserved`, `running`, `succeeded`, `failed`,
-    /// `cancelled`.
-    #[param(value_type = Option<String>, example = "waiting,ready", pattern = "^(waiting|ready|reserved|running|succeeded|failed|cancelled)(,(waiting|ready|reserved|running|succeeded|failed|cancelled))*$")]
+    /// Only tasks in these states (the `TaskState` schema says what each means), repeated
+    /// or comma-separated.
+    #[param(value_type = Option<String>, example = "waiting,ready", pattern = "^(waiting|ready|held|reserved|running|succeeded|failed|cancelled)(,(waiting|ready|held|reserved|running|succeeded|failed|cancelled))*$")]
     state: Option<String>,
     /// Only this group's tasks.
     group: Option<String>,
-    /// Only tasks of this module: its name (every version), digest, or the start of its
+    /// Only tasks of this module: one of its names, its digest, or the start of its
     /// digest.
     #[param(min_length = 1)]
     module: Option<String>,
@@ -114,7 +112,7 @@ pub struct TaskListPage {
     #[schema(required = true)]
     pub next_cursor: Option<String>,
     /// The filter's tasks by state (with every filter but the cursor).
-    pub counts: ListCounts,
+    pub counts: Progress,
     /// A count stopped at 10,000 tasks of one stored state: there may be more.
     pub counts_capped: bool,
 }
@@ -272,7 +270,7 @@ pub async fn list_tasks(
     let module = q.one("module")?;
     let filter = TaskFilter {
         batch: q.parsed("batch", "a batch id")?,
-        states: q.list("state", ListState::parse)?,
+        states: q.list("state", TaskState::parse)?,
         group: q.one("group")?,
         modules: Vec::new(),
         outcomes: q.list("outcome", |v| {
@@ -317,4 +315,24 @@ pub(super) fn comma_list<T>(
                 .map_err(|e| ApiError::bad_request(format!("parameter `{name}`: {e}")))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::TaskState;
+
+    /// The `state` filter the document offers names every task state, and no other.
+    #[test]
+    fn the_state_filter_takes_every_task_state() {
+        let doc = serde_json::to_value(super::super::document()).unwrap();
+        let params = doc["paths"]["/v1/tasks"]["get"]["parameters"]
+            .as_array()
+            .expect("the task list's parameters");
+        let state = params.iter().find(|p| p["name"] == "state").unwrap();
+        let names = TaskState::names().join("|");
+        assert_eq!(
+            state["schema"]["pattern"],
+            format!("^({names})(,({names}))*$")
+        );
+    }
 }

@@ -17,7 +17,7 @@ use axum::response::IntoResponse;
 use super::AppState;
 use super::auth::{bearer, same_token};
 use super::error::{ApiError, ApiResult, ErrorBody};
-use crate::store::now_micros;
+use crate::store::{TaskState, now_micros};
 
 /// Prometheus metrics: the queue (tasks by state, ended totals, the oldest ready task's
 /// age, busy groups), slots busy, pool occupancy, and the node's claim and run latencies
@@ -58,16 +58,8 @@ pub async fn metrics(
         "Tasks in the store by state now (ended ones until they are pruned).",
     );
     let counts = &stats.counts;
-    for (name, value) in [
-        ("waiting", counts.waiting),
-        ("ready", counts.ready),
-        ("held", counts.held),
-        ("reserved", counts.reserved),
-        ("running", counts.running),
-        ("succeeded", counts.succeeded),
-        ("failed", counts.failed),
-        ("cancelled", counts.cancelled),
-    ] {
+    for state in TaskState::ALL {
+        let (name, value) = (state.as_str(), counts.of(state));
         let _ = writeln!(text, "qhost_tasks{{state=\"{name}\"}} {value}");
     }
     head(

@@ -108,6 +108,7 @@ fn routes() -> OpenApiRouter<AppState> {
     let v1 = OpenApiRouter::new()
         .routes(routes!(modules::add, modules::list).layer(DefaultBodyLimit::max(MAX_MODULE_BYTES)))
         .routes(routes!(modules::delete))
+        .routes(routes!(modules::remove_name))
         .routes(
             routes!(batches::open, lists::list_batches)
                 .layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)),

@@ -1,10 +1,10 @@
-//! `/v1/modules`: add a component (raw body), list, show and delete modules.
+//! `/v1/modules`: add a component (raw body), list and delete modules, remove a name.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::Admin;
@@ -12,14 +12,14 @@ use super::body::Upload;
 use super::doc::Binary;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::Digest;
-use crate::store::ModuleInfo;
+use crate::store::{ModuleAdded, ModuleInfo};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AddQuery {
-    /// A name tasks may give instead of the digest (the module added last under a name
-    /// is the one it names).
+    /// A name tasks may give instead of the digest, added to the module's names; a name
+    /// another module had moves to this one (that module keeps its other names).
     #[param(min_length = 1, max_length = 200)]
     pub name: Option<String>,
     /// A label of the caller's, such as a version.
@@ -28,7 +28,7 @@ pub struct AddQuery {
 }
 
 /// Add a component: the raw `.wasm` bytes as the body. It is compiled and checked before
-/// it is stored; adding a stored component again gives it the new name or tag.
+/// it is stored; adding a stored component again adds the name, or gives the new tag.
 #[utoipa::path(
     post,
     path = "/modules",
@@ -41,7 +41,8 @@ pub struct AddQuery {
         description = "A WebAssembly component of the `qhost:task` world",
     ),
     responses(
-        (status = 201, description = "The module stored", body = ModuleInfo),
+        (status = 201, description = "The module stored, and the module the name moved \
+            from, if another had it", body = ModuleAdded),
         (status = 400, description = "The body is not a component of the `qhost:task` world, \
             or does not compile (`invalid`).", body = ErrorBody),
         (status = 503, description = "Four large uploads are being read already; try again \
@@ -54,7 +55,7 @@ pub async fn add(
     _: Admin,
     Query(query): Query<AddQuery>,
     mut upload: Upload,
-) -> ApiResult<(StatusCode, Json<ModuleInfo>)> {
+) -> ApiResult<(StatusCode, Json<ModuleAdded>)> {
     let body = upload.bytes().await?;
     let info = state
         .scheduler
@@ -99,4 +100,35 @@ pub async fn delete(
     let digest = Digest::from_hex(&digest).map_err(ApiError::bad_request)?;
     state.scheduler.module_delete(digest).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// What a name named before it was removed.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct NameRemoved {
+    pub name: String,
+    /// The module it named, which keeps its other names.
+    pub module: Digest,
+}
+
+/// Remove a module's name; the module and its other names stay. A plan or schedule that
+/// gives the name fails from then on, saying no module has it.
+#[utoipa::path(
+    delete,
+    path = "/modules/names/{name}",
+    operation_id = "remove_module_name",
+    tag = "modules",
+    params(("name" = String, Path, description = "The name")),
+    responses(
+        (status = 200, description = "Removed", body = NameRemoved),
+        (status = 404, description = "No module has this name (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
+pub async fn remove_name(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(name): Path<String>,
+) -> ApiResult<Json<NameRemoved>> {
+    let module = state.scheduler.module_unname(name.clone()).await?;
+    Ok(Json(NameRemoved { name, module }))
 }

@@ -237,17 +237,7 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
                 if info.paused {
                     outln!("  paused    yes (`qhost batch resume {}`)", info.id)?;
                 }
-                outln!(
-                    "  tasks     {} waiting, {} ready, {} held, {} reserved, {} running, {} succeeded, {} failed, {} cancelled",
-                    p.waiting,
-                    p.ready,
-                    p.held,
-                    p.reserved,
-                    p.running,
-                    p.succeeded,
-                    p.failed,
-                    p.cancelled
-                )?;
+                outln!("  tasks     {p}")?;
             }
         }
         BatchCommand::Priority { batch, priority } => {

@@ -85,11 +85,11 @@ pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
     } else {
         let paused = if info.paused { " (paused)" } else { "" };
         outln!(
-            "group {}: limit {}{paused}, {} running, {} waiting",
+            "group {}: limit {}{paused}, {} running, {} pending",
             info.key,
             info.limit,
             info.running,
-            info.waiting
+            info.pending
         )?;
     }
     Ok(ExitCode::SUCCESS)

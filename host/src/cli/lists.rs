@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::client::{Client, age, print_json, print_table};
 use super::log;
 use super::module::encode;
-use crate::store::{BatchInfo, ListCounts, Micros, TaskInfo};
+use crate::store::{BatchInfo, Micros, Progress, TaskInfo, TaskState};
 
 #[derive(Debug, Args)]
 pub struct BatchLsArgs {
@@ -27,10 +27,13 @@ pub struct TaskLsArgs {
     /// Only this batch's tasks (required with a batch handle).
     #[arg(long)]
     pub batch: Option<i64>,
-    /// Only tasks in these states: waiting, ready, reserved, running, succeeded, failed,
-    /// cancelled (comma-separated).
-    #[arg(long)]
-    pub state: Option<String>,
+    /// Only tasks in these states (comma-separated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = clap::builder::PossibleValuesParser::new(TaskState::names())
+    )]
+    pub state: Vec<String>,
     /// Only this group's tasks.
     #[arg(long)]
     pub group: Option<String>,
@@ -110,7 +113,7 @@ struct TaskRow {
 struct TaskPage {
     tasks: Vec<TaskRow>,
     next_cursor: Option<String>,
-    counts: ListCounts,
+    counts: Progress,
     counts_capped: bool,
 }
 
@@ -178,8 +181,10 @@ pub fn task_ls(client: &Client, args: TaskLsArgs) -> anyhow::Result<()> {
     if let Some(batch) = args.batch {
         pairs.push(format!("batch={batch}"));
     }
+    if !args.state.is_empty() {
+        pairs.push(format!("state={}", args.state.join(",")));
+    }
     for (name, value) in [
-        ("state", &args.state),
         ("group", &args.group),
         ("module", &args.module),
         ("outcome", &args.outcome),
@@ -232,23 +237,16 @@ pub fn task_ls(client: &Client, args: TaskLsArgs) -> anyhow::Result<()> {
         ],
         &rows,
     )?;
-    let c = page.counts;
     outln!(
-        "{}{} waiting, {} ready, {} reserved, {} running, {} succeeded, {} failed, {} cancelled",
+        "{}{}",
         if page.counts_capped { "at least: " } else { "" },
-        c.waiting,
-        c.ready,
-        c.reserved,
-        c.running,
-        c.succeeded,
-        c.failed,
-        c.cancelled
+        page.counts
     )?;
     more(page.next_cursor.as_deref())
 }
 
 /// `waiting_on` as a few words: `gate: order 2 has 3 open`.
-fn waiting_text(on: &Value) -> String {
+pub(super) fn waiting_text(on: &Value) -> String {
     let n = |key: &str| on[key].as_i64().unwrap_or_default();
     let s = |key: &str| on[key].as_str().unwrap_or_default().to_owned();
     match on["kind"].as_str().unwrap_or_default() {

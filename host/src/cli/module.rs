@@ -1,4 +1,4 @@
-//! `qhost module add|ls|rm`: the components a server can run.
+//! `qhost module add|ls|rm|unname`: the components a server can run, and their names.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,9 +7,10 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::client::{Client, ConnectArgs, print_json, print_table, time};
+use crate::api::modules::NameRemoved;
 use crate::runtime::Digest;
-use crate::scheduler::module_ref::{self, Named};
-use crate::store::ModuleInfo;
+use crate::scheduler::module_ref;
+use crate::store::{ModuleAdded, ModuleInfo};
 
 #[derive(Debug, Args)]
 pub struct ModuleArgs {
@@ -25,7 +26,8 @@ pub enum ModuleCommand {
     Add {
         /// The component (.wasm).
         file: PathBuf,
-        /// The name tasks may use instead of the digest.
+        /// A name tasks may use instead of the digest, added to the module's names; a name
+        /// another module had moves to this one alone.
         #[arg(long)]
         name: Option<String>,
         /// A label kept with the module and shown by `module ls`, such as its version.
@@ -41,11 +43,16 @@ pub enum ModuleCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a module.
+    /// Delete a module, with its names.
     Rm {
-        /// The module: its name, its digest, or the start of its digest as `module ls`
-        /// shows it.
+        /// The module: one of its names, its digest, or the start of its digest as
+        /// `module ls` shows it.
         module: String,
+    },
+    /// Remove a name; the module keeps its other names.
+    Unname {
+        /// The name.
+        name: String,
     },
 }
 
@@ -68,20 +75,23 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
                 query.push(format!("tag={}", encode(tag)));
             }
             let path = format!("/v1/modules?{}", query.join("&"));
-            let module: ModuleInfo = client.upload(&path, bytes)?;
+            let added: ModuleAdded = client.upload(&path, bytes)?;
             if json {
-                print_json(&module)?;
+                print_json(&added)?;
             } else {
+                let names = &added.module.names;
                 outln!(
                     "added {} ({} bytes){}",
-                    module.digest,
-                    module.size,
-                    module
-                        .name
-                        .as_deref()
-                        .map(|n| format!(" as {n}"))
-                        .unwrap_or_default()
+                    added.module.digest,
+                    added.module.size,
+                    match names.is_empty() {
+                        true => String::new(),
+                        false => format!(", named {}", names.join(", ")),
+                    }
                 )?;
+                if let (Some(from), Some(name)) = (added.name_moved_from, &name) {
+                    outln!("the name {name} moved here from {from}, which keeps its other names")?;
+                }
             }
         }
         ModuleCommand::Ls { json } => {
@@ -94,7 +104,7 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
                     .map(|m| {
                         vec![
                             m.digest.to_string()[..module_ref::SHOWN_DIGITS].to_owned(),
-                            m.name.clone().unwrap_or_default(),
+                            m.names.join(", "),
                             m.tag.clone().unwrap_or_default(),
                             m.size.to_string(),
                             languages(m),
@@ -103,7 +113,7 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
                     })
                     .collect();
                 print_table(
-                    &["DIGEST", "NAME", "TAG", "BYTES", "LANGUAGES", "ADDED"],
+                    &["DIGEST", "NAMES", "TAG", "BYTES", "LANGUAGES", "ADDED"],
                     &rows,
                 )?;
             }
@@ -112,6 +122,14 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
             let digest = resolve(&client, &module)?;
             client.call("DELETE", &format!("/v1/modules/{digest}"), None)?;
             outln!("deleted {digest}")?;
+        }
+        ModuleCommand::Unname { name } => {
+            let path = format!("/v1/modules/names/{}", encode(&name));
+            let removed: NameRemoved = serde_json::from_value(client.call("DELETE", &path, None)?)?;
+            outln!(
+                "removed the name {name} from {}, which keeps its other names",
+                removed.module
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -132,20 +150,8 @@ fn resolve(client: &Client, module: &str) -> anyhow::Result<Digest> {
         return Ok(digest);
     }
     let modules: Vec<ModuleInfo> = client.get("/v1/modules")?;
-    match module_ref::find(module, &modules).map_err(|e| anyhow::anyhow!(e))? {
-        Named::Digest(digest) => Ok(digest),
-        Named::Name(named) => match named.as_slice() {
-            [one] => Ok(one.digest),
-            many => anyhow::bail!(
-                "{} modules are named `{module}`; give the digest of one: {}",
-                many.len(),
-                many.iter()
-                    .map(|m| m.digest.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        },
-    }
+    let named = module_ref::find(module, &modules).map_err(|e| anyhow::anyhow!(e))?;
+    Ok(named.digest())
 }
 
 /// Percent-encodes a query value.

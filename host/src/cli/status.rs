@@ -35,19 +35,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     }
     let status: Status = client.get("/v1/status")?;
     let running: Vec<RunningTask> = client.get("/v1/running")?;
-    let t = &status.tasks;
-    outln!(
-        "tasks     {} waiting, {} ready, {} held, {} reserved, {} running; \
-         {} succeeded, {} failed, {} cancelled",
-        t.waiting,
-        t.ready,
-        t.held,
-        t.reserved,
-        t.running,
-        t.succeeded,
-        t.failed,
-        t.cancelled
-    )?;
+    outln!("tasks     {}", status.tasks)?;
     let e = &status.ended_total;
     outln!(
         "ended     {} succeeded, {} failed, {} cancelled in all (pruned ones too)",

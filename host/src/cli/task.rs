@@ -80,6 +80,8 @@ pub enum TaskCommand {
 struct TaskView {
     #[serde(flatten)]
     task: TaskInfo,
+    /// What holds it back, as the server says (`WaitingOn`).
+    waiting_on: Option<serde_json::Value>,
     log: Vec<AttemptRecord>,
 }
 
@@ -103,6 +105,9 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default()
             )?;
             outln!("  state     {}", t.state.as_str())?;
+            if let Some(on) = &view.waiting_on {
+                outln!("  waits on  {}", super::lists::waiting_text(on))?;
+            }
             outln!("  order     {}", t.order)?;
             outln!("  group     {}", t.group.as_deref().unwrap_or("-"))?;
             outln!("  priority  {}", t.priority)?;

@@ -13,7 +13,7 @@ use crate::store::*;
 pub struct TaskList {
     pub tasks: Vec<(TaskInfo, Option<WaitingOn>)>,
     pub next: Option<Position>,
-    pub counts: ListCounts,
+    pub counts: Progress,
     pub counts_capped: bool,
 }
 
@@ -97,13 +97,12 @@ impl Scheduler {
             .collect())
     }
 
-    /// Every digest a module reference names: all the modules of a name, or one digest;
-    /// a reference that names none is not found.
+    /// The digest a module reference names, as the one entry of a filter; a reference that
+    /// names none is not found.
     async fn modules_named(&self, reference: &str) -> Result<Vec<crate::runtime::Digest>> {
         let modules = self.store.module_list().await?;
         match module_ref::find(reference, &modules) {
-            Ok(module_ref::Named::Name(named)) => Ok(named.iter().map(|m| m.digest).collect()),
-            Ok(module_ref::Named::Digest(digest)) => Ok(vec![digest]),
+            Ok(named) => Ok(vec![named.digest()]),
             Err(message) => Err(Error::NotFound(format!("parameter `module`: {message}"))),
         }
     }

@@ -236,13 +236,14 @@ impl Scheduler {
         let _ = self.events.send(BatchEvent { batch });
     }
 
-    /// Validates, compiles and stores a component.
+    /// Validates, compiles and stores a component; a name given joins its names (moved
+    /// from the module it named, if another).
     pub async fn module_add(
         &self,
         bytes: Vec<u8>,
         name: Option<String>,
         tag: Option<String>,
-    ) -> Result<ModuleInfo> {
+    ) -> Result<ModuleAdded> {
         check_name("name", name.as_deref())?;
         check_name("tag", tag.as_deref())?;
         let runtime = self.runtime.clone();
@@ -285,6 +286,12 @@ impl Scheduler {
         self.store.module_delete(digest).await?;
         self.modules.lock().expect("modules lock").remove(&digest);
         Ok(())
+    }
+
+    /// Removes a module's name; returns the module, which keeps its other names.
+    pub async fn module_unname(&self, name: String) -> Result<Digest> {
+        check_name("name", Some(&name))?;
+        Ok(self.store.module_unname(name).await?)
     }
 
     /// Opens a batch; returns it with its handle, the capability to use it.

@@ -1,5 +1,5 @@
-//! How people name a module: by its name, by its digest, or by the start of its digest as
-//! `qhost module ls` shows it; which stored module such a reference names, and, when none
+//! How people name a module: by one of its names, by its digest, or by the start of its
+//! digest as `qhost module ls` shows it; which stored module such a reference names, and, when none
 //! does, the message that says why (the candidates of an ambiguous prefix, the minimum
 //! length of one, the nearest name).
 //!
@@ -19,18 +19,18 @@ const SUGGEST_ABOVE: f64 = 0.8;
 /// What a reference names.
 #[derive(Debug)]
 pub enum Named<'a> {
-    /// The modules of that name, oldest first: a submission runs the newest.
-    Name(Vec<&'a ModuleInfo>),
+    /// The module that has that name (a name names one module).
+    Name(&'a ModuleInfo),
     /// A digest: given whole (whether stored or not), or the one stored digest that starts
     /// with the reference.
     Digest(Digest),
 }
 
 impl Named<'_> {
-    /// The digest a submission runs: the newest module of a name.
-    pub fn newest(&self) -> Digest {
+    /// The digest a submission runs.
+    pub fn digest(&self) -> Digest {
         match self {
-            Named::Name(modules) => modules.last().expect("a name names a module").digest,
+            Named::Name(module) => module.digest,
             Named::Digest(digest) => *digest,
         }
     }
@@ -42,11 +42,10 @@ pub fn find<'a>(reference: &str, modules: &'a [ModuleInfo]) -> Result<Named<'a>,
     if let Ok(digest) = Digest::from_hex(reference) {
         return Ok(Named::Digest(digest));
     }
-    let named: Vec<&ModuleInfo> = modules
+    if let Some(named) = modules
         .iter()
-        .filter(|m| m.name.as_deref() == Some(reference))
-        .collect();
-    if !named.is_empty() {
+        .find(|m| m.names.iter().any(|n| n == reference))
+    {
         return Ok(Named::Name(named));
     }
     let hex = !reference.is_empty() && reference.chars().all(|c| c.is_ascii_hexdigit());
@@ -101,7 +100,7 @@ fn suggestion(reference: &str, modules: &[ModuleInfo]) -> String {
     let wanted = reference.to_lowercase();
     let nearest = modules
         .iter()
-        .filter_map(|m| m.name.as_deref())
+        .flat_map(|m| m.names.iter().map(String::as_str))
         .map(|name| (strsim::jaro_winkler(&wanted, &name.to_lowercase()), name))
         .filter(|(likeness, _)| *likeness > SUGGEST_ABOVE)
         .max_by(|a, b| a.0.total_cmp(&b.0));
@@ -115,11 +114,12 @@ fn suggestion(reference: &str, modules: &[ModuleInfo]) -> String {
 mod tests {
     use super::*;
 
-    fn module(hex_start: &str, name: Option<&str>, added_at: i64) -> ModuleInfo {
+    fn module(hex_start: &str, names: &[&str], added_at: i64) -> ModuleInfo {
         let hex = format!("{hex_start:0<64}");
         ModuleInfo {
             digest: Digest::from_hex(&hex).unwrap(),
-            name: name.map(str::to_owned),
+            name: names.last().map(|n| n.to_string()),
+            names: names.iter().map(|n| n.to_string()).collect(),
             tag: None,
             size: 1,
             added_at,
@@ -131,17 +131,18 @@ mod tests {
     #[test]
     fn a_name_a_digest_or_its_start_names_a_module() {
         let modules = [
-            module("abcdef01", Some("echo"), 1),
-            module("abcdef02", None, 2),
-            module("123456", Some("echo"), 3),
+            module("abcdef01", &["echo"], 1),
+            module("abcdef02", &[], 2),
+            module("123456", &["echo2", "shout"], 3),
         ];
-        // Several modules of a name: a submission runs the newest.
-        let Ok(Named::Name(named)) = find("echo", &modules) else {
-            panic!("not found by name");
-        };
-        let digests: Vec<Digest> = named.iter().map(|m| m.digest).collect();
-        assert_eq!(digests, [modules[0].digest, modules[2].digest]);
-        assert_eq!(Named::Name(named).newest(), modules[2].digest);
+        // Any of a module's names names it.
+        for (name, named) in [("echo", 0), ("echo2", 2), ("shout", 2)] {
+            let Ok(found) = find(name, &modules) else {
+                panic!("{name} not found by name");
+            };
+            assert!(matches!(found, Named::Name(_)), "{name}");
+            assert_eq!(found.digest(), modules[named].digest, "{name}");
+        }
         let whole = modules[1].digest.to_hex();
         for reference in [&whole[..], &whole[..SHOWN_DIGITS], "ABCDEF02"] {
             assert!(
@@ -154,8 +155,8 @@ mod tests {
     #[test]
     fn a_reference_that_names_no_one_module_says_why() {
         let modules = [
-            module("abcdef01", Some("echo"), 1),
-            module("abcdef02", Some("sha256"), 2),
+            module("abcdef01", &["echo"], 1),
+            module("abcdef02", &["sha256"], 2),
         ];
         let ambiguous = find("abcdef", &modules).unwrap_err();
         assert!(

@@ -118,7 +118,7 @@ impl Scheduler {
         let mut resolved = HashMap::new();
         for task in tasks {
             if !resolved.contains_key(&task.module) {
-                let found = module_ref::find(&task.module, &modules).map(|named| named.newest());
+                let found = module_ref::find(&task.module, &modules).map(|named| named.digest());
                 resolved.insert(task.module.clone(), found);
             }
         }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{BatchId, BatchInfo, Micros, TaskId, TaskInfo};
+use super::{BatchId, BatchInfo, Micros, Progress, TaskId, TaskInfo, TaskState};
 use crate::runtime::{Digest, Outcome};
 
 /// The most rows of a page.
@@ -101,94 +101,12 @@ pub struct BatchFilter {
     pub limit: usize,
 }
 
-/// A task's state as lists filter it: `waiting` is every pending task that no node may
-/// claim now (behind its gate, held by a pause, delayed, waiting out a retry's backoff,
-/// or its group or batch at its limit), `ready` one that a node may claim now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ListState {
-    Waiting,
-    Ready,
-    Reserved,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
-}
-
-impl ListState {
-    pub const ALL: [ListState; 7] = [
-        ListState::Waiting,
-        ListState::Ready,
-        ListState::Reserved,
-        ListState::Running,
-        ListState::Succeeded,
-        ListState::Failed,
-        ListState::Cancelled,
-    ];
-
-    /// The code the stores' list statements compute for a task: 0 waiting, 1 ready,
-    /// 2 running, 3 succeeded, 4 failed, 5 cancelled, 6 reserved (as `TaskState` codes).
-    pub fn code(self) -> i64 {
-        match self {
-            ListState::Waiting => 0,
-            ListState::Ready => 1,
-            ListState::Running => 2,
-            ListState::Succeeded => 3,
-            ListState::Failed => 4,
-            ListState::Cancelled => 5,
-            ListState::Reserved => 6,
-        }
-    }
-
-    pub fn from_code(code: i64) -> Option<Self> {
-        ListState::ALL.into_iter().find(|s| s.code() == code)
-    }
-
-    /// The stored state codes a task in this state may have: a waiting task may be
-    /// stored waiting (at its gate) or ready (held, delayed, or its group or batch full).
-    pub fn stored(self) -> &'static [i64] {
-        match self {
-            ListState::Waiting => &[0, 1],
-            ListState::Ready => &[1],
-            ListState::Reserved | ListState::Running => &[2],
-            ListState::Succeeded => &[3],
-            ListState::Failed => &[4],
-            ListState::Cancelled => &[5],
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ListState::Waiting => "waiting",
-            ListState::Ready => "ready",
-            ListState::Reserved => "reserved",
-            ListState::Running => "running",
-            ListState::Succeeded => "succeeded",
-            ListState::Failed => "failed",
-            ListState::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(text: &str) -> Result<Self, String> {
-        ListState::ALL
-            .into_iter()
-            .find(|s| s.as_str() == text)
-            .ok_or_else(|| {
-                format!(
-                    "`{text}` is not a task state: waiting, ready, reserved, running, \
-                     succeeded, failed or cancelled"
-                )
-            })
-    }
-}
-
 /// Which tasks a list shows; every filter given applies.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {
     pub batch: Option<BatchId>,
     /// Any of these; empty: any.
-    pub states: Vec<ListState>,
+    pub states: Vec<TaskState>,
     pub group: Option<String>,
     /// Tasks of any of these modules; empty: any.
     pub modules: Vec<Digest>,
@@ -205,8 +123,8 @@ pub struct TaskFilter {
 impl TaskFilter {
     /// The stored state codes the filter's states have, each once, in code order.
     pub fn stored_states(&self) -> Vec<i64> {
-        let states: &[ListState] = if self.states.is_empty() {
-            &ListState::ALL
+        let states: &[TaskState] = if self.states.is_empty() {
+            &TaskState::ALL
         } else {
             &self.states
         };
@@ -216,10 +134,11 @@ impl TaskFilter {
         codes
     }
 
-    /// The list codes the filter's states have, as a JSON array (SQLite's `json_each`).
+    /// The codes the filter's states are reported as, as a JSON array (SQLite's
+    /// `json_each`).
     pub fn codes_json(&self) -> String {
-        let states: &[ListState] = if self.states.is_empty() {
-            &ListState::ALL
+        let states: &[TaskState] = if self.states.is_empty() {
+            &TaskState::ALL
         } else {
             &self.states
         };
@@ -233,44 +152,9 @@ impl TaskFilter {
 pub struct TaskPage {
     /// Newest first; one more than the limit when more follow.
     pub tasks: Vec<TaskInfo>,
-    pub counts: ListCounts,
+    pub counts: Progress,
     /// Some stored state's count stopped at [`COUNT_CAP`]: there may be more.
     pub counts_capped: bool,
-}
-
-/// How many tasks a filter names in each state, each count stopping at [`COUNT_CAP`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct ListCounts {
-    pub waiting: u64,
-    pub ready: u64,
-    pub reserved: u64,
-    pub running: u64,
-    pub succeeded: u64,
-    pub failed: u64,
-    pub cancelled: u64,
-}
-
-impl ListCounts {
-    pub fn add(&mut self, state: ListState, count: u64) {
-        *self.slot(state) += count;
-    }
-
-    pub fn of(&self, state: ListState) -> u64 {
-        let mut counts = *self;
-        *counts.slot(state)
-    }
-
-    fn slot(&mut self, state: ListState) -> &mut u64 {
-        match state {
-            ListState::Waiting => &mut self.waiting,
-            ListState::Ready => &mut self.ready,
-            ListState::Reserved => &mut self.reserved,
-            ListState::Running => &mut self.running,
-            ListState::Succeeded => &mut self.succeeded,
-            ListState::Failed => &mut self.failed,
-            ListState::Cancelled => &mut self.cancelled,
-        }
-    }
 }
 
 /// What a store knows of why a pending task is not claimed: what
@@ -290,6 +174,17 @@ pub struct HoldFacts {
     pub batch_max_parallel: Option<u32>,
     pub batch_running: u64,
     pub group: Option<GroupFacts>,
+}
+
+impl HoldFacts {
+    /// The state the task is shown in at `now` ([`TaskState::shown`]); none when it is not
+    /// pending.
+    pub fn shown(&self, now: Micros) -> Option<TaskState> {
+        let held =
+            self.batch_max_parallel == Some(0) || self.group.as_ref().is_some_and(|g| g.limit == 0);
+        TaskState::shown(self.state, false, held, self.not_before, now)
+            .filter(|_| matches!(self.state, 0 | 1))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

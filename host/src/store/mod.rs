@@ -3,7 +3,8 @@
 //! - [`sqlite`]: the embedded default, one file in WAL mode.
 //! - [`postgres`]: several nodes sharing one PostgreSQL database.
 //!
-//! Beside the trait: the vocabulary (`types`, `completion`, `time`, `schedule`, `text`:
+//! Beside the trait: the vocabulary (`state`: the one word each view shows for a task's
+//! state, and how reads compute it; `types`, `completion`, `time`, `schedule`, `text`:
 //! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
 //! requests done exactly once, `list`: lists' filters, order and pages, `stats`: the whole
 //! queue at a glance), the policies both drivers share (`pick`: claim order and rooms;
@@ -31,6 +32,7 @@ pub mod postgres;
 mod schedule;
 mod select;
 pub mod sqlite;
+mod state;
 mod stats;
 pub mod text;
 mod time;
@@ -49,6 +51,7 @@ pub use list::*;
 pub use open::open;
 pub use schedule::*;
 pub use select::{BulkCancel, TaskSelect};
+pub use state::*;
 pub use stats::*;
 pub use time::*;
 pub use types::*;
@@ -71,17 +74,21 @@ pub(crate) fn random_token() -> i64 {
 /// The driver interface: one implementation per database.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// Stores a module (a stored one keeps its bytes and time added). A name given is
+    /// added to its names; when it named another module, it moves from that one alone.
     async fn module_put(
         &self,
         bytes: Vec<u8>,
         name: Option<String>,
         tag: Option<String>,
         now: Micros,
-    ) -> StoreResult<ModuleInfo>;
+    ) -> StoreResult<ModuleAdded>;
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>>;
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>>;
-    /// Refused while a task that has not ended uses it.
+    /// Refused while a task that has not ended uses it. Its names go with it.
     async fn module_delete(&self, digest: Digest) -> StoreResult<()>;
+    /// Removes a name; the module it named keeps its others. Returns that module.
+    async fn module_unname(&self, name: String) -> StoreResult<Digest>;
 
     async fn batch_open(
         &self,

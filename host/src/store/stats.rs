@@ -30,7 +30,8 @@ pub struct GroupDepth {
     pub paused: bool,
     /// Its tasks claimed now (reserved or running).
     pub running: u64,
-    /// Its ready tasks, waiting for room.
+    /// Its tasks due and not claimed: `ready`, or `held` while it or their batch is
+    /// paused (delayed ones are `waiting`).
     pub ready: u64,
 }
 

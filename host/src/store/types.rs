@@ -6,96 +6,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{BatchId, Micros, TaskId};
+use super::{BatchId, Micros, Progress, TaskId, TaskState};
 use crate::runtime::{Digest, LogLine, MountGrant, Outcome, TaskLimits};
-
-/// Where a task is in its life. Each variant says who moves a task into it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskState {
-    /// Submitted, behind its batch's gate: a lower order is still open. Moved to `Ready`
-    /// by the transaction that ends the last open task of the lower orders.
-    Waiting,
-    /// At its batch's gate, claimable once its group and batch have room and its
-    /// not-before time has come. Set by submit, by gate promotion, by a retry, and by a
-    /// node handing back a task it had not started.
-    Ready,
-    /// Ready, but its batch or its group is paused or has a limit of 0: no node claims it
-    /// until that is resumed or raised. Reads report it; stores keep it as `Ready`.
-    Held,
-    /// Claimed by a node under a lease and not yet started on one of its slots: the few
-    /// tasks a node holds ahead of its free slots. Set by the claim; the node's start mark
-    /// makes it `Running`, a hand-back makes it `Ready` again.
-    Reserved,
-    /// Started on a node's slot, under the node's lease. Set by the node's start mark.
-    Running,
-    /// Ended: an attempt succeeded. Set by a completion.
-    Succeeded,
-    /// Ended: the last attempt failed, or the task was lost with no attempts left.
-    Failed,
-    /// Ended: cancelled by its batch's holder or an admin, or by a halting batch.
-    Cancelled,
-}
-
-/// The state code stores report for a claimed task that has no start mark. The stores
-/// keep every claimed task as code 2 (with or without a start mark); reads map an unmarked
-/// one to this code, which is never stored.
-pub(crate) const RESERVED_CODE: i64 = 6;
-
-/// The state code stores report for a ready task whose batch or group holds it (a limit
-/// of 0, which a pause sets): reads map it to this code, which is never stored.
-pub(crate) const HELD_CODE: i64 = 7;
-
-impl TaskState {
-    /// The code the stores keep: 0 waiting, 1 ready, 2 claimed (reserved or running),
-    /// 3 succeeded, 4 failed, 5 cancelled.
-    pub fn code(self) -> i64 {
-        match self {
-            TaskState::Waiting => 0,
-            TaskState::Ready | TaskState::Held => 1,
-            TaskState::Reserved | TaskState::Running => 2,
-            TaskState::Succeeded => 3,
-            TaskState::Failed => 4,
-            TaskState::Cancelled => 5,
-        }
-    }
-
-    /// The state of a code as the stores report it: a stored code, [`RESERVED_CODE`] or
-    /// [`HELD_CODE`].
-    pub fn from_code(code: i64) -> Option<Self> {
-        Some(match code {
-            0 => TaskState::Waiting,
-            1 => TaskState::Ready,
-            2 => TaskState::Running,
-            3 => TaskState::Succeeded,
-            4 => TaskState::Failed,
-            5 => TaskState::Cancelled,
-            RESERVED_CODE => TaskState::Reserved,
-            HELD_CODE => TaskState::Held,
-            _ => return None,
-        })
-    }
-
-    pub fn is_ended(self) -> bool {
-        matches!(
-            self,
-            TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskState::Waiting => "waiting",
-            TaskState::Ready => "ready",
-            TaskState::Held => "held",
-            TaskState::Reserved => "reserved",
-            TaskState::Running => "running",
-            TaskState::Succeeded => "succeeded",
-            TaskState::Failed => "failed",
-            TaskState::Cancelled => "cancelled",
-        }
-    }
-}
 
 /// What a batch does when one of its tasks fails for good.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -162,8 +74,14 @@ impl TaskSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ModuleInfo {
     pub digest: Digest,
+    /// The name it is shown with: the last given to it that it still has.
     #[schema(required = true)]
     pub name: Option<String>,
+    /// Every name it has, in the order they were given to it. Each names this module
+    /// only, until it is removed or given to another module.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub names: Vec<String>,
     #[schema(required = true)]
     pub tag: Option<String>,
     pub size: u64,
@@ -178,6 +96,26 @@ pub struct ModuleInfo {
     #[serde(default)]
     #[schema(required = true)]
     pub processed_by: Option<Vec<String>>,
+}
+
+/// A module added (or added again), and the module its name was taken from.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ModuleAdded {
+    #[serde(flatten)]
+    pub module: ModuleInfo,
+    /// The module the name given named until now, when it was another one: the name moved
+    /// from it to this one, and it keeps its other names.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub name_moved_from: Option<Digest>,
+}
+
+impl std::ops::Deref for ModuleAdded {
+    type Target = ModuleInfo;
+
+    fn deref(&self) -> &ModuleInfo {
+        &self.module
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -197,49 +135,6 @@ pub struct BatchInfo {
     pub paused: bool,
     pub created_at: Micros,
     pub progress: Progress,
-}
-
-/// How many of a batch's tasks are in each state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Progress {
-    pub waiting: u64,
-    pub ready: u64,
-    /// Ready, and held by a paused (or limit 0) batch or group.
-    #[serde(default)]
-    #[schema(required = true)]
-    pub held: u64,
-    pub reserved: u64,
-    pub running: u64,
-    pub succeeded: u64,
-    pub failed: u64,
-    pub cancelled: u64,
-}
-
-impl Progress {
-    pub fn total(&self) -> u64 {
-        self.waiting + self.ready + self.held + self.reserved + self.running + self.ended()
-    }
-
-    pub fn ended(&self) -> u64 {
-        self.succeeded + self.failed + self.cancelled
-    }
-
-    pub fn is_done(&self) -> bool {
-        self.ended() == self.total()
-    }
-
-    pub(crate) fn add(&mut self, state: TaskState, count: u64) {
-        match state {
-            TaskState::Waiting => self.waiting += count,
-            TaskState::Ready => self.ready += count,
-            TaskState::Held => self.held += count,
-            TaskState::Reserved => self.reserved += count,
-            TaskState::Running => self.running += count,
-            TaskState::Succeeded => self.succeeded += count,
-            TaskState::Failed => self.failed += count,
-            TaskState::Cancelled => self.cancelled += count,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -296,7 +191,8 @@ pub struct GroupInfo {
     #[schema(required = true)]
     pub paused: bool,
     pub running: u64,
-    pub waiting: u64,
+    /// Its tasks not claimed nor ended: `waiting`, `ready` or `held`.
+    pub pending: u64,
 }
 
 /// A task a node claimed, with all it needs to run it.

@@ -25,7 +25,7 @@ pub async fn groups_limit_running_tasks_without_blocking_others(store: Arc<dyn S
         "one of the group, and everything else"
     );
     let group = store.group_get("g".into()).await.unwrap();
-    assert_eq!((group.limit, group.running, group.waiting), (1, 1, 2));
+    assert_eq!((group.limit, group.running, group.pending), (1, 1, 2));
     assert!(claim(&store, "n1", 10, T0).await.is_empty());
     store.group_set_limit("g".into(), 2).await.unwrap();
     let second = claim(&store, "n1", 10, T0).await;

@@ -234,13 +234,13 @@ pub async fn tasks_list_by_every_filter_with_counts(store: Arc<dyn Store>) {
     )
     .await;
     for (state, expected) in [
-        (ListState::Waiting, vec![a[1]]),
-        (ListState::Ready, vec![]),
-        (ListState::Reserved, vec![b[2]]),
-        (ListState::Running, vec![a[0]]),
-        (ListState::Succeeded, vec![b[0]]),
-        (ListState::Failed, vec![b[1]]),
-        (ListState::Cancelled, vec![]),
+        (TaskState::Waiting, vec![a[1]]),
+        (TaskState::Ready, vec![]),
+        (TaskState::Reserved, vec![b[2]]),
+        (TaskState::Running, vec![a[0]]),
+        (TaskState::Succeeded, vec![b[0]]),
+        (TaskState::Failed, vec![b[1]]),
+        (TaskState::Cancelled, vec![]),
     ] {
         let filter = TaskFilter {
             states: vec![state],
@@ -249,7 +249,7 @@ pub async fn tasks_list_by_every_filter_with_counts(store: Arc<dyn Store>) {
         assert_eq!(task_ids(&store, filter).await, expected, "{state:?}");
     }
     let two = TaskFilter {
-        states: vec![ListState::Running, ListState::Failed],
+        states: vec![TaskState::Running, TaskState::Failed],
         ..base.clone()
     };
     assert_eq!(task_ids(&store, two).await, [b[1], a[0]]);
@@ -257,19 +257,19 @@ pub async fn tasks_list_by_every_filter_with_counts(store: Arc<dyn Store>) {
     let page = store.task_list(base.clone()).await.unwrap();
     assert_eq!(
         page.counts,
-        ListCounts {
+        Progress {
             waiting: 1,
             reserved: 1,
             running: 1,
             succeeded: 1,
             failed: 1,
-            ..ListCounts::default()
+            ..Progress::default()
         }
     );
     assert!(!page.counts_capped);
     let in_b2 = TaskFilter {
         batch: Some(b2),
-        states: vec![ListState::Succeeded, ListState::Failed],
+        states: vec![TaskState::Succeeded, TaskState::Failed],
         ..base
     };
     let counts = store.task_list(in_b2).await.unwrap().counts;
@@ -334,16 +334,21 @@ pub async fn waiting_on_names_each_reason(store: Arc<dyn Store>) {
         async move {
             let facts = store.task_hold(vec![task]).await.unwrap();
             let on = waiting_on(&facts[0], now);
-            let filter = TaskFilter {
-                states: vec![ListState::Waiting],
-                ..tasks_filter(100, now)
-            };
-            let waiting = task_ids(&store, filter).await.contains(&task);
-            assert_eq!(
-                waiting,
-                on.is_some(),
-                "task {task}: the list agrees ({on:?})"
-            );
+            // The list shows a pending task in the state the one rule names, and only in
+            // that one.
+            let shown = facts[0].shown(now);
+            for state in TaskState::ALL.into_iter().filter(|_| shown.is_some()) {
+                let filter = TaskFilter {
+                    states: vec![state],
+                    ..tasks_filter(100, now)
+                };
+                let listed = task_ids(&store, filter).await.contains(&task);
+                assert_eq!(
+                    listed,
+                    shown == Some(state),
+                    "task {task} listed as {state:?}: shown {shown:?} ({on:?})"
+                );
+            }
             on
         }
     };
@@ -451,9 +456,9 @@ pub async fn waiting_on_names_each_reason(store: Arc<dyn Store>) {
 }
 
 /// How many tasks in each state a filter names, by listing each state (row by row).
-async fn listed_counts(store: &Arc<dyn Store>, filter: &TaskFilter) -> ListCounts {
-    let mut counts = ListCounts::default();
-    for state in ListState::ALL {
+async fn listed_counts(store: &Arc<dyn Store>, filter: &TaskFilter) -> Progress {
+    let mut counts = Progress::default();
+    for state in TaskState::ALL {
         if !filter.states.is_empty() && !filter.states.contains(&state) {
             continue;
         }
@@ -570,17 +575,18 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
     let page = store.task_list(base.clone()).await.unwrap();
     assert_eq!(
         page.counts,
-        ListCounts {
-            waiting: 4,
-            ready: 1,
+        Progress {
+            waiting: 2,
+            ready: 2,
+            held: 1,
             reserved: 2,
             running: 1,
             succeeded: 1,
             failed: 2,
             cancelled: 1,
         },
-        "waiting: a group at its limit, a gate, a delay, a pause; reserved: b's other \
-         module and p's first"
+        "waiting: a gate, a delay; ready: c's, and one at its group's limit; held: by a \
+         pause; reserved: b's other module and p's first"
     );
     let filters = |now: Micros| {
         let base = tasks_filter(2, now);
@@ -638,7 +644,7 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
             (
                 "two states",
                 TaskFilter {
-                    states: vec![ListState::Waiting, ListState::Failed],
+                    states: vec![TaskState::Waiting, TaskState::Failed],
                     ..base.clone()
                 },
             ),
@@ -654,8 +660,9 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
     let counts = store.task_list(base).await.unwrap().counts;
     assert_eq!(
         (counts.ready, counts.failed, counts.cancelled),
-        (1, 1, 0),
-        "after a retry, a cancel (of the ready task) and a release"
+        (2, 1, 0),
+        "after a retry (ready, beside the one at its group's limit), a cancel (of c's ready \
+         task) and a release"
     );
     // The same through filters, which a store may count from elsewhere.
     for (what, filter) in [
@@ -694,7 +701,7 @@ pub async fn task_counts_match_the_rows_through_every_change(store: Arc<dyn Stor
         .task_submit(d, admitted(vec![first(0)]), now)
         .await
         .unwrap();
-    let waiting = |counts: ListCounts| counts.waiting;
+    let waiting = |counts: Progress| counts.waiting;
     let of_d = TaskFilter {
         batch: Some(d),
         ..tasks_filter(2, now)

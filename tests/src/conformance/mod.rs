@@ -44,6 +44,7 @@ macro_rules! conformance_tests {
             modules::reads_name_the_module_beside_its_digest,
             modules::a_module_keeps_the_languages_its_producers_sections_name,
             modules::reads_give_a_tasks_input_size,
+            modules::names_are_aliases_and_move_one_at_a_time,
             batches::handles_open_only_their_batch,
             batches::a_released_batch_leaves_nothing_to_the_next,
             batches::ids_are_never_reused,

@@ -1,5 +1,5 @@
-//! Modules: stored by content digest, kept while a task still needs them, and named in
-//! the reads of tasks and attempts.
+//! Modules: stored by content digest, kept while a task still needs them, named by any
+//! number of names (each naming one module), and named in the reads of tasks and attempts.
 
 use super::*;
 
@@ -77,7 +77,7 @@ pub async fn a_module_keeps_the_languages_its_producers_sections_name(store: Arc
     // by wit-component.
     let added = store.module_put(module(), None, None, T0).await.unwrap();
     let listed = store.module_list().await.unwrap().remove(0);
-    for info in [&added, &listed] {
+    for info in [&added.module, &listed] {
         let languages = info.languages.clone().unwrap();
         assert_eq!(
             languages.first().map(String::as_str),
@@ -125,4 +125,71 @@ pub async fn reads_give_a_tasks_input_size(store: Arc<dyn Store>) {
     let mut sizes: Vec<u64> = page.tasks.iter().map(|t| t.input_size).collect();
     sizes.sort();
     assert_eq!(sizes, vec![0, 12], "a list gives them too");
+}
+
+pub async fn names_are_aliases_and_move_one_at_a_time(store: Arc<dyn Store>) {
+    let first = store
+        .module_put(module(), Some("echo".into()), None, T0)
+        .await
+        .unwrap();
+    assert_eq!(first.name_moved_from, None);
+    // The same component under a second name: it keeps the first.
+    let again = store
+        .module_put(module(), Some("echo2".into()), None, T0 + 1)
+        .await
+        .unwrap();
+    assert_eq!(again.digest, first.digest);
+    assert_eq!(again.names, ["echo", "echo2"]);
+    assert_eq!(
+        again.name.as_deref(),
+        Some("echo2"),
+        "shown by the last given"
+    );
+    assert_eq!(again.name_moved_from, None, "no other module had it");
+
+    // Another component takes `echo2`: that name alone moves, and the answer says from where.
+    let other = store
+        .module_put(
+            b"another module".to_vec(),
+            Some("echo2".into()),
+            None,
+            T0 + 2,
+        )
+        .await
+        .unwrap();
+    assert_eq!(other.name_moved_from, Some(first.digest));
+    assert_eq!(other.names, ["echo2"]);
+    let names = |store: Arc<dyn Store>, digest: Digest| async move {
+        let listed = store.module_list().await.unwrap();
+        let module = listed.into_iter().find(|m| m.digest == digest).unwrap();
+        (module.name, module.names)
+    };
+    assert_eq!(
+        names(store.clone(), first.digest).await,
+        (Some("echo".into()), vec!["echo".to_owned()]),
+        "the first keeps `echo`, and is shown by it"
+    );
+
+    // A name removed: the module stays, with its other names.
+    assert_eq!(
+        store.module_unname("echo2".into()).await.unwrap(),
+        other.digest
+    );
+    assert_eq!(names(store.clone(), other.digest).await, (None, vec![]));
+    let gone = store.module_unname("echo2".into()).await.unwrap_err();
+    assert!(matches!(gone, StoreError::NotFound { .. }), "{gone}");
+
+    // A deleted module's names go with it: given again, they move from no one.
+    store.module_delete(first.digest).await.unwrap();
+    let back = store
+        .module_put(
+            b"another module".to_vec(),
+            Some("echo".into()),
+            None,
+            T0 + 3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(back.name_moved_from, None);
+    assert_eq!(back.names, ["echo"]);
 }

@@ -28,7 +28,7 @@ pub async fn a_paused_group_holds_its_tasks_and_resumes_in_order(store: Arc<dyn 
     store.group_set_paused("g".into(), true).await.unwrap();
     let group = store.group_get("g".into()).await.unwrap();
     assert_eq!(
-        (group.limit, group.paused, group.waiting),
+        (group.limit, group.paused, group.pending),
         (2, true, 4),
         "a paused group keeps its limit"
     );

@@ -42,7 +42,7 @@ pub(super) async fn count(
             3..=5 if !narrowed => {
                 let total = totals.iter().find(|(s, _, _)| *s == state);
                 let counted = total.map_or(0, |(_, _, now)| *now).min(COUNT_CAP);
-                if let Some(state) = ListState::from_code(state.into()) {
+                if let Some(state) = TaskState::from_code(state.into()) {
                     page.counts.add(state, counted);
                 }
                 counted
@@ -51,7 +51,7 @@ pub(super) async fn count(
             2 => count_rows(client, args, Source::Leases, &[2], cap, &mut page.counts).await?,
             0 if !bounded => {
                 let counted = count_gates(client, args).await?;
-                page.counts.add(ListState::Waiting, counted);
+                page.counts.add(TaskState::Waiting, counted);
                 counted
             }
             4 | 5 if !bounded => {
@@ -92,9 +92,9 @@ async fn count_states(
     page: &mut TaskPage,
 ) -> StoreResult<()> {
     if states.len() > 1 {
-        let mut counts = ListCounts::default();
+        let mut counts = Progress::default();
         if count_capped(client, sql, args, states, &mut counts).await? < COUNT_CAP {
-            for state in ListState::ALL {
+            for state in TaskState::ALL {
                 page.counts.add(state, counts.of(state));
             }
             return Ok(());
@@ -114,7 +114,7 @@ async fn count_capped(
     sql: &str,
     args: &ListArgs,
     states: &[i32],
-    counts: &mut ListCounts,
+    counts: &mut Progress,
 ) -> StoreResult<u64> {
     let cap = COUNT_CAP as i64;
     let params = [
@@ -135,7 +135,7 @@ async fn count_rows(
     source: Source,
     states: &[i32],
     cap: i64,
-    counts: &mut ListCounts,
+    counts: &mut Progress,
 ) -> StoreResult<u64> {
     let rows = args
         .query(client, &source.count_sql(), states, cap, false)
@@ -148,7 +148,7 @@ async fn count_rows(
 async fn count_ready(
     client: &impl GenericClient,
     args: &ListArgs,
-    counts: &mut ListCounts,
+    counts: &mut Progress,
 ) -> StoreResult<u64> {
     let cap = COUNT_CAP as i64;
     let first: [&(dyn ToSql + Sync); 2] = [&args.now, &args.codes];
@@ -173,12 +173,12 @@ async fn count_gates(client: &impl GenericClient, args: &ListArgs) -> StoreResul
 }
 
 /// Adds rows of (list state code, count) to `counts`; returns how many they count.
-fn add_counts(rows: &[tokio_postgres::Row], counts: &mut ListCounts) -> u64 {
+fn add_counts(rows: &[tokio_postgres::Row], counts: &mut Progress) -> u64 {
     let mut read = 0;
     for row in rows {
         let (code, count): (i32, i64) = (row.get(0), row.get(1));
         read += count.max(0) as u64;
-        if let Some(state) = ListState::from_code(code.into()) {
+        if let Some(state) = TaskState::from_code(code.into()) {
             counts.add(state, count.max(0) as u64);
         }
     }

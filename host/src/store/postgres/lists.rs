@@ -110,7 +110,7 @@ impl Source {
         format!("{} {} LIMIT $12", self.select(), self.order())
     }
 
-    /// The rows' list states counted, up to `$12` rows.
+    /// The rows' states counted, up to `$12` rows.
     pub(super) fn count_sql(self) -> String {
         format!(
             "SELECT list_code, COUNT(*) FROM ({} LIMIT $12) x GROUP BY 1",
@@ -134,8 +134,8 @@ pub(super) struct ListArgs {
 
 impl ListArgs {
     fn new(filter: &TaskFilter) -> Self {
-        let states: &[ListState] = match filter.states.is_empty() {
-            true => &ListState::ALL,
+        let states: &[TaskState] = match filter.states.is_empty() {
+            true => &TaskState::ALL,
             false => &filter.states,
         };
         ListArgs {
@@ -218,7 +218,8 @@ fn start(before: Option<Micros>, after: Option<Position>) -> Position {
 pub(super) async fn tasks(store: &PostgresStore, filter: TaskFilter) -> StoreResult<TaskPage> {
     let mut client = store.client(Commit::Durable).await?;
     let client = reading(&mut client).await?;
-    let args = ListArgs::new(&filter);
+    let mut args = ListArgs::new(&filter);
+    args.now = store.db_time(filter.now);
     let stored: Vec<i32> = filter.stored_states().iter().map(|&s| s as i32).collect();
     let limit = filter.limit as i64 + 1;
     let mut page = TaskPage::default();

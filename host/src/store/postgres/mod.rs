@@ -248,7 +248,7 @@ impl Store for PostgresStore {
         name: Option<String>,
         tag: Option<String>,
         now: Micros,
-    ) -> StoreResult<ModuleInfo> {
+    ) -> StoreResult<ModuleAdded> {
         modules::put(self, bytes, name, tag, now).await
     }
 
@@ -262,6 +262,10 @@ impl Store for PostgresStore {
 
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
         modules::delete(self, digest).await
+    }
+
+    async fn module_unname(&self, name: String) -> StoreResult<Digest> {
+        modules::unname(self, name).await
     }
 
     async fn batch_open(

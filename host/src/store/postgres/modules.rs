@@ -1,16 +1,20 @@
 //! Modules: the WebAssembly components tasks run, stored by digest.
 
+use deadpool_postgres::GenericClient;
+
 use super::{Commit, PostgresStore, digest_of, not_found, pg};
 use crate::runtime::Producers;
 use crate::store::*;
 
+/// Stores a module, or names and tags the one stored already. A name given joins its
+/// names, moved from the module it named before if another.
 pub(super) async fn put(
     store: &PostgresStore,
     bytes: Vec<u8>,
     name: Option<String>,
     tag: Option<String>,
     now: Micros,
-) -> StoreResult<ModuleInfo> {
+) -> StoreResult<ModuleAdded> {
     let digest = Digest::of(&bytes);
     let hex = digest.to_hex();
     let size = bytes.len() as i64;
@@ -33,15 +37,95 @@ pub(super) async fn put(
             )
             .await
             .map_err(pg)?;
-        Ok(ModuleInfo {
-            digest,
-            name: row.get(0),
-            tag: row.get(1),
-            size: size as u64,
-            added_at: row.get(2),
-            languages: Some(producers.languages.clone()),
-            processed_by: Some(producers.processed_by.clone()),
+        let name_moved_from = match &name {
+            Some(name) => give_name(&tx, name, &hex, now).await?,
+            None => None,
+        };
+        // The shown name as it is after the name was given.
+        let shown = tx
+            .query_one("SELECT name FROM modules WHERE digest = $1", &[&hex])
+            .await
+            .map_err(pg)?;
+        Ok(ModuleAdded {
+            module: ModuleInfo {
+                digest,
+                name: shown.get(0),
+                names: names_of(&tx, &hex).await?,
+                tag: row.get(1),
+                size: size as u64,
+                added_at: row.get(2),
+                languages: Some(producers.languages.clone()),
+                processed_by: Some(producers.processed_by.clone()),
+            },
+            name_moved_from,
         })
+    })
+}
+
+/// Gives `name` to the module `hex`; returns the module it named until now, if another.
+async fn give_name(
+    tx: &impl GenericClient,
+    name: &str,
+    hex: &str,
+    now: Micros,
+) -> StoreResult<Option<Digest>> {
+    let before: Option<String> = tx
+        .query_opt(
+            "SELECT digest FROM module_names WHERE name = $1 FOR UPDATE",
+            &[&name],
+        )
+        .await
+        .map_err(pg)?
+        .map(|r| r.get(0));
+    tx.execute(
+        include_str!("sql/module_name_give.sql"),
+        &[&name, &hex, &now],
+    )
+    .await
+    .map_err(pg)?;
+    match before {
+        Some(other) if other != hex => {
+            shown_name(tx, &other).await?;
+            Ok(Some(digest_of(&other)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Sets the name the module `hex` is shown with after its names changed.
+async fn shown_name(tx: &impl GenericClient, hex: &str) -> StoreResult<()> {
+    tx.execute(include_str!("sql/module_name_shown.sql"), &[&hex])
+        .await
+        .map_err(pg)?;
+    Ok(())
+}
+
+/// The names of the module `hex`, in the order they were given.
+async fn names_of(tx: &impl GenericClient, hex: &str) -> StoreResult<Vec<String>> {
+    let rows = tx
+        .query(
+            "SELECT name FROM module_names WHERE digest = $1 ORDER BY named_at, name",
+            &[&hex],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Removes a name; returns the module it named, which keeps its other names.
+pub(super) async fn unname(store: &PostgresStore, name: String) -> StoreResult<Digest> {
+    transaction!(store, Commit::Durable, |tx| {
+        let hex: String = tx
+            .query_opt(
+                "DELETE FROM module_names WHERE name = $1 RETURNING digest",
+                &[&name],
+            )
+            .await
+            .map_err(pg)?
+            .map(|r| r.get(0))
+            .ok_or_else(|| not_found("module name", &name))?;
+        shown_name(&tx, &hex).await?;
+        Ok(digest_of(&hex))
     })
 }
 
@@ -68,16 +152,31 @@ pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<ModuleInfo>> 
         )
         .await
         .map_err(pg)?;
+    let names = client
+        .query(
+            "SELECT digest, name FROM module_names ORDER BY named_at, name",
+            &[],
+        )
+        .await
+        .map_err(pg)?;
+    let mut by_digest: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for r in &names {
+        by_digest.entry(r.get(0)).or_default().push(r.get(1));
+    }
     Ok(rows
         .iter()
-        .map(|r| ModuleInfo {
-            digest: digest_of(r.get(0)),
-            name: r.get(1),
-            tag: r.get(2),
-            size: r.get::<_, i64>(3) as u64,
-            added_at: r.get(4),
-            languages: r.get(5),
-            processed_by: r.get(6),
+        .map(|r| {
+            let hex: String = r.get(0);
+            ModuleInfo {
+                names: by_digest.remove(&hex).unwrap_or_default(),
+                digest: digest_of(&hex),
+                name: r.get(1),
+                tag: r.get(2),
+                size: r.get::<_, i64>(3) as u64,
+                added_at: r.get(4),
+                languages: r.get(5),
+                processed_by: r.get(6),
+            }
         })
         .collect())
 }
@@ -108,6 +207,9 @@ pub(super) async fn delete(store: &PostgresStore, digest: Digest) -> StoreResult
         if in_use > 0 {
             return Err(errors::module_in_use(&hex, in_use));
         }
+        tx.execute("DELETE FROM module_names WHERE digest = $1", &[&hex])
+            .await
+            .map_err(pg)?;
         tx.execute("DELETE FROM modules WHERE digest = $1", &[&hex])
             .await
             .map_err(pg)?;

@@ -47,7 +47,7 @@ pub(super) async fn ended_counters(
         .collect())
 }
 
-/// Tasks per state now, and the ended totals.
+/// Tasks per state now (as [`TaskState::shown`] says), and the ended totals.
 async fn counts(tx: &impl GenericClient) -> StoreResult<(Progress, EndedTotals)> {
     let mut progress = Progress::default();
     let mut totals = EndedTotals::default();
@@ -65,11 +65,12 @@ async fn counts(tx: &impl GenericClient) -> StoreResult<(Progress, EndedTotals)>
         .map_err(pg)?;
     let count = |i: usize| row.get::<_, i64>(i).max(0) as u64;
     let (open, ready, held, reserved, running) = (count(0), count(1), count(2), count(3), count(4));
-    progress.ready = ready.saturating_sub(held);
+    let delayed = count(5);
+    progress.ready = ready.saturating_sub(held + delayed);
     progress.held = held;
     progress.reserved = reserved;
     progress.running = running;
-    progress.waiting = open.saturating_sub(ready + reserved + running);
+    progress.waiting = open.saturating_sub(ready + reserved + running) + delayed;
     Ok((progress, totals))
 }
 
@@ -88,7 +89,7 @@ pub(super) async fn queue_stats(store: &PostgresStore, now: Micros) -> StoreResu
     let groups = tx
         .query(
             include_str!("sql/stats_groups.sql"),
-            &[&(MAX_LISTED as i64)],
+            &[&(MAX_LISTED as i64), &store.db_time(now)],
         )
         .await
         .map_err(pg)?

@@ -358,6 +358,6 @@ pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult
         limit: row.get::<_, i32>(0) as u32,
         paused: row.get(2),
         running: row.get::<_, i32>(1).max(0) as u64,
-        waiting: waiting as u64,
+        pending: waiting as u64,
     })
 }

@@ -79,7 +79,11 @@ pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
         .optional()
         .map_err(internal)?
         .ok_or_else(|| not_found("batch", batch))?;
-    info.progress = count_states(conn, include_str!("sql/batch_counts.sql"), [batch])?;
+    info.progress = count_states(
+        conn,
+        include_str!("sql/batch_counts.sql"),
+        [batch, now_micros()],
+    )?;
     Ok(info)
 }
 

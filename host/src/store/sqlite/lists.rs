@@ -123,16 +123,16 @@ fn count(
     conn: &Connection,
     filter: &TaskFilter,
     read: Read,
-    counts: &mut ListCounts,
+    counts: &mut Progress,
 ) -> StoreResult<u64> {
     let cap = Value::from(COUNT_CAP as i64);
     let submitted: [Value; 2] = [
         filter.submitted_after.unwrap_or(Micros::MIN).into(),
         filter.submitted_before.unwrap_or(Micros::MAX).into(),
     ];
-    let state = ListState::from_code(read.state).filter(|_| matches!(read.state, 0 | 3 | 4 | 5));
+    let state = TaskState::from_code(read.state).filter(|_| matches!(read.state, 0 | 3 | 4 | 5));
     if let Some(state) = state {
-        // The list state is the stored one: count index entries.
+        // The state shown is the stored one: count index entries.
         if !filter.states.is_empty() && !filter.states.contains(&state) {
             return Ok(0);
         }
@@ -149,7 +149,7 @@ fn count(
         counts.add(state, counted);
         return Ok(counted);
     }
-    // Ready, claimed: the list state is read from each task.
+    // Ready, claimed: the state shown is read from each task.
     let mut args: Vec<Value> = vec![read.state.into()];
     args.extend(submitted);
     args.extend([filter.now.into(), filter.codes_json().into()]);
@@ -171,7 +171,7 @@ fn count(
     for row in rows {
         let (code, n) = row.map_err(internal)?;
         counted += n;
-        if let Some(state) = ListState::from_code(code) {
+        if let Some(state) = TaskState::from_code(code) {
             counts.add(state, n);
         }
     }

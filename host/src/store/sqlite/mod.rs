@@ -185,7 +185,7 @@ impl Store for SqliteStore {
         name: Option<String>,
         tag: Option<String>,
         now: Micros,
-    ) -> StoreResult<ModuleInfo> {
+    ) -> StoreResult<ModuleAdded> {
         let digest = Digest::of(&bytes);
         self.write(move |tx| modules::put(tx, digest, bytes, name, tag, now))
             .await
@@ -201,6 +201,10 @@ impl Store for SqliteStore {
 
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
         self.write(move |tx| modules::delete(tx, digest)).await
+    }
+
+    async fn module_unname(&self, name: String) -> StoreResult<Digest> {
+        self.write(move |tx| modules::unname(tx, &name)).await
     }
 
     async fn batch_open(

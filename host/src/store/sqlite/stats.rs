@@ -8,11 +8,11 @@ use super::internal;
 use crate::store::*;
 
 pub(super) fn task_counts(conn: &Connection) -> StoreResult<Progress> {
-    Ok(counts(conn)?.0)
+    Ok(counts(conn, now_micros())?.0)
 }
 
-/// Tasks per state now, and the ended totals.
-fn counts(conn: &Connection) -> StoreResult<(Progress, EndedTotals)> {
+/// Tasks per state at `now` (as [`TaskState::shown`] says), and the ended totals.
+fn counts(conn: &Connection, now: Micros) -> StoreResult<(Progress, EndedTotals)> {
     let mut progress = Progress::default();
     let mut totals = EndedTotals::default();
     let mut stmt = conn
@@ -37,23 +37,30 @@ fn counts(conn: &Connection) -> StoreResult<(Progress, EndedTotals)> {
             _ => {}
         }
     }
-    let (open, ready, held, reserved, running): (u64, u64, u64, u64, u64) = conn
+    let (open, ready, held, reserved, running, delayed): (u64, u64, u64, u64, u64, u64) = conn
         .prepare_cached(include_str!("sql/stats_open.sql"))
         .map_err(internal)?
-        .query_row([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        .query_row([now], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
         })
         .map_err(internal)?;
-    progress.ready = ready.saturating_sub(held);
+    progress.ready = ready.saturating_sub(held + delayed);
     progress.held = held;
     progress.reserved = reserved;
     progress.running = running;
-    progress.waiting = open.saturating_sub(ready + reserved + running);
+    progress.waiting = open.saturating_sub(ready + reserved + running) + delayed;
     Ok((progress, totals))
 }
 
 pub(super) fn queue_stats(conn: &Connection, now: Micros) -> StoreResult<QueueStats> {
-    let (counts, ended_total) = counts(conn)?;
+    let (counts, ended_total) = counts(conn, now)?;
     let oldest_ready = conn
         .prepare_cached(include_str!("sql/stats_oldest_ready.sql"))
         .map_err(internal)?
@@ -66,7 +73,7 @@ pub(super) fn queue_stats(conn: &Connection, now: Micros) -> StoreResult<QueueSt
         .prepare_cached(include_str!("sql/stats_groups.sql"))
         .map_err(internal)?;
     let groups = stmt
-        .query_map([MAX_LISTED as i64], |r| {
+        .query_map([MAX_LISTED as i64, now], |r| {
             Ok(GroupDepth {
                 key: r.get(0)?,
                 limit: r.get(1)?,

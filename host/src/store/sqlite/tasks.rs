@@ -94,11 +94,11 @@ pub(super) fn submit(
     Ok(ids)
 }
 
-/// One task as reads report it.
+/// One task as reads report it, its state as it is now.
 pub(super) fn get(conn: &Connection, task: TaskId) -> StoreResult<TaskInfo> {
     conn.prepare_cached(include_str!("sql/task_get.sql"))
         .map_err(internal)?
-        .query_row([task], row)
+        .query_row([task, now_micros()], row)
         .optional()
         .map_err(internal)?
         .ok_or_else(|| not_found("task", task))
@@ -198,6 +198,6 @@ pub(super) fn group_get(conn: &Connection, key: String) -> StoreResult<GroupInfo
         limit,
         paused,
         running,
-        waiting,
+        pending: waiting,
     })
 }

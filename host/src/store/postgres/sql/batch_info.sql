@@ -4,10 +4,9 @@
 --
 -- $1 batch ids (bigint[])
 --
--- state: 0 waiting at a gate (a lower order of its batch is still open), 1 ready,
--- 2 claimed, 3 succeeded, 4 failed, 5 cancelled. A claimed task whose lease has no start
--- mark is reported as 6 (reserved: its node has not started it); a ready task whose batch
--- or group has a limit of 0 (which a pause sets) as 7 (held); 6 and 7 are never stored.
+-- state, as task_get.sql reports it (TaskState::shown): 0 waiting (at a gate, or stored
+-- ready and not due now), 1 ready, 2 running, 3 succeeded, 4 failed, 5 cancelled,
+-- 6 reserved, 7 held.
 SELECT b.id, b.name, b.priority,
        CASE WHEN b.paused THEN b.resume_max_parallel ELSE b.max_parallel END,
        b.halt_on_failure, b.sealed, b.created_at, b.paused, c.state, c.count
@@ -18,6 +17,7 @@ LEFT JOIN LATERAL (
                     b.max_parallel = 0
                     OR EXISTS (SELECT 1 FROM groups g
                                WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
+                WHEN t.state = 1 AND t.not_before > (extract(epoch FROM clock_timestamp()) * 1000000)::bigint THEN 0
                 ELSE t.state END AS state, COUNT(*) AS count
     FROM tasks t
     LEFT JOIN leases l ON l.task_id = t.id

@@ -7,42 +7,36 @@
 --
 -- $1 stored states (int[]): 0 waiting (behind its batch's gate), 1 ready, 2 claimed,
 --    3 succeeded, 4 failed, 5 cancelled
--- $2 now: a task delayed past it is not claimable
+-- $2 now: a task due after it is waiting
 -- $3 the list states wanted, codes
 -- $4 submitted at or after; $5 submitted before
 -- $6, $7 the position a page ended at: rows strictly before it, newest first
 -- $8 batch, $9 group, $10 module digests, $11 outcomes; each NULL for any
 --
--- list_code, the state as lists filter it: 0 waiting, for a stored waiting task and for
--- a ready one no node may claim now (delayed, or its batch or group at its limit, which
--- a pause sets to 0: the rules of scheduler::rules::waiting_on); 1 ready, claimable now;
--- 6 reserved (claimed, no start mark); 2 running; 3, 4, 5 ended.
+-- list_code: the state as reads report it (task_get.sql, TaskState::shown), which the
+-- list filters by.
 SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
-       CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6
-            WHEN t.state = 1 AND (
-                EXISTS (SELECT 1 FROM batches b WHERE b.id = t.batch_id AND b.max_parallel = 0)
-                OR EXISTS (SELECT 1 FROM groups g WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
-            ELSE t.state END,
+       c.list_code,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, octet_length(t.output),
-       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input),
-       c.list_code
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input)
 FROM /* source */
 -- A lateral read, so that a page read along an index keeps its order (a hash join would
 -- not, and the planner sorts).
 LEFT JOIN LATERAL (SELECT started_at FROM leases WHERE task_id = t.id LIMIT 1) l ON TRUE
 LEFT JOIN modules m ON m.digest = t.module
 CROSS JOIN LATERAL (
-    SELECT CASE WHEN t.state = 1 AND (t.not_before > $2
-                    OR EXISTS (SELECT 1 FROM batches b
-                               WHERE b.id = t.batch_id AND b.running >= b.max_parallel)
+    SELECT CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6
+                WHEN t.state = 1 AND (
+                    EXISTS (SELECT 1 FROM batches b
+                            WHERE b.id = t.batch_id AND b.max_parallel = 0)
                     OR EXISTS (SELECT 1 FROM groups g
-                               WHERE g.key = t.group_key AND g.running >= g.lim)) THEN 0
-                WHEN t.state = 2 AND l.started_at IS NULL THEN 6
+                               WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
+                WHEN t.state = 1 AND t.not_before > $2 THEN 0
                 ELSE t.state END AS list_code
 ) c
 WHERE t.state = ANY($1::int[])
-  -- An ended task's list state is its stored one, which $1 holds only when it is wanted;
+  -- An ended task's state shown is its stored one, which $1 holds only when it is wanted;
   -- said so, the planner does not take the list state for a rare one and read every row.
   AND (c.list_code = ANY($3::int[]) OR t.state >= 3)
   AND t.submitted_at >= $4 AND t.submitted_at < $5

@@ -1,19 +1,20 @@
 -- One task as reads report it, with its module's name (NULL when the module has none or
 -- was deleted since).
 --
--- ?1 task id
+-- ?1 task id; ?2 now
 --
--- state: 0 waiting (behind its batch's gate: a lower order is still open), 1 ready,
--- 2 claimed, 3 succeeded, 4 failed, 5 cancelled. A claimed task without a start mark is
--- reported as 6 (reserved: its node has not started it on a slot); a ready task whose
--- batch or group has a limit of 0 (which a pause sets) as 7 (held); 6 and 7 are never
--- stored. Then when a pending (waiting or ready) task is due, if it was delayed; and the
--- module's name, if it has one; the input's size.
+-- state, as TaskState::shown (store/state.rs) says: 0 waiting (behind its batch's gate,
+-- or stored ready and not due by ?2), 1 ready, 2 running, 3 succeeded, 4 failed,
+-- 5 cancelled, 6 reserved (claimed, no start mark), 7 held (stored ready, its batch or
+-- group at a limit of 0, which a pause sets); 6 and 7 are never stored. Then when a
+-- pending (waiting or ready) task is due, if it was delayed; and the module's name, if it
+-- has one; the input's size.
 SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        CASE WHEN t.state = 2 AND t.started_at IS NULL THEN 6
             WHEN t.state = 1 AND (
                 EXISTS (SELECT 1 FROM batches b WHERE b.id = t.batch_id AND b.max_parallel = 0)
                 OR EXISTS (SELECT 1 FROM groups g WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
+            WHEN t.state = 1 AND t.not_before > ?2 THEN 0
             ELSE t.state END,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, length(t.output),

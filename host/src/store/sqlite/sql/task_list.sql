@@ -7,31 +7,23 @@
 -- ?1 stored state: 0 waiting (behind its batch's gate), 1 ready, 2 claimed,
 --    3 succeeded, 4 failed, 5 cancelled; a claimed task is listed as ready, so a read of
 --    the claimed walks tasks_running instead (migrations/0012_listed.sql)
--- ?2 now: a task delayed past it is not claimable
+-- ?2 now: a task due after it is waiting
 -- ?3 the list states wanted, a JSON array of codes
 -- ?4 submitted at or after; ?5 submitted before
 -- ?6, ?7 the position a page ended at: rows strictly before it, newest first
 --
--- list_code, the state as lists filter it: 0 waiting, for a stored waiting task and for
--- a ready one no node may claim now (delayed, or its batch or group at its limit, which
--- a pause sets to 0: the rules of scheduler::rules::waiting_on); 1 ready, claimable now;
--- 6 reserved (claimed, no start mark); 2 running; 3, 4, 5 ended.
+-- list_code: the state as reads report it (task_get.sql, TaskState::shown), which the
+-- list filters by.
 SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        CASE WHEN t.state = 2 AND t.started_at IS NULL THEN 6
             WHEN t.state = 1 AND (
                 EXISTS (SELECT 1 FROM batches b WHERE b.id = t.batch_id AND b.max_parallel = 0)
                 OR EXISTS (SELECT 1 FROM groups g WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
-            ELSE t.state END,
+            WHEN t.state = 1 AND t.not_before > ?2 THEN 0
+            ELSE t.state END AS list_code,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, length(t.output),
-       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
-       CASE WHEN t.state = 1 AND (t.not_before > ?2
-                OR EXISTS (SELECT 1 FROM batches b
-                           WHERE b.id = t.batch_id AND b.running >= b.max_parallel)
-                OR EXISTS (SELECT 1 FROM groups g
-                           WHERE g.key = t.group_key AND g.running >= g.lim)) THEN 0
-            WHEN t.state = 2 AND t.started_at IS NULL THEN 6
-            ELSE t.state END AS list_code
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input)
 FROM tasks t /* index */
 LEFT JOIN modules m ON m.digest = t.module
 WHERE t.listed = (CASE ?1 WHEN 2 THEN 1 ELSE ?1 END) AND t.state = ?1
