@@ -2,7 +2,8 @@
 //! fires every second, on time and once, on one SQLite server and on three PostgreSQL
 //! nodes, and again after a restart, the ticks missed meanwhile made up for; a plan asking more than
 //! the server allows is refused when the schedule is created, and its ticks fail, saying
-//! why, once the server's maxima shrink below it.
+//! why, once the server's maxima shrink below it; a plan's module name keeps working when
+//! the component gets a second name.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -308,4 +309,38 @@ fn a_plan_beyond_the_servers_maxima_is_refused_at_creation_and_at_its_ticks() {
         "{refused}"
     );
     assert!(server.stop().success());
+}
+
+/// A schedule whose plan names a module by a name keeps firing when the same component is
+/// added again under a second name: names are aliases, and the second takes nothing away.
+#[test]
+fn a_schedule_naming_a_module_still_fires_once_it_has_a_second_name() {
+    let data = tempfile::tempdir().unwrap();
+    let node = node(data.path(), |_| {});
+    node.upload("echo");
+    create_every_second(&node);
+    let bytes = std::fs::read(qhost_tests::guest("echo")).unwrap();
+    let added = ureq::post(format!("{}/v1/modules?name=echo2", node.server.url))
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .send(&bytes[..])
+        .unwrap();
+    assert_eq!(added.status().as_u16(), 201, "adding echo as echo2");
+    let named = now_micros();
+    let ticks = ticks_until(&node, named + SECOND, named + 3 * SECOND);
+    assert!(!ticks.is_empty(), "no tick fell due after the second name");
+    for tick in &ticks {
+        assert_eq!(
+            tick["result"], "fired",
+            "a tick after `echo` got the name `echo2` too: {tick}"
+        );
+    }
+    for name in ["echo", "echo2"] {
+        let (batch, _) = node.submit_batch(vec![json!({"module": name, "input": "x"})]);
+        let progress = node.wait(batch, Duration::from_secs(30));
+        assert_eq!(
+            progress["succeeded"], 1,
+            "a task submitted to `{name}`: {progress}"
+        );
+    }
+    assert!(node.stop().success());
 }

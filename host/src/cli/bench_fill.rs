@@ -228,6 +228,10 @@ pub fn fill_sqlite(path: &str, tasks: usize, now: i64) -> anyhow::Result<()> {
          VALUES (?1, 'echo', NULL, ?2, ?3, ?4)",
         rusqlite::params![digest, size, ECHO, now],
     )?;
+    tx.execute(
+        "INSERT INTO module_names (name, digest, named_at) VALUES ('echo', ?1, ?2)",
+        rusqlite::params![digest, now],
+    )?;
     tx.execute_batch(
         "CREATE TEMP TABLE fill_params (n INTEGER, module TEXT, limits TEXT, now INTEGER)",
     )?;
@@ -256,6 +260,11 @@ pub async fn fill_postgres(url: &str, tasks: usize, now: i64) -> anyhow::Result<
         "INSERT INTO modules (digest, name, tag, size, bytes, added_at)
          VALUES ($1, 'echo', NULL, $2, $3, $4)",
         &[&digest, &size, &ECHO, &now],
+    )
+    .await?;
+    tx.execute(
+        "INSERT INTO module_names (name, digest, named_at) VALUES ('echo', $1, $2)",
+        &[&digest, &now],
     )
     .await?;
     tx.batch_execute(
