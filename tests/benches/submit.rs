@@ -109,6 +109,18 @@ impl Bench {
         serde_json::from_str(&text).unwrap_or(Value::Null)
     }
 
+    /// Submits an order-0 `sleep` task of ten minutes to the batch at `path`, so that
+    /// nothing behind it runs; returns its id, and a request of `TASKS_PER_REQUEST` `echo`
+    /// tasks of order 1 to submit behind it.
+    fn gate_and_request(&self, path: &str, handle: &str) -> (Value, String) {
+        let gate = json!({"tasks": [{"module": "sleep", "input": "600000", "timeout": "15m"}]});
+        let gate = self.call("POST", path, handle, Some(gate.to_string()))["tasks"][0].clone();
+        let tasks: Vec<Value> = (0..TASKS_PER_REQUEST)
+            .map(|i| json!({"module": "echo", "input": format!("task {i}"), "order": 1}))
+            .collect();
+        (gate, json!({ "tasks": tasks }).to_string())
+    }
+
     /// Returns once every task of `batch` has ended.
     fn wait(&self, batch: i64, handle: &str) {
         loop {
@@ -214,12 +226,7 @@ fn submit_1m() {
     let before = bytes_on_disk(&file);
     let bench = Bench::start(&db, data.path());
     let path = format!("/v1/batches/{batch}/tasks");
-    let gate = json!({"tasks": [{"module": "sleep", "input": "600000", "timeout": "15m"}]});
-    let gate = bench.call("POST", &path, &handle, Some(gate.to_string()))["tasks"][0].clone();
-    let tasks: Vec<Value> = (0..TASKS_PER_REQUEST)
-        .map(|i| json!({"module": "echo", "input": format!("task {i}"), "order": 1}))
-        .collect();
-    let body = json!({ "tasks": tasks }).to_string();
+    let (gate, body) = bench.gate_and_request(&path, &handle);
     let started = Instant::now();
     for _ in 0..SUBMIT_REQUESTS {
         let answer = bench.call("POST", &path, &handle, Some(body.clone()));
@@ -282,12 +289,7 @@ fn disk_postgres() {
     let size = || tokio.block_on(schema_bytes(&db.url));
     let before = size();
     let path = format!("/v1/batches/{batch}/tasks");
-    let gate = json!({"tasks": [{"module": "sleep", "input": "600000", "timeout": "15m"}]});
-    let gate = bench.call("POST", &path, &handle, Some(gate.to_string()))["tasks"][0].clone();
-    let tasks: Vec<Value> = (0..TASKS_PER_REQUEST)
-        .map(|i| json!({"module": "echo", "input": format!("task {i}"), "order": 1}))
-        .collect();
-    let body = json!({ "tasks": tasks }).to_string();
+    let (gate, body) = bench.gate_and_request(&path, &handle);
     for _ in 0..DISK_TASKS / TASKS_PER_REQUEST {
         bench.call("POST", &path, &handle, Some(body.clone()));
     }

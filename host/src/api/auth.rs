@@ -84,10 +84,7 @@ impl FromRequestParts<AppState> for BatchCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Caller(access) = Caller::from_request_parts(parts, state).await?;
-        let Path(batch) = Path::<BatchId>::from_request_parts(parts, state)
-            .await
-            .map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
+        let (access, batch) = caller_and_batch(parts, state).await?;
         state.scheduler.authorize(&access, batch).await?;
         Ok(BatchCaller { access, batch })
     }
@@ -104,13 +101,22 @@ impl FromRequestParts<AppState> for SubmitCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Caller(access) = Caller::from_request_parts(parts, state).await?;
-        let Path(batch) = Path::<BatchId>::from_request_parts(parts, state)
-            .await
-            .map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
+        let (access, batch) = caller_and_batch(parts, state).await?;
         state.scheduler.authorize_submission(&access, batch).await?;
         Ok(SubmitCaller { access, batch })
     }
+}
+
+/// Who calls, and the batch the path names; not yet authorized.
+async fn caller_and_batch(
+    parts: &mut Parts,
+    state: &AppState,
+) -> Result<(Access, BatchId), ApiError> {
+    let Caller(access) = Caller::from_request_parts(parts, state).await?;
+    let Path(batch) = Path::<BatchId>::from_request_parts(parts, state)
+        .await
+        .map_err(|r| ApiError::rejected(r.status(), r.body_text()))?;
+    Ok((access, batch))
 }
 
 /// A caller who may use the task named in the path (`/tasks/{id}/...`), with the task.
