@@ -147,6 +147,7 @@ impl Scheduler {
             // A schedule grants its batches nothing: outbound HTTP is granted batch by batch.
             allow_http: Vec::new(),
             settings: Vec::new(),
+            quotas: self.config.batch_quotas,
         };
         let tasks = self.task_specs(plan.tasks).await?;
         let tasks = self.check_tasks(tasks)?;

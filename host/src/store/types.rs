@@ -35,6 +35,9 @@ pub struct BatchSpec {
     /// sealed by the API before it reaches a store.
     #[serde(default)]
     pub settings: Vec<super::Setting>,
+    /// What it may store; the scheduler fills in the server's defaults.
+    #[serde(default)]
+    pub quotas: super::Quotas,
 }
 
 /// A task to submit.
@@ -135,6 +138,14 @@ pub struct BatchInfo {
     pub paused: bool,
     pub created_at: Micros,
     pub progress: Progress,
+    /// What it may store.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub quotas: super::Quotas,
+    /// What it stores now, counted as its quotas count it.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub usage: super::Usage,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -29,6 +29,7 @@ pub mod log;
 pub mod modules;
 pub mod pause;
 pub mod priority;
+pub mod quotas;
 pub mod redrive;
 pub mod schedules;
 pub mod stats;
@@ -96,6 +97,9 @@ macro_rules! conformance_tests {
             lists::task_pages_neither_repeat_nor_miss_while_tasks_are_added,
             lists::waiting_on_names_each_reason,
             lists::task_counts_match_the_rows_through_every_change,
+            quotas::a_submission_past_a_quota_is_refused_whole,
+            quotas::output_and_text_past_a_quota_are_not_kept,
+            quotas::pruning_and_stale_ends_give_usage_back,
         );
     };
     (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {
@@ -169,6 +173,7 @@ fn ids(tasks: &[ClaimedTask]) -> Vec<TaskId> {
 fn completion(task: &ClaimedTask, outcome: Outcome, now: Micros) -> Completion {
     Completion {
         task: task.id,
+        batch: task.batch,
         lease_token: task.lease_token,
         node: "n1".into(),
         slot: Some(0),
