@@ -175,6 +175,11 @@ impl Server {
         self.cli().args(args).output().expect("running qhost")
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// kill -9, as a crash would.
     pub fn kill(&mut self) {
         self.child.kill().unwrap();

@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use crate::runtime::limits::GIB;
 use crate::store::Quotas;
+use crate::store::quota::MAX_QUOTA;
 use crate::units::parse_bytes;
 
 /// The quotas a batch opens with unless its opening sets its own; an admin changes one
@@ -60,15 +61,20 @@ impl QuotaArgs {
 
 /// A quota as written: `off`, a count, or (for bytes) a size such as `512MiB`.
 pub fn parse(text: &str, count: bool) -> Result<Option<u64>, String> {
-    match text.trim() {
-        "off" | "none" => Ok(None),
+    let quota = match text.trim() {
+        "off" | "none" => return Ok(None),
         text if count => text
             .replace('_', "")
             .parse()
-            .map(Some)
-            .map_err(|_| format!("`{text}` is not a count of tasks, nor `off`")),
-        text => parse_bytes(text).map(Some),
+            .map_err(|_| format!("`{text}` is not a count of tasks, nor `off`"))?,
+        text => parse_bytes(text)?,
+    };
+    if quota > MAX_QUOTA {
+        return Err(format!(
+            "`{text}` is more than the largest quota, {MAX_QUOTA}"
+        ));
     }
+    Ok(Some(quota))
 }
 
 #[cfg(test)]

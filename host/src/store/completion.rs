@@ -126,6 +126,22 @@ pub(crate) struct AttemptEnd<'a> {
 }
 
 impl<'a> AttemptEnd<'a> {
+    /// Whether its error may repeat its task's previous attempt's, so that the drivers
+    /// keep the text once: a later attempt with an error.
+    pub(crate) fn may_repeat_error(&self, attempt: i64) -> bool {
+        attempt > 1 && self.error.is_some()
+    }
+
+    /// The bytes a batch's text quota gives back when its error repeats and is not kept
+    /// again: what a completion charged for it (a lost attempt's error is the host's,
+    /// never charged).
+    pub(crate) fn repeated_error_refund(&self) -> i64 {
+        match self.outcome {
+            Outcome::Lost => 0,
+            _ => self.error.map_or(0, str::len) as i64,
+        }
+    }
+
     pub(crate) fn of(c: &'a Completion) -> Self {
         AttemptEnd {
             node: &c.node,

@@ -51,34 +51,43 @@ pub struct QuotaChange {
         deserialize_with = "given",
         skip_serializing_if = "Option::is_none"
     )]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub tasks: Option<Option<u64>>,
     #[serde(
         default,
         deserialize_with = "given",
         skip_serializing_if = "Option::is_none"
     )]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub input_bytes: Option<Option<u64>>,
     #[serde(
         default,
         deserialize_with = "given",
         skip_serializing_if = "Option::is_none"
     )]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub output_bytes: Option<Option<u64>>,
     #[serde(
         default,
         deserialize_with = "given",
         skip_serializing_if = "Option::is_none"
     )]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub text_bytes: Option<Option<u64>>,
 }
 
-/// A field that is present: `null` is `Some(None)`, a number `Some(Some(n))`.
+/// The largest quota: what a database's signed 64-bit column holds.
+pub const MAX_QUOTA: u64 = i64::MAX as u64;
+
+/// A field that is present: `null` is `Some(None)`, a number `Some(Some(n))`, at most
+/// [`MAX_QUOTA`].
 fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
-    Option::<u64>::deserialize(d).map(Some)
+    match Option::<u64>::deserialize(d)? {
+        Some(n) if n > MAX_QUOTA => Err(serde::de::Error::custom(format!(
+            "a quota is at most {MAX_QUOTA}, or null for none"
+        ))),
+        quota => Ok(Some(quota)),
+    }
 }
 
 impl Quotas {

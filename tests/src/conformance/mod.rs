@@ -100,6 +100,7 @@ macro_rules! conformance_tests {
             quotas::a_submission_past_a_quota_is_refused_whole,
             quotas::output_and_text_past_a_quota_are_not_kept,
             quotas::pruning_and_stale_ends_give_usage_back,
+            quotas::a_repeated_error_is_kept_once_and_read_whole,
         );
     };
     (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {

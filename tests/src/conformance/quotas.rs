@@ -216,3 +216,48 @@ pub async fn pruning_and_stale_ends_give_usage_back(store: Arc<dyn Store>) {
         }
     );
 }
+
+pub async fn a_repeated_error_is_kept_once_and_read_whole(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    let spec = TaskSpec {
+        max_attempts: 4,
+        backoff: Duration::from_millis(1),
+        ..TaskSpec::new(m, "")
+    };
+    let id = store
+        .task_submit(b, admitted(vec![spec]), T0)
+        .await
+        .unwrap()[0];
+    let same = "x".repeat(1000);
+    let errors = [same.as_str(), same.as_str(), same.as_str(), "another"];
+    for (n, error) in errors.iter().enumerate() {
+        let now = T0 + (n as i64 + 1) * 60 * SECOND;
+        let claimed = claim(&store, "n1", 1, now).await;
+        assert_eq!(ids(&claimed), [id], "attempt {}", n + 1);
+        let end = Completion {
+            error: Some(error.to_string()),
+            ..completion(&claimed[0], Outcome::GuestError, now)
+        };
+        store.task_complete(vec![end], now).await.unwrap();
+    }
+    let attempts = store
+        .attempt_list(AttemptFilter {
+            task: Some(id),
+            ..AttemptFilter::default()
+        })
+        .await
+        .unwrap();
+    let read: Vec<Option<&str>> = attempts.iter().map(|(_, a)| a.error.as_deref()).collect();
+    assert_eq!(
+        read,
+        errors.map(Some),
+        "every attempt reads its error whole"
+    );
+    let usage = store.batch_get(b).await.unwrap().usage;
+    assert_eq!(
+        usage.text_bytes,
+        (same.len() + "another".len()) as u64,
+        "the repeated error is stored, and counted, once"
+    );
+}

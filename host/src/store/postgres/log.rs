@@ -190,6 +190,9 @@ pub(super) struct AttemptRows<'a> {
     logs: Vec<Option<String>>,
     stdout: Vec<Option<&'a [u8]>>,
     stderr: Vec<Option<&'a [u8]>>,
+    /// Rows whose error may repeat their task's previous attempt's, written one by one
+    /// (`sql/attempt_insert_repeat.sql`), with what their batch gets back if it does.
+    may_repeat: Vec<(usize, i64)>,
 }
 
 impl<'a> AttemptRows<'a> {
@@ -199,6 +202,10 @@ impl<'a> AttemptRows<'a> {
     }
 
     pub(super) fn push(&mut self, task: &Running, end: AttemptEnd<'a>) {
+        if end.may_repeat_error(task.attempts.into()) {
+            self.may_repeat
+                .push((self.task.len(), end.repeated_error_refund()));
+        }
         self.task.push(task.id);
         self.batch.push(task.batch);
         self.attempt.push(task.attempts);
@@ -222,6 +229,15 @@ impl<'a> AttemptRows<'a> {
     }
 
     pub(super) async fn write(&self, tx: &impl GenericClient) -> StoreResult<()> {
+        if self.may_repeat.is_empty() {
+            return self.write_all(tx).await;
+        }
+        self.without_repeats().write_all(tx).await?;
+        self.write_repeats(tx).await
+    }
+
+    /// Writes every row in one statement.
+    async fn write_all(&self, tx: &impl GenericClient) -> StoreResult<()> {
         if self.task.is_empty() {
             return Ok(());
         }
@@ -253,4 +269,79 @@ impl<'a> AttemptRows<'a> {
         .map_err(pg)?;
         Ok(())
     }
+
+    /// These rows but those that may repeat an error.
+    fn without_repeats(&self) -> AttemptRows<'a> {
+        let keep = |i: usize| !self.may_repeat.iter().any(|&(r, _)| r == i);
+        AttemptRows {
+            task: pick_vec(&self.task, keep),
+            batch: pick_vec(&self.batch, keep),
+            attempt: pick_vec(&self.attempt, keep),
+            node: pick_vec(&self.node, keep),
+            slot: pick_vec(&self.slot, keep),
+            token: pick_vec(&self.token, keep),
+            group: pick_vec(&self.group, keep),
+            order: pick_vec(&self.order, keep),
+            started: pick_vec(&self.started, keep),
+            ended: pick_vec(&self.ended, keep),
+            outcome: pick_vec(&self.outcome, keep),
+            error: pick_vec(&self.error, keep),
+            logs: pick_vec(&self.logs, keep),
+            stdout: pick_vec(&self.stdout, keep),
+            stderr: pick_vec(&self.stderr, keep),
+            may_repeat: Vec::new(),
+        }
+    }
+
+    /// Writes the rows whose error may repeat, one statement each, and gives back to their
+    /// batches what the repeats were charged.
+    async fn write_repeats(&self, tx: &impl GenericClient) -> StoreResult<()> {
+        if self.may_repeat.is_empty() {
+            return Ok(());
+        }
+        let stmt = tx
+            .prepare_cached(include_str!("sql/attempt_insert_repeat.sql"))
+            .await
+            .map_err(pg)?;
+        for &(i, refund) in &self.may_repeat {
+            let repeated: bool = tx
+                .query_one(
+                    &stmt,
+                    &[
+                        &self.task[i],
+                        &self.batch[i],
+                        &self.attempt[i],
+                        &self.node[i],
+                        &self.slot[i],
+                        &self.token[i],
+                        &self.group[i],
+                        &self.order[i],
+                        &self.started[i],
+                        &self.ended[i],
+                        &self.outcome[i],
+                        &self.error[i],
+                        &self.logs[i],
+                        &self.stdout[i],
+                        &self.stderr[i],
+                    ],
+                )
+                .await
+                .map_err(pg)?
+                .get(0);
+            if repeated {
+                super::quotas::add(tx, self.batch[i], 0, -refund).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The elements of `values` whose index `keep` keeps.
+fn pick_vec<T: Clone>(values: &[T], keep: impl Fn(usize) -> bool) -> Vec<T> {
+    values
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep(*i))
+        .map(|(_, v)| v.clone())
+        .collect()
 }

@@ -108,7 +108,13 @@ pub(super) async fn refund(tx: &impl GenericClient, c: &Completion) -> StoreResu
     .await
 }
 
-async fn add(tx: &impl GenericClient, batch: BatchId, output: i64, text: i64) -> StoreResult<()> {
+/// Adds to a batch's usage of output and text (less, when negative).
+pub(super) async fn add(
+    tx: &impl GenericClient,
+    batch: BatchId,
+    output: i64,
+    text: i64,
+) -> StoreResult<()> {
     tx.execute(
         "UPDATE batch_quotas SET used_output = greatest(used_output + $1, 0),
                                  used_text = greatest(used_text + $2, 0)

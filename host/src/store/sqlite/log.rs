@@ -176,7 +176,9 @@ pub(super) fn prune(tx: &Transaction<'_>, before: Micros, chunk: usize) -> Store
     Ok(deleted)
 }
 
-/// Records an ended attempt of `task` in the execution log.
+/// Records an ended attempt of `task` in the execution log. An error that repeats the
+/// task's previous attempt's is kept once (`sql/attempt_insert_repeat.sql`), and what its
+/// batch was charged for it given back.
 pub(super) fn record(
     tx: &Transaction<'_>,
     task: &Running,
@@ -184,25 +186,37 @@ pub(super) fn record(
 ) -> StoreResult<()> {
     let logs =
         (!end.logs.is_empty()).then(|| serde_json::to_string(end.logs).expect("logs serialize"));
-    tx.prepare_cached(include_str!("sql/attempt_insert.sql"))
-        .map_err(internal)?
-        .execute(params![
-            task.id,
-            task.batch,
-            task.attempts,
-            end.node,
-            end.slot.map(|s| s as i64),
-            task.lease_token,
-            task.group,
-            task.order,
-            end.started_at,
-            end.ended_at,
-            end.outcome.as_str(),
-            end.error,
-            logs,
-            (!end.stdout.is_empty()).then_some(end.stdout),
-            (!end.stderr.is_empty()).then_some(end.stderr),
-        ])
-        .map_err(internal)?;
+    let may_repeat = end.may_repeat_error(task.attempts.into());
+    let sql = if may_repeat {
+        include_str!("sql/attempt_insert_repeat.sql")
+    } else {
+        include_str!("sql/attempt_insert.sql")
+    };
+    let mut stmt = tx.prepare_cached(sql).map_err(internal)?;
+    let values = params![
+        task.id,
+        task.batch,
+        task.attempts,
+        end.node,
+        end.slot.map(|s| s as i64),
+        task.lease_token,
+        task.group,
+        task.order,
+        end.started_at,
+        end.ended_at,
+        end.outcome.as_str(),
+        end.error,
+        logs,
+        (!end.stdout.is_empty()).then_some(end.stdout),
+        (!end.stderr.is_empty()).then_some(end.stderr),
+    ];
+    if !may_repeat {
+        stmt.execute(values).map_err(internal)?;
+        return Ok(());
+    }
+    let repeated: bool = stmt.query_row(values, |r| r.get(0)).map_err(internal)?;
+    if repeated {
+        super::quotas::add(tx, task.batch, 0, -end.repeated_error_refund())?;
+    }
     Ok(())
 }

@@ -102,7 +102,8 @@ pub(super) fn refund(tx: &Transaction<'_>, c: &Completion) -> StoreResult<()> {
     )
 }
 
-fn add(tx: &Transaction<'_>, batch: BatchId, output: i64, text: i64) -> StoreResult<()> {
+/// Adds to a batch's usage of output and text (less, when negative).
+pub(super) fn add(tx: &Transaction<'_>, batch: BatchId, output: i64, text: i64) -> StoreResult<()> {
     tx.prepare_cached(
         "UPDATE batch_quotas SET used_output = max(used_output + ?, 0),
                                  used_text = max(used_text + ?, 0)
