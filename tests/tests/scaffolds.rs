@@ -4,7 +4,8 @@
 //! outcome `guest-error` and the message the template gives. Then the task is rewritten
 //! to use the SDK's JSON input and output, and an error the author did not expect (a
 //! Python `KeyError`, a JavaScript `TypeError`) must end the attempt as `guest-error`
-//! with its message, not trap.
+//! with its message, not trap. The JavaScript SDK is held to the same under SpiderMonkey
+//! (componentize-js), whose ids are BigInts and which traps on a thrown `Error` by itself.
 //!
 //! The toolchains are those of scripts/guest-toolchains.sh: componentize-py from the
 //! examples' virtualenv, npm (the project installs componentize-qjs itself), clang,
@@ -69,31 +70,42 @@ struct Built {
 }
 
 impl Built {
-    /// `qhost run COMPONENT ARGS...`, with a compiled-component cache of the project's.
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(qhost_binary())
-            .arg("run")
-            .arg(&self.component)
-            .args(args)
-            .arg("--cache-dir")
-            .arg(self.work.path().join("cache"))
-            .output()
-            .unwrap()
+        qhost_run(self.work.path(), &self.component, args)
     }
 }
 
-/// `qhost new NAME --lang LANG` in a fresh folder, and its build. Each test has its own
-/// NAME: the Rust projects share a target folder.
-fn new_and_build(name: &str, lang: &str) -> Built {
+/// `qhost run COMPONENT ARGS...`, with the compiled components cached in `work`.
+fn qhost_run(work: &Path, component: &Path, args: &[&str]) -> Output {
+    Command::new(qhost_binary())
+        .arg("run")
+        .arg(component)
+        .args(args)
+        .arg("--cache-dir")
+        .arg(work.join("cache"))
+        .output()
+        .unwrap()
+}
+
+/// `qhost new NAME --lang LANG` in a fresh folder: the folder, the project in it, and
+/// what it printed.
+fn new_project(name: &str, lang: &str) -> (tempfile::TempDir, PathBuf, Printed) {
     let work = tempfile::tempdir().unwrap();
     let output = Command::new(qhost_binary())
-        .args(["new", &name, "--lang", lang])
+        .args(["new", name, "--lang", lang])
         .current_dir(work.path())
         .output()
         .unwrap();
     check(&output, "qhost new");
     let printed = read_printed(&String::from_utf8(output.stdout).unwrap());
-    let project = work.path().join(&name);
+    let project = work.path().join(name);
+    (work, project, printed)
+}
+
+/// A new project, built with the command `qhost new` printed. Each test has its own
+/// NAME: the Rust projects share a target folder.
+fn new_and_build(name: &str, lang: &str) -> Built {
+    let (work, project, printed) = new_project(name, lang);
 
     let mut component = project.join(&printed.component);
     if lang == "rust" {
@@ -284,4 +296,67 @@ fn python_sdk_reads_and_writes_json_and_reports_exceptions() {
 #[test]
 fn javascript_sdk_reads_and_writes_json_and_reports_exceptions() {
     sdk_json_and_errors("js", "TypeError: ");
+}
+
+/// The JavaScript SDK under SpiderMonkey, built with componentize-js as the examples are:
+/// `info`'s BigInt ids reach the task as Numbers (so the JSON of `info` can be written),
+/// and a `TypeError` ends the attempt as `guest-error` with its message.
+#[test]
+fn javascript_sdk_under_spidermonkey() {
+    let (work, project, _) = new_project("spidermonkey-js", "js");
+    std::fs::write(
+        project.join("src/task.js"),
+        r#"
+import { json } from "./qhost.js";
+
+export function run(input, info) {
+  return { info, words: json(input).text.trim().split(/\s+/).length };
+}
+"#,
+    )
+    .unwrap();
+    let component = project.join("spidermonkey.wasm");
+    let build = Command::new("node")
+        .args([
+            "--input-type=module",
+            "-e",
+            r#"import { componentize } from "@bytecodealliance/componentize-js";
+               import { writeFile } from "node:fs/promises";
+               const [source, wit, out] = process.argv.slice(1);
+               const { component } = await componentize({
+                 sourcePath: source, witPath: wit, worldName: "qhost:task/task",
+                 disableFeatures: ["random", "clocks", "http", "fetch-event"],
+               });
+               await writeFile(out, component);"#,
+        ])
+        .arg(project.join("src/main.js"))
+        .arg(project.join("wit"))
+        .arg(&component)
+        // Where scripts/guest-toolchains.sh installed componentize-js.
+        .current_dir(repo().join("guest-examples/javascript"))
+        .output()
+        .unwrap();
+    check(&build, "componentize-js");
+
+    let output = qhost_run(
+        work.path(),
+        &component,
+        &["--input", r#"{"text": "two words"}"#],
+    );
+    check(&output, "qhost run");
+    let reply: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        reply,
+        serde_json::json!({
+            "info": {"id": 0, "batch": 0, "attempt": 1, "order": 0, "group": null},
+            "words": 2
+        })
+    );
+    let output = qhost_run(work.path(), &component, &["--input", "{}"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("task ended with outcome `guest-error`: TypeError: "),
+        "{stderr}"
+    );
 }
