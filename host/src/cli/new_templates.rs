@@ -269,4 +269,31 @@ mod tests {
             );
         }
     }
+
+    /// A new project builds with the toolchain versions the examples are built and tested
+    /// with (scripts/guest-toolchains.sh, guest-examples/javascript/package.json).
+    #[test]
+    fn the_projects_pin_the_examples_toolchains() {
+        let toolchains = include_str!("../../../scripts/guest-toolchains.sh");
+        let componentize_py = toolchains
+            .lines()
+            .find_map(|line| line.strip_prefix("COMPONENTIZE_PY_VERSION="))
+            .expect("guest-toolchains.sh pins componentize-py");
+        assert!(
+            include_str!("templates/python/build.sh")
+                .contains(&format!("\nversion={componentize_py}\n")),
+            "templates/python/build.sh does not pin componentize-py {componentize_py}"
+        );
+        let examples = include_str!("../../../guest-examples/javascript/package.json");
+        let qjs = examples
+            .lines()
+            .find(|line| line.contains("\"componentize-qjs\":"))
+            .expect("the examples' package.json names componentize-qjs")
+            .trim()
+            .trim_end_matches(',');
+        assert!(
+            include_str!("templates/javascript/package.json").contains(qjs),
+            "templates/javascript/package.json does not pin {qjs}"
+        );
+    }
 }
