@@ -2,7 +2,7 @@
 //! file per subcommand.
 //!
 //! Local: [`run`] (one task, no server), [`serve`] (a node with the HTTP API), [`bench`]
-//! (and [`bench_fill`]).
+//! (and [`bench_fill`]), [`new`] (a task project, from [`new_templates`]).
 //! Clients of a server, sharing [`client`] (server address, token, errors): [`module`],
 //! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`] (its bulk actions in
 //! [`task_bulk`]), [`lists`] (`batch ls`, `task ls`), [`group`], [`status`], [`nodes`],
@@ -36,6 +36,8 @@ mod group;
 mod lists;
 mod log;
 mod module;
+mod new;
+mod new_templates;
 mod nodes;
 mod plan;
 mod run;
@@ -99,6 +101,9 @@ pub enum Command {
     Log(log::LogArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
+    /// Write a new task project (Rust, Python, JavaScript or C) with the guest SDK, ready
+    /// to build into a component and try with `qhost run`.
+    New(new::NewArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -116,6 +121,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Nodes(args) => nodes::run(args),
         Command::Log(args) => log::run(args),
         Command::Completions(args) => completions::run(args),
+        Command::New(args) => new::run(args),
     }
 }
 
