@@ -920,7 +920,7 @@ fn task_logs_print_each_attempt_as_text_and_follow_until_the_task_ends() {
     let text = stdout(&followed);
     let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("== ")).collect();
     assert_eq!(headers.len(), 2, "{text}");
-    assert!(headers[0].starts_with("== attempt 1 on ") && headers[0].contains(": trap after"));
+    assert!(headers[0].starts_with("== attempt 1 on ") && headers[0].contains(": trapped after"));
     assert!(headers[1].starts_with("== attempt 2 on "), "{text}");
     let panic_lines = text
         .lines()

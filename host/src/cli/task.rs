@@ -137,7 +137,7 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
                     a.attempt,
                     a.node,
                     a.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
-                    a.outcome.as_str(),
+                    super::lists::outcome_text(a.outcome),
                     duration(a.ended_at - a.started_at),
                     a.error
                         .as_deref()

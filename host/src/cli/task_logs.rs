@@ -91,7 +91,7 @@ fn print_attempt(a: &AttemptRecord) -> anyhow::Result<()> {
         "== attempt {} on {}/{slot}: {} after {}{error}",
         a.attempt,
         a.node,
-        a.outcome.as_str(),
+        super::lists::outcome_text(a.outcome),
         duration(a.ended_at - a.started_at),
     )?;
     for line in &a.logs {
