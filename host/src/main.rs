@@ -15,7 +15,7 @@ fn main() -> ExitCode {
             // Not eprintln!, which panics on a closed stderr.
             use std::io::Write as _;
             let _ = writeln!(std::io::stderr(), "error: {err:#}");
-            ExitCode::from(qhost::cli::EXIT_ERROR)
+            ExitCode::from(qhost::cli::exit::code(&err))
         }
     }
 }

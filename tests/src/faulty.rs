@@ -198,6 +198,9 @@ impl Store for FaultyStore {
     async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
         self.inner.task_output(task).await
     }
+    async fn task_input(&self, task: TaskId) -> StoreResult<Vec<u8>> {
+        self.inner.task_input(task).await
+    }
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
         self.inner.task_set_priority(task, priority).await
     }
@@ -209,6 +212,14 @@ impl Store for FaultyStore {
     }
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
         self.inner.group_get(key).await
+    }
+    async fn group_list(
+        &self,
+        after: String,
+        batch: Option<BatchId>,
+        limit: usize,
+    ) -> StoreResult<Vec<GroupRow>> {
+        self.inner.group_list(after, batch, limit).await
     }
     async fn group_set_paused(&self, key: String, paused: bool) -> StoreResult<()> {
         self.inner.group_set_paused(key, paused).await

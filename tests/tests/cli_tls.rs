@@ -111,7 +111,7 @@ fn a_certificate_from_an_unknown_ca_is_refused_saying_how_to_trust_it() {
         .env("SSL_CERT_FILE", &other.pem_file)
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(6), "{}", stderr(&output));
     let message = stderr(&output);
     assert!(
         message.contains(&format!(
@@ -132,7 +132,7 @@ fn https_to_a_plain_http_server_says_to_give_http() {
         .args(["status", "--server", &https])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(6), "{}", stderr(&output));
     let message = stderr(&output);
     assert!(
         message.contains(&format!("TLS with the qhost server at {https} failed"))

@@ -91,6 +91,7 @@ async fn time_pages(server: &Server, title: &str) {
         ("/groups".to_owned(), "Groups"),
         ("/nodes".to_owned(), "Nodes"),
         ("/modules".to_owned(), "Modules"),
+        ("/schedules".to_owned(), "Schedules"),
     ];
 
     let driver = Driver::start();

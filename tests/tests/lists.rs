@@ -178,10 +178,10 @@ fn the_command_line_lists_pages_and_acts_on_a_filter() {
     assert!(changed.contains("priority -3"), "{changed}");
     let (ok, changed, errors) = run(&["task", "priority", "7", "--batch", &a_text]);
     assert!(ok, "{errors}");
-    assert!(changed.contains("changed 2"), "{changed}");
+    assert!(changed.contains("2 tasks now at priority 7"), "{changed}");
     let (ok, cancelled, errors) = run(&["task", "cancel", "--batch", &b.to_string()]);
     assert!(ok, "{errors}");
-    assert!(cancelled.contains("cancelled 2"), "{cancelled}");
+    assert!(cancelled.contains("2 tasks cancelled"), "{cancelled}");
     let (_, listed, _) = run(&["task", "ls", "--state", "cancelled", "--json"]);
     let page: Value = serde_json::from_str(&listed).unwrap();
     assert_eq!(page["counts"]["cancelled"], 2, "{page}");

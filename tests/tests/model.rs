@@ -1032,6 +1032,9 @@ impl Sut {
             batch: select.batch.map(|b| self.batch(b)),
             group: select.group.as_deref().map(|g| self.group(g)),
             outcomes: select.outcomes.clone(),
+            states: select.states.clone(),
+            modules: select.modules.clone(),
+            tasks: select.tasks.iter().map(|&t| self.task(t)).collect(),
         }
     }
 

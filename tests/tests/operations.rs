@@ -723,7 +723,7 @@ fn the_command_line_submits_once_and_operates_batches() {
     assert!(run(&["group", "resume", "g"]).contains("limit 1,"));
     let failed = server.run(&["batch", "wait", &batch]);
     assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
-    assert!(run(&["batch", "retry", &batch]).contains("1 tasks run again"));
+    assert!(run(&["batch", "retry", &batch]).contains("1 task to run again"));
     assert!(run(&["batch", "pause", &batch]).contains("paused"));
     assert!(run(&["batch", "resume", &batch]).contains("resumed"));
     let failed = server.run(&["batch", "wait", &batch]);

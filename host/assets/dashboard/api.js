@@ -46,16 +46,6 @@ export async function getBytes(path) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-/** `?a=1&b=2` from the entries of `params` that have a value. */
-export function query(params) {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) {
-    if (v !== undefined && v !== null && v !== "") q.set(k, v);
-  }
-  const s = q.toString();
-  return s ? `?${s}` : "";
-}
-
 /**
  * Follows a batch's events until its `end` or until `signal` aborts, calling
  * `onEvent(name, data)` for each; reconnects after a dropped connection with

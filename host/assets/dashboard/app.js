@@ -15,6 +15,7 @@ const ROUTES = [
   [/^\/groups$/, pages.groups],
   [/^\/nodes$/, pages.nodes],
   [/^\/modules$/, pages.modules],
+  [/^\/schedules$/, pages.schedules],
 ];
 const REFRESH_MS = 3000;
 

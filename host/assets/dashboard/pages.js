@@ -1,15 +1,21 @@
 // The dashboard's pages, each a function of its route's parameters that returns the
 // page's element, reading the API; `refresh` is called again while the page is shown.
+// The overview, batches and modules are here; tasks, a task, groups and nodes, and
+// schedules have files of their own.
 
-import { call, get, getBytes, query } from "./api.js";
+import { call, get } from "./api.js";
 import { history } from "./charts.js";
-import { act, h, progressBar, span, STATES, TASK_STATES, table, when } from "./view.js";
+import { nodesTable } from "./fleet.js";
+import { tasksTable } from "./tasks.js";
+import {
+  act, batchLink, filters, h, link, more, progressBar, query, stateCell, STATES, table, when,
+} from "./view.js";
 import { timeline } from "./timeline.js";
 
-const link = (href, text) => h("a", { href }, text);
-const batchLink = (id) => link(`#/batch/${id}`, `batch ${id}`);
-const taskLink = (id) => link(`#/task/${id}`, `task ${id}`);
-const stateCell = (state) => h("span", { class: `state ${state}` }, state);
+export { groups, nodes } from "./fleet.js";
+export { schedules } from "./schedules.js";
+export { task } from "./task.js";
+export { tasks } from "./tasks.js";
 
 /**
  * Tasks by state, queue age, throughput and queue age over the last hour, groups, the
@@ -38,23 +44,11 @@ export async function overview() {
   ];
 }
 
-function nodesTable(nodes) {
-  const now = Date.now() * 1000;
-  return table([
-    ["Node", (n) => n.node],
-    ["Slots busy", (n) => `${n.busy} / ${n.workers}`, true],
-    ["Heartbeat", (n) => `${span(Math.max(0, now - n.heartbeat_at))} ago`],
-    ["Clock offset", (n) => span(Math.abs(n.clock_offset)), true],
-    ["Started", (n) => when(n.started_at)],
-  ], nodes);
-}
-
-function groupsTable(groups, actions) {
+function groupsTable(groups) {
   return table([
     ["Group", (g) => g.key], ["Limit", (g) => g.limit, true],
     ["Running", (g) => g.running, true], ["Ready", (g) => g.ready ?? g.pending, true],
     ["Paused", (g) => (g.paused ? "yes" : "")],
-    ...(actions ? [["", actions]] : []),
   ], groups);
 }
 
@@ -73,75 +67,6 @@ export async function batches(params) {
     ], page.batches),
     more(params, page.next_cursor),
   ];
-}
-
-/** Tasks, newest first, filtered, paged; with bulk actions on the filter. */
-export async function tasks(params) {
-  const filter = { batch: params.batch, state: params.state, group: params.group,
-    module: params.module, outcome: params.outcome };
-  const page = await get(`/v1/tasks${query({ ...filter, cursor: params.cursor, limit: 50 })}`);
-  const status = h("p", { role: "status" });
-  const bulk = { batch: params.batch, group: params.group, outcome: params.outcome };
-  return [
-    h("h1", {}, "Tasks"),
-    filters(params, [["batch", "Batch"], ["state", "State", ["", ...TASK_STATES]],
-    ["group", "Group"], ["module", "Module"], ["outcome", "Outcome"]]),
-    h("p", { class: "muted" }, Object.entries(page.counts).map(([k, v]) => `${k} ${v}`)
-      .join(" · ") + (page.counts_capped ? " (counts capped)" : "")),
-    bulkActions(bulk, status),
-    status,
-    tasksTable(page.tasks),
-    more(params, page.next_cursor),
-  ];
-}
-
-function tasksTable(rows) {
-  return table([
-    ["Task", (t) => taskLink(t.id)], ["Batch", (t) => batchLink(t.batch)],
-    ["Order", (t) => t.order, true], ["Group", (t) => t.group ?? ""],
-    ["Module", (t) => t.module_name ?? t.module.slice(0, 12)],
-    ["State", (t) => stateCell(t.state)], ["Priority", (t) => t.priority, true],
-    ["Waiting on", (t) => waitingOn(t.waiting_on)],
-  ], rows);
-}
-
-/** What holds a task back, in words. */
-export function waitingOn(w) {
-  if (!w) return "";
-  switch (w.kind) {
-    case "gate": return `order ${w.order} (${w.open} not ended)`;
-    case "batch_paused": return "its batch is paused";
-    case "group_paused": return `group ${w.group} is paused`;
-    case "delay": return `delayed until ${when(w.until)}`;
-    case "retry": return `retry after attempt ${w.attempts}, at ${when(w.until)}`;
-    case "group": return w.limit === 0 ? `group ${w.group} has limit 0`
-      : `group ${w.group}: ${w.running} of ${w.limit} running`;
-    case "batch": return w.max_parallel === 0 ? "its batch's max_parallel is 0"
-      : `its batch: ${w.running} of ${w.max_parallel} running`;
-    default: return w.kind;
-  }
-}
-
-/** Cancel, retry and priority on every task a filter names (it must name something). */
-function bulkActions(filter, status) {
-  const named = Object.values(filter).some((v) => v);
-  if (!named) return h("p", { class: "muted" }, "Filter by batch, group or outcome to act on many tasks at once.");
-  const q = query(filter);
-  const priority = h("input", { type: "number", id: "bulk-priority", value: 10, "aria-label": "New priority" });
-  return h("div", { class: "actions", "aria-label": "Act on every task of the filter" },
-    h("button", { type: "button", class: "danger", onclick: () => act(
-      "Cancel every pending task of this filter, and stop its running ones?",
-      () => call("POST", `/v1/tasks/cancel${q}`),
-      (r) => `${r.cancelled} cancelled, ${r.stopping} stopping`, status) }, "Cancel all"),
-    h("button", { type: "button", onclick: () => act(
-      "Run every failed task of this filter again?",
-      () => call("POST", `/v1/tasks/retry${q}`),
-      (r) => `${r.retried} run again`, status) }, "Retry failed"),
-    priority,
-    h("button", { type: "button", onclick: () => act(
-      `Set the priority of every task of this filter that has not started to ${priority.value}?`,
-      () => call("PUT", `/v1/tasks/priority${q}`, { priority: Number(priority.value) }),
-      (r) => `${r.changed} changed`, status) }, "Set priority"));
 }
 
 /** A batch: its settings and progress, actions, its timeline and its tasks by order. */
@@ -180,114 +105,6 @@ export async function batch({ id }) {
   ];
 }
 
-/** A task: what it is, why it waits, its attempts with their logs and captured output. */
-export async function task({ id }) {
-  const view = await get(`/v1/tasks/${id}`);
-  const status = h("p", { role: "status" });
-  const priority = h("input", { type: "number", id: "task-priority", value: view.priority,
-    "aria-label": "Priority" });
-  const pending = !["succeeded", "failed", "cancelled"].includes(view.state);
-  return [
-    h("h1", {}, `Task ${id}`),
-    table([["Field", (r) => r[0]], ["Value", (r) => r[1]]], [
-      ["batch", batchLink(view.batch)], ["state", stateCell(view.state)],
-      ["waiting on", waitingOn(view.waiting_on) || "–"],
-      ["module", `${view.module_name ?? ""} ${view.module}`], ["order", view.order],
-      ["group", view.group ?? "–"], ["priority", view.priority],
-      ["attempts", `${view.attempts} of ${view.max_attempts}`],
-      ["submitted", when(view.submitted_at)], ["due", when(view.due_at) || "–"],
-      ["ended", when(view.ended_at) || "–"],
-      ["input size", bytes(view.input_size)],
-      ["output size", view.output_size === null ? "–" : bytes(view.output_size)],
-    ]),
-    h("div", { class: "actions" },
-      pending && h("button", { type: "button", class: "danger", id: "cancel-task", onclick: () => act(
-        `Cancel task ${id}?`, () => call("POST", `/v1/tasks/${id}/cancel`),
-        (r) => `task ${id}: ${r.result}`, status) }, "Cancel task"),
-      pending && h("label", { for: "task-priority" }, "Priority"), pending && priority,
-      pending && h("button", { type: "button", id: "set-priority", onclick: () => act(
-        `Set task ${id}'s priority to ${priority.value}?`,
-        () => call("PUT", `/v1/tasks/${id}/priority`, { priority: Number(priority.value) }),
-        () => `task ${id}: priority ${priority.value}`, status) }, "Set priority"),
-      !pending && view.state !== "succeeded" && h("button", { type: "button", onclick: () => act(
-        `Run task ${id} again?`, () => call("POST", `/v1/tasks/${id}/retry`),
-        (r) => `task ${id}: ${r.state}`, status) }, "Retry")),
-    status,
-    h("h2", {}, "Output"),
-    await output(view),
-    h("h2", {}, "Attempts"),
-    view.log.length === 0 ? h("p", { class: "muted" }, "None yet.") : view.log.map((a) => h("section", {},
-      h("h3", {}, `Attempt ${a.attempt}: ${a.outcome}`),
-      h("p", { class: "muted" }, `${a.node} slot ${a.slot ?? "?"} · ${when(a.started_at)} · ` +
-        `${span(a.ended_at - a.started_at)}${a.error ? ` · ${a.error}` : ""}`),
-      captured("Log lines", a.logs.map((l) => `${l.level} ${l.message}`).join("\n")),
-      captured("Standard output", a.stdout),
-      captured("Standard error", a.stderr))),
-  ];
-}
-
-/** A size in bytes, as people read it. */
-function bytes(n) {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-/** Largest output the page shows; a larger one is left to `qhost task output`. */
-const SHOWN_OUTPUT = 64 * 1024;
-
-/** A succeeded task's output: as text if it is UTF-8, else its first bytes in hex. */
-async function output(view) {
-  if (view.output_size === null) {
-    return h("p", { class: "muted", id: "task-output" }, `None: the task is ${view.state}.`);
-  }
-  if (view.output_size > SHOWN_OUTPUT) {
-    return h("p", { class: "muted", id: "task-output" },
-      `${bytes(view.output_size)}, too large to show here: \`qhost task output ${view.id}\` prints it.`);
-  }
-  let data;
-  try {
-    data = await getBytes(`/v1/tasks/${view.id}/output`);
-  } catch (e) {
-    return h("p", { class: "error", id: "task-output" }, e.message);
-  }
-  if (data.length === 0) return h("p", { class: "muted", id: "task-output" }, "Empty.");
-  try {
-    const text = new TextDecoder("utf-8", { fatal: true }).decode(data);
-    return h("pre", { id: "task-output", "aria-label": "Output" }, text);
-  } catch {
-    const hex = [...data.slice(0, 256)].map((b) => b.toString(16).padStart(2, "0")).join(" ");
-    return h("pre", { id: "task-output", "aria-label": "Output, in hex" },
-      `${hex}${data.length > 256 ? " …" : ""}`);
-  }
-}
-
-/** A section of what an attempt captured, titled, or a line saying it is empty. */
-function captured(title, text) {
-  return [h("h4", {}, title), text
-    ? h("pre", { "aria-label": title }, text)
-    : h("p", { class: "muted" }, "None.")];
-}
-
-/** Groups with work, their limits; pause, resume, limit. */
-export async function groups() {
-  const status = await get("/v1/status");
-  const line = h("p", { role: "status" });
-  return [
-    h("h1", {}, "Groups"),
-    h("p", { class: "muted" }, "Groups with tasks ready or running."),
-    line,
-    groupsTable(status.groups, (g) => h("button", { type: "button", onclick: () => act(
-      `${g.paused ? "Resume" : "Pause"} group ${g.key}?`,
-      () => call("POST", `/v1/groups/${encodeURIComponent(g.key)}/${g.paused ? "resume" : "pause"}`),
-      (r) => `group ${r.key}: ${r.paused ? "paused" : "running"}`, line) }, g.paused ? "Resume" : "Pause")),
-  ];
-}
-
-export async function nodes() {
-  return [h("h1", {}, "Nodes"), nodesTable(await get("/v1/nodes"))];
-}
-
 export async function modules() {
   const list = await get("/v1/modules");
   return [
@@ -303,26 +120,4 @@ export async function modules() {
       ["Added", (m) => when(m.added_at)],
     ], list),
   ];
-}
-
-/** A filter form whose fields become the route's query. */
-function filters(params, fields) {
-  const form = h("form", { class: "filters", role: "search" },
-    fields.map(([name, label, options]) => h("div", {},
-      h("label", { for: `f-${name}` }, label),
-      options ? h("select", { id: `f-${name}`, name }, options.map((o) =>
-        h("option", { value: o, selected: params[name] === o }, o || "any")))
-        : h("input", { id: `f-${name}`, name, value: params[name] ?? "" }))),
-    h("button", { type: "submit" }, "Filter"));
-  form.addEventListener("submit", (e) => {
-    e.preventDefault();
-    const data = Object.fromEntries(new FormData(form));
-    location.hash = `${location.hash.split("?")[0]}${query(data)}`;
-  });
-  return form;
-}
-
-function more(params, cursor) {
-  if (!cursor) return null;
-  return h("p", {}, link(`${location.hash.split("?")[0]}${query({ ...params, cursor })}`, "Next page"));
 }

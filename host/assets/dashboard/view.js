@@ -1,6 +1,7 @@
 // Building blocks of every page: elements from data (never HTML from strings, so no
-// server text is ever read as markup), times and durations as people read them, and the
-// confirmation every action asks for.
+// server text is ever read as markup), tables that scroll within the page, links, times,
+// durations and sizes as people read them, filter forms, and the confirmation every
+// action asks for.
 
 /** `h("td", {class: "num"}, "3")`: an element with attributes and children. */
 export function h(tag, attrs = {}, ...children) {
@@ -18,16 +19,91 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-/** A table with `columns` ([heading, cell(row), numeric?]) over `rows`. */
+/**
+ * A table with `columns` ([heading, cell(row), numeric?, title?]) over `rows`, in a box that
+ * scrolls sideways on a narrow screen rather than widening the page.
+ */
 export function table(columns, rows, caption) {
-  return h("table", {},
+  return h("div", { class: "table-box" }, h("table", {},
     caption && h("caption", { class: "muted" }, caption),
-    h("thead", {}, h("tr", {}, columns.map(([name, , num]) =>
-      h("th", { scope: "col", class: num ? "num" : null }, name)))),
+    h("thead", {}, h("tr", {}, columns.map(([name, , num, title]) =>
+      h("th", { scope: "col", class: num ? "num" : null, title }, name)))),
     h("tbody", {}, rows.length === 0
       ? h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, "None."))
       : rows.map((row) => h("tr", {}, columns.map(([, cell, num]) =>
-        h("td", { class: num ? "num" : null }, cell(row)))))));
+        h("td", { class: num ? "num" : null }, cell(row))))))));
+}
+
+export const link = (href, text) => h("a", { href }, text);
+export const batchLink = (id) => link(`#/batch/${id}`, `batch ${id}`);
+export const taskLink = (id) => link(`#/task/${id}`, `task ${id}`);
+export const stateCell = (state) => h("span", { class: `state ${state}` }, state);
+
+/** How a task's attempt ended, in words (the server's `Outcome`). */
+const OUTCOMES = {
+  "succeeded": "succeeded",
+  "guest-error": "returned an error",
+  "trap": "trapped (crashed)",
+  "timeout": "timed out",
+  "memory-limit": "went over its memory limit",
+  "output-too-large": "returned too large an output",
+  "http-limit": "went over its HTTP limits",
+  "cancelled": "cancelled",
+  "lost": "lost with its node",
+  "host-error": "failed in the host",
+};
+export const outcomeText = (outcome) => (outcome ? OUTCOMES[outcome] ?? outcome : "");
+
+/** `n thing`, or `n things`. */
+export const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** A time in microseconds as how long ago it was (`5 s ago`), its date and time as title. */
+export function ago(micros, now = Date.now() * 1000) {
+  if (micros === null || micros === undefined) return "";
+  const past = now >= micros;
+  const text = span(Math.abs(now - micros));
+  return h("time", { datetime: new Date(micros / 1000).toISOString(), title: when(micros) },
+    past ? `${text} ago` : `in ${text}`);
+}
+
+/** A size in bytes, as people read it. */
+export function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** `?a=1&b=2` from the entries of `params` that have a value. */
+export function query(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== "") q.set(k, v);
+  }
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+/** A filter form whose fields become the route's query. */
+export function filters(params, fields) {
+  const form = h("form", { class: "filters", role: "search" },
+    fields.map(([name, label, options]) => h("div", {},
+      h("label", { for: `f-${name}` }, label),
+      options ? h("select", { id: `f-${name}`, name }, options.map((o) =>
+        h("option", { value: o, selected: params[name] === o }, o || "any")))
+        : h("input", { id: `f-${name}`, name, value: params[name] ?? "" }))),
+    h("button", { type: "submit" }, "Filter"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const data = Object.fromEntries(new FormData(form));
+    location.hash = `${location.hash.split("?")[0]}${query(data)}`;
+  });
+  return form;
+}
+
+/** A link to the next page of a list, if there is one. */
+export function more(params, cursor) {
+  if (!cursor) return null;
+  return h("p", {}, link(`${location.hash.split("?")[0]}${query({ ...params, cursor })}`, "Next page"));
 }
 
 /** A time in microseconds since the epoch, as a local date and time. */

@@ -24,6 +24,26 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../assets/dashboard/pages.js"),
     ),
     (
+        "tasks.js",
+        JS,
+        include_str!("../../assets/dashboard/tasks.js"),
+    ),
+    (
+        "task.js",
+        JS,
+        include_str!("../../assets/dashboard/task.js"),
+    ),
+    (
+        "fleet.js",
+        JS,
+        include_str!("../../assets/dashboard/fleet.js"),
+    ),
+    (
+        "schedules.js",
+        JS,
+        include_str!("../../assets/dashboard/schedules.js"),
+    ),
+    (
         "timeline.js",
         JS,
         include_str!("../../assets/dashboard/timeline.js"),

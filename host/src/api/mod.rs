@@ -12,7 +12,8 @@
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
 //! - [`lists`]: batches and tasks listed, filtered and paged; [`attempt_page`]: attempts
 //!   in lists and views, cut short and bounded in bytes.
-//! - [`schedules`]: schedules that open batches on a cron expression.
+//! - [`schedules`]: schedules that open batches on a cron expression; [`groups`]: the
+//!   groups listed with their limits.
 //! - [`keys`]: the `Idempotency-Key` of openings and submissions.
 //! - [`settings`]: the settings granted to a batch, secrets sealed.
 //! - [`pause`]: pauses and limits changed after the fact; [`redrive`]: failed and
@@ -38,6 +39,7 @@ pub mod doc;
 pub mod error;
 pub mod events;
 pub mod fallback;
+pub mod groups;
 pub mod history;
 pub mod keys;
 pub mod listen;
@@ -124,6 +126,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(batches::submit_alone, lists::list_tasks))
         .routes(routes!(tasks::show))
         .routes(routes!(tasks::output))
+        .routes(routes!(tasks::input))
         .routes(routes!(tasks::attempt))
         .routes(routes!(tasks::cancel))
         .routes(routes!(tasks::set_priority))
@@ -146,6 +149,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(redrive::retry_where))
         .routes(routes!(redrive::cancel_where))
         .routes(routes!(redrive::priority_where))
+        .routes(routes!(groups::list_groups))
         .routes(routes!(pause::pause_group))
         .routes(routes!(pause::resume_group))
         .routes(routes!(openapi));

@@ -15,7 +15,7 @@ use super::auth::{BatchCaller, Caller, TaskCaller};
 use super::batches::{SetPriority, json_body};
 use super::error::{ApiResult, ErrorBody};
 use crate::runtime::Outcome;
-use crate::store::{BatchId, TaskId, TaskInfo, TaskSelect};
+use crate::store::{BatchId, TaskId, TaskInfo, TaskSelect, TaskState};
 
 /// The tasks a bulk action reaches; every filter given applies.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -35,6 +35,19 @@ pub struct SelectQuery {
         pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error) *)*$"
     )]
     pub outcome: Option<String>,
+    /// States, comma-separated (`failed`, `waiting,ready`): the tasks shown in one of them
+    /// when the action runs.
+    #[param(
+        pattern = "^ *(waiting|ready|held|reserved|running|succeeded|failed|cancelled) *(, *(waiting|ready|held|reserved|running|succeeded|failed|cancelled) *)*$"
+    )]
+    pub state: Option<String>,
+    /// The tasks of this module: one of its names, its digest, or the start of its digest.
+    #[param(min_length = 1)]
+    pub module: Option<String>,
+    /// Task ids, comma-separated (`4,7,9`): a selection, within which the other filters
+    /// apply.
+    #[param(pattern = "^ *[0-9]+ *(, *[0-9]+ *)*$")]
+    pub tasks: Option<String>,
 }
 
 /// How many tasks a re-drive runs again.
@@ -58,15 +71,43 @@ pub struct Changed {
 }
 
 /// The failure of a filter with an outcome the server does not know.
-const BAD_OUTCOME: &str = "An outcome it does not know, or a malformed filter (`bad-request`).";
+const BAD_OUTCOME: &str = "An outcome or state it does not know, or a malformed filter \
+    (`bad-request`).";
+
+/// The failure of a filter naming a module there is none of.
+const NO_MODULE: &str = "No module has the `module` named (`not-found`).";
 
 impl SelectQuery {
-    fn select(self) -> ApiResult<TaskSelect> {
+    async fn select(self, state: &AppState) -> ApiResult<TaskSelect> {
+        let modules = match &self.module {
+            Some(reference) => state
+                .scheduler
+                .modules_named(reference)
+                .await?
+                .iter()
+                .map(|d| d.to_hex())
+                .collect(),
+            None => Vec::new(),
+        };
+        let states = match self.state.as_deref() {
+            Some(text) => super::lists::comma_list("state", text, TaskState::parse)?,
+            None => Vec::new(),
+        };
+        let tasks = match self.tasks.as_deref() {
+            Some(text) => super::lists::comma_list("tasks", text, |v| {
+                v.parse::<TaskId>()
+                    .map_err(|_| format!("`{v}` is not a task id"))
+            })?,
+            None => Vec::new(),
+        };
         Ok(TaskSelect {
             task: self.task,
             batch: self.batch,
             group: self.group,
             outcomes: outcomes(self.outcome.as_deref())?,
+            states,
+            modules,
+            tasks,
         })
     }
 }
@@ -147,8 +188,9 @@ pub async fn retry_batch(
     Ok(Json(Retried { retried }))
 }
 
-/// Run the failed tasks a filter names again (with `outcome`, those that ended so,
-/// `cancelled` included; a `task` named runs again whether it failed or was cancelled).
+/// Run the failed tasks a filter names again (with `outcome` or `state`, those that ended
+/// so, `cancelled` included; a `task` named runs again whether it failed or was
+/// cancelled).
 #[utoipa::path(
     post,
     path = "/tasks/retry",
@@ -158,6 +200,7 @@ pub async fn retry_batch(
     responses(
         (status = 200, description = "How many run again", body = Retried),
         (status = 400, description = BAD_OUTCOME, body = ErrorBody),
+        (status = 404, description = NO_MODULE, body = ErrorBody),
     ),
     security(("admin_token" = []), ("batch_handle" = [])),
 )]
@@ -168,7 +211,7 @@ pub async fn retry_where(
 ) -> ApiResult<Json<Retried>> {
     let retried = state
         .scheduler
-        .tasks_retry(&caller.0, query.select()?)
+        .tasks_retry(&caller.0, query.select(&state).await?)
         .await?;
     Ok(Json(Retried { retried }))
 }
@@ -183,6 +226,7 @@ pub async fn retry_where(
     responses(
         (status = 200, description = "What changed", body = Cancelled),
         (status = 400, description = BAD_OUTCOME, body = ErrorBody),
+        (status = 404, description = NO_MODULE, body = ErrorBody),
     ),
     security(("admin_token" = []), ("batch_handle" = [])),
 )]
@@ -193,7 +237,7 @@ pub async fn cancel_where(
 ) -> ApiResult<Json<Cancelled>> {
     let result = state
         .scheduler
-        .tasks_cancel(&caller.0, query.select()?)
+        .tasks_cancel(&caller.0, query.select(&state).await?)
         .await?;
     Ok(Json(Cancelled {
         cancelled: result.cancelled,
@@ -212,6 +256,7 @@ pub async fn cancel_where(
     responses(
         (status = 200, description = "How many changed", body = Changed),
         (status = 400, description = BAD_OUTCOME, body = ErrorBody),
+        (status = 404, description = NO_MODULE, body = ErrorBody),
     ),
     security(("admin_token" = []), ("batch_handle" = [])),
 )]
@@ -224,7 +269,7 @@ pub async fn priority_where(
     let body = json_body(body)?;
     let changed = state
         .scheduler
-        .tasks_set_priority(&caller.0, query.select()?, body.priority)
+        .tasks_set_priority(&caller.0, query.select(&state).await?, body.priority)
         .await?;
     Ok(Json(Changed { changed }))
 }

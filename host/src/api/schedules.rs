@@ -13,7 +13,8 @@ use super::AppState;
 use super::auth::Admin;
 use super::batches::json_body;
 use super::error::{ApiResult, ErrorBody};
-use crate::store::{ScheduleInfo, ScheduleSpec, Tick};
+use crate::schedules::timing::Timing;
+use crate::store::{Micros, ScheduleInfo, ScheduleSpec, Tick};
 
 /// `POST /v1/schedules`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -110,6 +111,18 @@ pub struct ScheduleView {
     pub schedule: ScheduleInfo,
     /// The last ticks, newest first.
     pub ticks: Vec<Tick>,
+    /// Its next ticks (up to 5, from `next_due` on), whether or not it is paused.
+    pub next_ticks: Vec<Micros>,
+}
+
+/// Up to `count` ticks of `schedule` from its next one on.
+fn next_ticks(schedule: &ScheduleInfo, count: usize) -> Vec<Micros> {
+    let Ok(timing) = Timing::new(&schedule.cron, &schedule.timezone) else {
+        return Vec::new();
+    };
+    std::iter::successors(schedule.next_due, |&at| timing.next_after(at))
+        .take(count)
+        .collect()
 }
 
 #[utoipa::path(
@@ -130,7 +143,12 @@ pub async fn show(
     Path(name): Path<String>,
 ) -> ApiResult<Json<ScheduleView>> {
     let (schedule, ticks) = state.scheduler.schedule_get(name).await?;
-    Ok(Json(ScheduleView { schedule, ticks }))
+    let next_ticks = next_ticks(&schedule, 5);
+    Ok(Json(ScheduleView {
+        schedule,
+        ticks,
+        next_ticks,
+    }))
 }
 
 #[utoipa::path(

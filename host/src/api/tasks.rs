@@ -1,4 +1,4 @@
-//! `/v1/tasks` and `/v1/groups`: show a task (with what holds it back), its output, cancel or reprioritize it; set
+//! `/v1/tasks` and `/v1/groups`: show a task (with what holds it back), its input and output, cancel or reprioritize it; set
 //! and show a group's limit.
 
 use axum::Json;
@@ -136,6 +136,27 @@ pub async fn output(State(state): State<AppState>, caller: TaskCaller) -> ApiRes
         )
         .into_response(),
     })
+}
+
+/// A task's input, the bytes it was submitted with.
+#[utoipa::path(
+    get,
+    path = "/tasks/{id}/input",
+    operation_id = "task_input",
+    tag = "tasks",
+    params(("id" = i64, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The input", content_type = "application/octet-stream", body = inline(Binary)),
+        (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
+pub async fn input(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Response> {
+    Ok(state
+        .scheduler
+        .task_input(caller.task.id)
+        .await?
+        .into_response())
 }
 
 /// Cancel a task that has not started, or stop a running one.

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::EXIT_TASK_FAILED;
-use super::client::{BatchRef, Client, ConnectArgs, print_json, time};
+use super::client::{BatchRef, Client, ConnectArgs, count, print_json, when};
 use super::plan::Plan;
 use crate::store::BatchInfo;
 
@@ -75,6 +75,9 @@ pub enum BatchCommand {
         /// The new priority: higher runs first.
         #[arg(allow_negative_numbers = true)]
         priority: i32,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Hold the batch's tasks that have not started, until it is resumed.
     Pause {
@@ -114,16 +117,25 @@ pub enum BatchCommand {
         /// runs cancelled tasks again too.
         #[arg(long, value_delimiter = ',')]
         outcome: Vec<String>,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Refuse further submissions into the batch.
     Seal {
         /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Cancel the batch's pending tasks and stop its running ones.
     Cancel {
         /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show progress until every task of the batch has ended; exit 1 if one failed.
     Wait {
@@ -137,6 +149,9 @@ pub enum BatchCommand {
     Release {
         /// The batch: its handle, or its id with the admin token.
         batch: BatchRef,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -231,7 +246,7 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
                     info.id,
                     info.name.map(|n| format!(" ({n})")).unwrap_or_default()
                 )?;
-                outln!("  created   {}", time(info.created_at))?;
+                outln!("  created   {}", when(info.created_at))?;
                 outln!("  priority  {}", info.priority)?;
                 if let Some(max) = info.max_parallel {
                     outln!("  max parallel {max}")?;
@@ -243,16 +258,24 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
                 outln!("  tasks     {p}")?;
             }
         }
-        BatchCommand::Priority { batch, priority } => {
+        BatchCommand::Priority {
+            batch,
+            priority,
+            json,
+        } => {
             let answer = batch.client(&client).call(
                 "PUT",
                 &format!("/v1/batches/{}/priority", batch.id),
                 Some(&json!({ "priority": priority })),
             )?;
+            if json {
+                return done_json(&answer, json!({ "batch": batch.id, "priority": priority }));
+            }
+            let changed = answer["changed"].as_u64().unwrap_or_default();
             outln!(
-                "batch {} priority {priority} ({} pending tasks changed)",
+                "batch {} priority {priority} ({} changed)",
                 batch.id,
-                answer["changed"]
+                count(changed, "pending task", "pending tasks")
             )?;
         }
         BatchCommand::Pause { batch, json } => pause(&client, &batch, true, json)?,
@@ -278,30 +301,51 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
             }
         }
         BatchCommand::Quota(quota) => super::batch_quota::run(&client, quota)?,
-        BatchCommand::Retry { batch, outcome } => {
+        BatchCommand::Retry {
+            batch,
+            outcome,
+            json,
+        } => {
             let mut path = format!("/v1/batches/{}/retry", batch.id);
             if !outcome.is_empty() {
                 path.push_str(&format!("?outcome={}", outcome.join(",")));
             }
             let answer = batch.client(&client).call("POST", &path, None)?;
-            outln!("batch {}: {} tasks run again", batch.id, answer["retried"])?;
+            if json {
+                return done_json(&answer, Value::Null);
+            }
+            let retried = answer["retried"].as_u64().unwrap_or_default();
+            outln!(
+                "batch {}: {} to run again",
+                batch.id,
+                count(retried, "task", "tasks")
+            )?;
         }
-        BatchCommand::Seal { batch } => {
-            batch
-                .client(&client)
-                .call("POST", &format!("/v1/batches/{}/seal", batch.id), None)?;
+        BatchCommand::Seal { batch, json } => {
+            let answer = batch.client(&client).call(
+                "POST",
+                &format!("/v1/batches/{}/seal", batch.id),
+                None,
+            )?;
+            if json {
+                return done_json(&answer, json!({ "batch": batch.id, "sealed": true }));
+            }
             outln!("batch {} sealed", batch.id)?;
         }
-        BatchCommand::Cancel { batch } => {
+        BatchCommand::Cancel { batch, json } => {
             let answer = batch.client(&client).call(
                 "POST",
                 &format!("/v1/batches/{}/cancel", batch.id),
                 None,
             )?;
+            if json {
+                return done_json(&answer, Value::Null);
+            }
+            let cancelled = answer["cancelled"].as_u64().unwrap_or_default();
             outln!(
-                "batch {}: {} tasks cancelled",
+                "batch {}: {} cancelled",
                 batch.id,
-                answer["cancelled"]
+                count(cancelled, "task", "tasks")
             )?;
         }
         BatchCommand::Wait { batch, json } => {
@@ -313,13 +357,24 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
             }
             return Ok(exit_code(&info));
         }
-        BatchCommand::Release { batch } => {
-            batch
-                .client(&client)
-                .call("DELETE", &format!("/v1/batches/{}", batch.id), None)?;
+        BatchCommand::Release { batch, json } => {
+            let answer =
+                batch
+                    .client(&client)
+                    .call("DELETE", &format!("/v1/batches/{}", batch.id), None)?;
+            if json {
+                return done_json(&answer, json!({ "batch": batch.id, "released": true }));
+            }
             outln!("batch {} released", batch.id)?;
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a write's answer as JSON (or `instead` when the server answered with no body),
+/// and ends the command with success.
+pub(super) fn done_json(answer: &Value, instead: Value) -> anyhow::Result<ExitCode> {
+    print_json(if answer.is_null() { &instead } else { answer })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -30,6 +30,14 @@ pub struct Unreachable {
     pub cause: String,
 }
 
+/// An error answer from the server: its status, and what it said.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    pub status: u16,
+    message: String,
+}
+
 /// The [`Unreachable`] the error is or stands for, if it is one.
 pub fn unreachable(err: &anyhow::Error) -> Option<&Unreachable> {
     err.chain()
@@ -153,6 +161,13 @@ impl Client {
 
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The batch the token is the handle of, when it is one.
+    pub fn handle_batch(&self) -> Option<BatchId> {
+        self.token
+            .as_deref()
+            .and_then(crate::scheduler::handle_batch)
     }
 
     fn send(
@@ -459,7 +474,10 @@ fn refusal(
         }
         _ => {}
     }
-    anyhow!(message)
+    anyhow!(Refusal {
+        status: status.as_u16(),
+        message,
+    })
 }
 
 fn read_client_file(path: &std::path::Path) -> anyhow::Result<ClientFile> {
@@ -513,10 +531,100 @@ impl BatchRef {
     }
 }
 
-/// Prints a value as indented JSON.
+/// Prints a value as indented JSON, each time in it (microseconds since the epoch) with
+/// its RFC 3339 form beside it ([`with_times`]).
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    outln!("{}", serde_json::to_string_pretty(value)?)?;
+    let mut value = serde_json::to_value(value)?;
+    with_times(&mut value);
+    outln!("{}", serde_json::to_string_pretty(&value)?)?;
     Ok(())
+}
+
+/// Prints a value as one line of JSON, times as [`print_json`] does.
+pub fn print_json_line(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut value = serde_json::to_value(value)?;
+    with_times(&mut value);
+    outln!("{}", serde_json::to_string(&value)?)?;
+    Ok(())
+}
+
+/// Whether a field of this name holds a time in microseconds since the epoch.
+fn is_time(key: &str) -> bool {
+    key.ends_with("_at")
+        || matches!(
+            key,
+            "next_due" | "since" | "until" | "lease_expires" | "next_ticks"
+        )
+}
+
+/// Adds beside every time field (`submitted_at`: microseconds) its RFC 3339 form
+/// (`submitted_at_rfc3339`), at any depth; a list of times gets a list.
+pub fn with_times(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let mut added = Vec::new();
+            for (key, field) in map.iter_mut() {
+                if is_time(key) {
+                    let text = match field {
+                        Value::Number(n) => n.as_i64().map(|at| Value::String(rfc3339(at))),
+                        Value::Array(items) => Some(Value::Array(
+                            items
+                                .iter()
+                                .map(|v| v.as_i64().map(rfc3339).map_or(Value::Null, Value::String))
+                                .collect(),
+                        )),
+                        _ => None,
+                    };
+                    if let Some(text) = text {
+                        added.push((format!("{key}_rfc3339"), text));
+                    }
+                } else {
+                    with_times(field);
+                }
+            }
+            map.extend(added);
+        }
+        Value::Array(items) => items.iter_mut().for_each(with_times),
+        _ => {}
+    }
+}
+
+/// A time in microseconds since the epoch, in RFC 3339 (UTC) to the microsecond.
+pub fn rfc3339(at: Micros) -> String {
+    let time = UNIX_EPOCH + Duration::from_micros(u64::try_from(at).unwrap_or(0));
+    humantime::format_rfc3339_micros(time).to_string()
+}
+
+/// A time as people read it: `5 s ago`, `in 3 min`, with the time itself after it.
+pub fn when(at: Micros) -> String {
+    let now = crate::store::now_micros();
+    let span = short_span((now - at).unsigned_abs());
+    if at <= now {
+        format!("{span} ago ({})", time(at))
+    } else {
+        format!("in {span} ({})", time(at))
+    }
+}
+
+/// A span in microseconds, short and rounded: `850 ms`, `5 s`, `3 min`, `2 h`, `4 d`.
+pub fn short_span(micros: u64) -> String {
+    let seconds = micros / 1_000_000;
+    match seconds {
+        0 => format!("{} ms", micros / 1000),
+        1..=119 => format!("{seconds} s"),
+        120..=7199 => format!("{} min", seconds / 60),
+        7200..=172_799 => format!("{} h", seconds / 3600),
+        _ => format!("{} d", seconds / 86_400),
+    }
+}
+
+/// `1 task`, `2 tasks`: a count with its noun, singular or plural.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 /// Prints rows under a header, each column as wide as its widest cell.

@@ -1,5 +1,6 @@
-//! `qhost group limit KEY [N]`, `qhost group pause|resume KEY`: how many tasks of a group
-//! run at once, and holding them all for a while.
+//! `qhost group ls`, `qhost group limit KEY [N]`, `qhost group pause|resume KEY`: the
+//! groups and their limits, how many tasks of a group run at once, and holding them all
+//! for a while.
 
 use std::process::ExitCode;
 
@@ -8,7 +9,8 @@ use serde_json::json;
 
 use super::client::{Client, ConnectArgs, print_json};
 use super::module::encode;
-use crate::store::GroupInfo;
+use crate::api::groups::GroupListPage;
+use crate::store::{GroupInfo, GroupRow};
 
 #[derive(Debug, Args)]
 pub struct GroupArgs {
@@ -20,6 +22,13 @@ pub struct GroupArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum GroupCommand {
+    /// List the groups with their limits, idle ones too (a batch handle: those its batch's
+    /// tasks name).
+    Ls {
+        /// Print them as JSON, one array.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show a group's limit and counts, or set its limit when one is given.
     Limit {
         /// The group key tasks name in their `group`.
@@ -52,6 +61,9 @@ pub enum GroupCommand {
 
 pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
     let client = Client::new(&args.connect)?;
+    if let GroupCommand::Ls { json } = args.command {
+        return list(&client, json);
+    }
     let (info, json): (GroupInfo, bool) = match args.command {
         GroupCommand::Limit { key, limit, json } => {
             let path = format!("/v1/groups/{}", encode(&key));
@@ -79,6 +91,7 @@ pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
                 json,
             )
         }
+        GroupCommand::Ls { .. } => unreachable!("listed above"),
     };
     if json {
         print_json(&info)?;
@@ -90,6 +103,49 @@ pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
             info.limit,
             info.running,
             info.pending
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every group, page after page: a table, or one JSON array.
+fn list(client: &Client, json: bool) -> anyhow::Result<ExitCode> {
+    let mut groups: Vec<GroupRow> = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(after) => format!("/v1/groups?limit=500&cursor={}", encode(after)),
+            None => "/v1/groups?limit=500".to_owned(),
+        };
+        let page: GroupListPage = client.get(&path)?;
+        groups.extend(page.groups);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    if json {
+        print_json(&groups)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if groups.is_empty() {
+        outln!("no groups")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = groups.iter().map(|g| g.key.len()).max().unwrap_or(5).max(5);
+    outln!(
+        "{:<width$}  {:>7}  {:>7}  paused",
+        "group",
+        "limit",
+        "running"
+    )?;
+    for g in &groups {
+        let paused = if g.paused { "yes" } else { "" };
+        outln!(
+            "{:<width$}  {:>7}  {:>7}  {paused}",
+            g.key,
+            g.limit,
+            g.running
         )?;
     }
     Ok(ExitCode::SUCCESS)

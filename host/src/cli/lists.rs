@@ -219,7 +219,7 @@ pub fn task_ls(client: &Client, args: TaskLsArgs) -> anyhow::Result<()> {
                 row.waiting_on
                     .as_ref()
                     .map(waiting_text)
-                    .or_else(|| t.outcome.map(|o| o.as_str().to_owned()))
+                    .or_else(|| t.outcome.map(outcome_text))
                     .unwrap_or_default(),
             ]
         })
@@ -245,6 +245,24 @@ pub fn task_ls(client: &Client, args: TaskLsArgs) -> anyhow::Result<()> {
     more(page.next_cursor.as_deref())
 }
 
+/// How a task's attempt ended, in words: `timed out`, `returned an error`.
+pub(super) fn outcome_text(outcome: crate::runtime::Outcome) -> String {
+    use crate::runtime::Outcome::*;
+    match outcome {
+        Succeeded => "succeeded",
+        GuestError => "returned an error",
+        Trap => "trapped",
+        Timeout => "timed out",
+        MemoryLimit => "over its memory limit",
+        OutputTooLarge => "output too large",
+        HttpLimit => "over its HTTP limits",
+        Cancelled => "cancelled",
+        Lost => "lost with its node",
+        HostError => "failed in the host",
+    }
+    .to_owned()
+}
+
 /// `waiting_on` as a few words: `gate: order 2 has 3 open`.
 pub(super) fn waiting_text(on: &Value) -> String {
     let n = |key: &str| on[key].as_i64().unwrap_or_default();
@@ -253,8 +271,8 @@ pub(super) fn waiting_text(on: &Value) -> String {
         "gate" => format!("gate: order {} has {} open", n("order"), n("open")),
         "batch_paused" => "batch paused".into(),
         "group_paused" => format!("group {} paused", s("group")),
-        "delay" => format!("delay until {}", super::client::time(n("until"))),
-        "retry" => format!("retry at {}", super::client::time(n("until"))),
+        "delay" => format!("delayed, due {}", super::client::when(n("until"))),
+        "retry" => format!("retry due {}", super::client::when(n("until"))),
         "group" => format!(
             "group {}: {} of {} running",
             s("group"),

@@ -26,7 +26,8 @@ const PAGE: usize = 1000;
 pub struct LogArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// Only this batch (its handle, or its id with the admin token).
+    /// Only this batch (its handle, or its id with the admin token); with a batch handle
+    /// as the token, its batch.
     #[arg(long)]
     pub batch: Option<BatchRef>,
     /// Only this task.
@@ -77,6 +78,9 @@ pub fn run(args: LogArgs) -> anyhow::Result<ExitCode> {
     if let Some(batch) = &args.batch {
         client = batch.client(&client);
         filter.push(format!("batch={}", batch.id));
+    } else if let Some(batch) = client.handle_batch() {
+        // A handle reads its own batch's log only: the filter it needs goes without saying.
+        filter.push(format!("batch={batch}"));
     }
     if let Some(task) = args.task {
         filter.push(format!("task={task}"));
@@ -250,8 +254,7 @@ impl Printer {
 
 fn print_attempt(a: &AttemptRecord, json: bool) -> anyhow::Result<()> {
     if json {
-        outln!("{}", serde_json::to_string(a)?)?;
-        return Ok(());
+        return super::client::print_json_line(a);
     }
     let place = format!(
         "{}/{}",

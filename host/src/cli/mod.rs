@@ -32,6 +32,7 @@ mod bench;
 pub mod bench_fill;
 mod client;
 mod completions;
+pub mod exit;
 mod group;
 mod lists;
 mod log;
@@ -55,15 +56,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// Exit code for a task that ran and did not succeed.
-pub const EXIT_TASK_FAILED: u8 = 1;
-/// Exit code for anything that kept qhost from doing what was asked.
-pub const EXIT_ERROR: u8 = 2;
+pub const EXIT_TASK_FAILED: u8 = exit::TASK_FAILED;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "qhost",
     version,
-    about = "A durable task runner for WebAssembly components"
+    about = "A durable task runner for WebAssembly components",
+    after_help = exit::HELP
 )]
 pub struct Cli {
     #[command(subcommand)]

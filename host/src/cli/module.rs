@@ -48,11 +48,17 @@ pub enum ModuleCommand {
         /// The module: one of its names, its digest, or the start of its digest as
         /// `module ls` shows it.
         module: String,
+        /// Print what was done as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove a name; the module keeps its other names.
     Unname {
         /// The name.
         name: String,
+        /// Print what was done as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -118,14 +124,23 @@ pub fn run(args: ModuleArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
-        ModuleCommand::Rm { module } => {
+        ModuleCommand::Rm { module, json } => {
             let digest = resolve(&client, &module)?;
             client.call("DELETE", &format!("/v1/modules/{digest}"), None)?;
+            if json {
+                print_json(&serde_json::json!({ "deleted": digest }))?;
+                return Ok(ExitCode::SUCCESS);
+            }
             outln!("deleted {digest}")?;
         }
-        ModuleCommand::Unname { name } => {
+        ModuleCommand::Unname { name, json } => {
             let path = format!("/v1/modules/names/{}", encode(&name));
-            let removed: NameRemoved = serde_json::from_value(client.call("DELETE", &path, None)?)?;
+            let answer = client.call("DELETE", &path, None)?;
+            if json {
+                print_json(&answer)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let removed: NameRemoved = serde_json::from_value(answer)?;
             outln!(
                 "removed the name {name} from {}, which keeps its other names",
                 removed.module
@@ -150,7 +165,7 @@ fn resolve(client: &Client, module: &str) -> anyhow::Result<Digest> {
         return Ok(digest);
     }
     let modules: Vec<ModuleInfo> = client.get("/v1/modules")?;
-    let named = module_ref::find(module, &modules).map_err(|e| anyhow::anyhow!(e))?;
+    let named = module_ref::find(module, &modules).map_err(super::exit::not_found)?;
     Ok(named.digest())
 }
 

@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// Compile the component without reading or writing the cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// Print one JSON object on stdout: the outcome, the output (as text, or in hex when
+    /// it is not UTF-8), the error, the log lines, stdout and stderr, and how long it took.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -95,6 +99,32 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         runtime.run(&module, request).await
     })?;
 
+    let failed = if report.outcome.is_success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_TASK_FAILED)
+    };
+    if args.json {
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        let output = report.output.as_deref();
+        let utf8 = output.and_then(|o| std::str::from_utf8(o).ok());
+        super::client::print_json(&serde_json::json!({
+            "outcome": report.outcome.as_str(),
+            "output": utf8,
+            "output_hex": output.filter(|_| utf8.is_none()).map(hex::encode),
+            "error": report.error,
+            "logs": report.logs.iter().map(|l| serde_json::json!({
+                "at_micros": l.at_micros,
+                "level": l.level.as_str(),
+                "message": l.message,
+            })).collect::<Vec<_>>(),
+            "logs_dropped": report.logs_dropped,
+            "stdout": text(&report.stdout.bytes),
+            "stderr": text(&report.stderr.bytes),
+            "duration_micros": report.duration.as_micros() as u64,
+        }))?;
+        return Ok(failed);
+    }
     // What the task said goes to stderr, written at once; a closed stderr loses it and
     // nothing else: the output and the exit code stay.
     let mut err = Vec::new();

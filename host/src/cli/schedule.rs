@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::client::{Client, ConnectArgs, print_json, print_table, time};
+use super::client::{Client, ConnectArgs, print_json, print_table, time, when};
 use super::module::encode;
 use super::plan::Plan;
 use crate::store::{ScheduleInfo, Tick};
@@ -46,6 +46,9 @@ pub enum ScheduleCommand {
         /// last N).
         #[arg(long, default_value = "none")]
         catch_up: String,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// List the schedules.
     Ls {
@@ -65,21 +68,33 @@ pub enum ScheduleCommand {
     Pause {
         /// The schedule's name.
         name: String,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Resume a paused schedule from its next tick.
     Resume {
         /// The schedule's name.
         name: String,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Delete a schedule; the batches it opened stay.
     Rm {
         /// The schedule's name.
         name: String,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Open a batch from the schedule's plan now, out of turn.
     RunNow {
         /// The schedule's name.
         name: String,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -89,6 +104,9 @@ struct ScheduleView {
     #[serde(flatten)]
     schedule: ScheduleInfo,
     ticks: Vec<Tick>,
+    /// Its next ticks (a server before they were shown sends none).
+    #[serde(default)]
+    next_ticks: Vec<crate::store::Micros>,
 }
 
 pub fn run(args: ScheduleArgs) -> anyhow::Result<ExitCode> {
@@ -101,6 +119,7 @@ pub fn run(args: ScheduleArgs) -> anyhow::Result<ExitCode> {
             timezone,
             overlap,
             catch_up,
+            json: as_json,
         } => {
             let read = Plan::read(&plan)?;
             let base = plan.parent().unwrap_or(std::path::Path::new("."));
@@ -117,12 +136,16 @@ pub fn run(args: ScheduleArgs) -> anyhow::Result<ExitCode> {
                 "overlap": overlap,
                 "catch_up": catch_up,
             });
-            let created: ScheduleInfo =
-                serde_json::from_value(client.call("POST", "/v1/schedules", Some(&request))?)?;
+            let answer = client.call("POST", "/v1/schedules", Some(&request))?;
+            if as_json {
+                print_json(&answer)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let created: ScheduleInfo = serde_json::from_value(answer)?;
             outln!(
                 "schedule {}: next tick {}",
                 created.name,
-                created.next_due.map(time).unwrap_or_else(|| "never".into())
+                created.next_due.map(when).unwrap_or_else(|| "never".into())
             )?;
         }
         ScheduleCommand::Ls { json } => {
@@ -174,13 +197,16 @@ pub fn run(args: ScheduleArgs) -> anyhow::Result<ExitCode> {
             outln!("  catch-up  {}", s.catch_up)?;
             outln!(
                 "  next      {}",
-                s.next_due.map(time).unwrap_or_else(|| "never".into())
+                s.next_due.map(when).unwrap_or_else(|| "never".into())
             )?;
+            for later in view.next_ticks.iter().skip(1) {
+                outln!("  then      {}", when(*later))?;
+            }
             outln!("  missed    {}", s.missed)?;
             for tick in &view.ticks {
                 outln!(
                     "  tick {}: {}{}{}",
-                    time(tick.due_at),
+                    when(tick.due_at),
                     tick.result.as_str(),
                     tick.batch
                         .map(|b| format!(", batch {b}"))
@@ -192,14 +218,19 @@ pub fn run(args: ScheduleArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
-        ScheduleCommand::Pause { name } => action(&client, &name, "pause")?,
-        ScheduleCommand::Resume { name } => action(&client, &name, "resume")?,
-        ScheduleCommand::RunNow { name } => {
-            let tick: Tick = serde_json::from_value(client.call(
+        ScheduleCommand::Pause { name, json } => action(&client, &name, "pause", json)?,
+        ScheduleCommand::Resume { name, json } => action(&client, &name, "resume", json)?,
+        ScheduleCommand::RunNow { name, json } => {
+            let answer = client.call(
                 "POST",
                 &format!("/v1/schedules/{}/run", encode(&name)),
                 None,
-            )?)?;
+            )?;
+            if json {
+                print_json(&answer)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let tick: Tick = serde_json::from_value(answer)?;
             match tick.batch {
                 Some(batch) => outln!("schedule {name}: opened batch {batch}")?,
                 None => outln!(
@@ -209,20 +240,30 @@ pub fn run(args: ScheduleArgs) -> anyhow::Result<ExitCode> {
                 )?,
             }
         }
-        ScheduleCommand::Rm { name } => {
-            client.call("DELETE", &format!("/v1/schedules/{}", encode(&name)), None)?;
+        ScheduleCommand::Rm { name, json } => {
+            let answer =
+                client.call("DELETE", &format!("/v1/schedules/{}", encode(&name)), None)?;
+            if json {
+                let removed = json!({ "schedule": name, "removed": true });
+                print_json(if answer.is_null() { &removed } else { &answer })?;
+                return Ok(ExitCode::SUCCESS);
+            }
             outln!("schedule {name} removed")?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn action(client: &Client, name: &str, what: &str) -> anyhow::Result<()> {
-    let info: ScheduleInfo = serde_json::from_value(client.call(
+fn action(client: &Client, name: &str, what: &str, json: bool) -> anyhow::Result<()> {
+    let answer = client.call(
         "POST",
         &format!("/v1/schedules/{}/{what}", encode(name)),
         None,
-    )?)?;
+    )?;
+    if json {
+        return print_json(&answer);
+    }
+    let info: ScheduleInfo = serde_json::from_value(answer)?;
     let state = if info.paused { "paused" } else { "active" };
     outln!("schedule {}: {state}", info.name)?;
     Ok(())

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
-use super::client::{Client, ConnectArgs, duration, print_json, time};
+use super::client::{Client, ConnectArgs, duration, print_json, when};
 use super::task_bulk::{self, Filter};
 use crate::store::{AttemptRecord, TaskId, TaskInfo};
 
@@ -47,6 +47,9 @@ pub enum TaskCommand {
         /// Keep printing attempts as they end, until the task has ended.
         #[arg(long, short)]
         follow: bool,
+        /// One JSON object per attempt and line, whole.
+        #[arg(long)]
+        json: bool,
     },
     /// Cancel a pending task, or stop a running one; or every task a filter names.
     Cancel {
@@ -112,15 +115,15 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
             outln!("  group     {}", t.group.as_deref().unwrap_or("-"))?;
             outln!("  priority  {}", t.priority)?;
             outln!("  attempts  {} of {}", t.attempts, t.max_attempts)?;
-            outln!("  submitted {}", time(t.submitted_at))?;
+            outln!("  submitted {}", when(t.submitted_at))?;
             if let Some(due) = t.due_at {
-                outln!("  due at    {}", time(due))?;
+                outln!("  due       {}", when(due))?;
             }
             if let Some(ended) = t.ended_at {
-                outln!("  ended     {}", time(ended))?;
+                outln!("  ended     {}", when(ended))?;
             }
             if let Some(outcome) = t.outcome {
-                outln!("  outcome   {}", outcome.as_str())?;
+                outln!("  outcome   {}", super::lists::outcome_text(outcome))?;
             }
             if let Some(error) = &t.error {
                 outln!("  error     {error}")?;
@@ -134,7 +137,7 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
                     a.attempt,
                     a.node,
                     a.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
-                    a.outcome.as_str(),
+                    super::lists::outcome_text(a.outcome),
                     duration(a.ended_at - a.started_at),
                     a.error
                         .as_deref()
@@ -151,7 +154,8 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
             task,
             attempt,
             follow,
-        } => super::task_logs::run(&client, task, attempt, follow)?,
+            json,
+        } => super::task_logs::run(&client, task, attempt, follow, json)?,
         TaskCommand::Ls(ls) => super::lists::task_ls(&client, ls)?,
         TaskCommand::Retry { task, filter } => task_bulk::retry(&client, task, filter)?,
         TaskCommand::Cancel { task, filter } => task_bulk::cancel(&client, task, filter)?,

@@ -1,10 +1,11 @@
 //! `qhost task cancel|retry|priority`: on one task, or on the tasks a filter names
-//! (`POST /v1/tasks/cancel|retry`, `PUT /v1/tasks/priority`), printing what changed.
+//! (`POST /v1/tasks/cancel|retry`, `PUT /v1/tasks/priority`), printing what changed, in
+//! words or as the server's JSON answer.
 
 use clap::Args;
 use serde_json::json;
 
-use super::client::Client;
+use super::client::{Client, count, print_json};
 use super::module::encode;
 use crate::store::{TaskId, TaskInfo};
 
@@ -20,6 +21,15 @@ pub struct Filter {
     /// Only tasks that ended so: outcomes, comma-separated (`trap,lost`; `cancelled` too).
     #[arg(long)]
     pub outcome: Option<String>,
+    /// Only tasks in these states, comma-separated (`failed`; `waiting,ready`).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Only tasks of this module (a name, or its digest or the start of it).
+    #[arg(long)]
+    pub module: Option<String>,
+    /// Print the server's answer as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl Filter {
@@ -38,6 +48,12 @@ impl Filter {
         if let Some(outcome) = &self.outcome {
             pairs.push(format!("outcome={}", encode(outcome)));
         }
+        if let Some(state) = &self.state {
+            pairs.push(format!("state={}", encode(state)));
+        }
+        if let Some(module) = &self.module {
+            pairs.push(format!("module={}", encode(module)));
+        }
         (!pairs.is_empty()).then(|| pairs.join("&"))
     }
 
@@ -47,23 +63,31 @@ impl Filter {
 }
 
 fn refuse() -> anyhow::Error {
-    anyhow::anyhow!("name a task or a filter (--batch, --group, --outcome)")
+    anyhow::anyhow!("name a task or a filter (--batch, --group, --outcome, --state, --module)")
 }
 
 pub fn cancel(client: &Client, task: Option<TaskId>, filter: Filter) -> anyhow::Result<()> {
     if let (Some(task), true) = (task, filter.is_empty()) {
         let answer = client.call("POST", &format!("/v1/tasks/{task}/cancel"), None)?;
-        outln!(
-            "task {task}: {}",
-            answer["result"].as_str().unwrap_or_default()
-        )?;
+        if filter.json {
+            return print_json(&answer);
+        }
+        let result = answer["result"].as_str().unwrap_or_default();
+        outln!("task {task}: {}", result.replace('_', " "))?;
         return Ok(());
     }
     let query = filter.query(task).ok_or_else(refuse)?;
     let answer = client.call("POST", &format!("/v1/tasks/cancel?{query}"), None)?;
+    if filter.json {
+        return print_json(&answer);
+    }
     outln!(
-        "cancelled {}, stopping {}",
-        answer["cancelled"].as_u64().unwrap_or_default(),
+        "{} cancelled, {} asked to stop",
+        count(
+            answer["cancelled"].as_u64().unwrap_or_default(),
+            "task",
+            "tasks"
+        ),
         answer["stopping"].as_u64().unwrap_or_default()
     )?;
     Ok(())
@@ -76,17 +100,24 @@ pub fn retry(client: &Client, task: Option<TaskId>, filter: Filter) -> anyhow::R
             &format!("/v1/tasks/{task}/retry"),
             None,
         )?)?;
+        if filter.json {
+            return print_json(&info);
+        }
         outln!(
-            "task {task}: {}, attempts {} of {}",
+            "task {task}: {}, {} of {}",
             info.state.as_str(),
-            info.attempts,
+            count(u64::from(info.attempts), "attempt", "attempts"),
             info.max_attempts
         )?;
         return Ok(());
     }
     let query = filter.query(task).ok_or_else(refuse)?;
     let answer = client.call("POST", &format!("/v1/tasks/retry?{query}"), None)?;
-    outln!("retried {}", answer["retried"].as_u64().unwrap_or_default())?;
+    if filter.json {
+        return print_json(&answer);
+    }
+    let retried = answer["retried"].as_u64().unwrap_or_default();
+    outln!("{} to run again", count(retried, "task", "tasks"))?;
     Ok(())
 }
 
@@ -104,11 +135,21 @@ pub fn priority(client: &Client, values: &[i64], filter: Filter) -> anyhow::Resu
     let body = json!({ "priority": priority });
     if let (Some(task), true) = (task, filter.is_empty()) {
         client.call("PUT", &format!("/v1/tasks/{task}/priority"), Some(&body))?;
+        if filter.json {
+            return print_json(&json!({ "task": task, "priority": priority }));
+        }
         outln!("task {task}: priority {priority}")?;
         return Ok(());
     }
     let query = filter.query(task).ok_or_else(refuse)?;
     let answer = client.call("PUT", &format!("/v1/tasks/priority?{query}"), Some(&body))?;
-    outln!("changed {}", answer["changed"].as_u64().unwrap_or_default())?;
+    if filter.json {
+        return print_json(&answer);
+    }
+    let changed = answer["changed"].as_u64().unwrap_or_default();
+    outln!(
+        "{} now at priority {priority}",
+        count(changed, "task", "tasks")
+    )?;
     Ok(())
 }

@@ -1,12 +1,13 @@
 //! `qhost task logs ID`: what a task's attempts said, as text a person reads: each line
 //! prefixed by where it came from (`log`, `stdout`, `stderr`), under a header per attempt.
-//! `--follow` prints attempts as they end, until the task has ended.
+//! `--follow` prints attempts as they end, until the task has ended; `--json` prints each
+//! attempt whole as a line of JSON.
 
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::client::{Client, duration};
+use super::client::{Client, duration, print_json_line};
 use crate::store::{AttemptRecord, TaskId, TaskInfo};
 
 /// How often `--follow` asks whether another attempt ended.
@@ -24,7 +25,12 @@ pub fn run(
     task: TaskId,
     attempt: Option<u32>,
     follow: bool,
+    json: bool,
 ) -> anyhow::Result<()> {
+    let print = |a: &AttemptRecord| match json {
+        true => print_json_line(a),
+        false => print_attempt(a),
+    };
     let mut after: Option<i64> = None;
     let mut seen_attempt = false;
     loop {
@@ -43,11 +49,11 @@ pub fn run(
                 if attempt.is_none_or(|n| n == a.attempt) {
                     // A list cuts long fields short: the attempt's own route has them whole.
                     if a.cut.is_empty() {
-                        print_attempt(a)?;
+                        print(a)?;
                     } else {
                         let whole: AttemptRecord =
                             client.get(&format!("/v1/tasks/{task}/attempts/{}", a.attempt))?;
-                        print_attempt(&whole)?;
+                        print(&whole)?;
                     }
                     seen_attempt = true;
                 }
@@ -67,7 +73,9 @@ pub fn run(
     if let Some(n) = attempt
         && !seen_attempt
     {
-        anyhow::bail!("task {task} has no attempt {n}");
+        return Err(super::exit::not_found(format!(
+            "task {task} has no attempt {n}"
+        )));
     }
     Ok(())
 }
@@ -83,7 +91,7 @@ fn print_attempt(a: &AttemptRecord) -> anyhow::Result<()> {
         "== attempt {} on {}/{slot}: {} after {}{error}",
         a.attempt,
         a.node,
-        a.outcome.as_str(),
+        super::lists::outcome_text(a.outcome),
         duration(a.ended_at - a.started_at),
     )?;
     for line in &a.logs {

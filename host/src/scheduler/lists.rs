@@ -99,7 +99,10 @@ impl Scheduler {
 
     /// The digest a module reference names, as the one entry of a filter; a reference that
     /// names none is not found.
-    async fn modules_named(&self, reference: &str) -> Result<Vec<crate::runtime::Digest>> {
+    pub(crate) async fn modules_named(
+        &self,
+        reference: &str,
+    ) -> Result<Vec<crate::runtime::Digest>> {
         let modules = self.store.module_list().await?;
         match module_ref::find(reference, &modules) {
             Ok(named) => Ok(vec![named.digest()]),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Result, Scheduler};
+use super::{Access, Result, Scheduler};
 use crate::store::*;
 
 impl Scheduler {
@@ -45,6 +45,10 @@ impl Scheduler {
 
     pub async fn task_output(&self, task: TaskId) -> Result<Option<Vec<u8>>> {
         Ok(self.store.task_output(task).await?)
+    }
+
+    pub async fn task_input(&self, task: TaskId) -> Result<Vec<u8>> {
+        Ok(self.store.task_input(task).await?)
     }
 
     /// How many tasks of the whole store are in each state.
@@ -120,5 +124,17 @@ impl Scheduler {
 
     pub async fn group_get(&self, key: String) -> Result<GroupInfo> {
         Ok(self.store.group_get(key).await?)
+    }
+
+    /// Up to `limit` groups after the key `after`, idle ones too: every group for the
+    /// admin, the groups its batch's tasks name for a handle.
+    pub async fn group_list(
+        &self,
+        access: &Access,
+        after: String,
+        limit: usize,
+    ) -> Result<Vec<GroupRow>> {
+        let batch = self.confine(access, None).await?;
+        Ok(self.store.group_list(after, batch, limit).await?)
     }
 }

@@ -44,12 +44,12 @@ impl Scheduler {
     }
 
     /// Runs the tasks `select` names that failed, or ended with one of its `outcomes`,
-    /// again; returns how many. With no outcome named, only failed tasks run again
-    /// ([`FAILURES`]), but for a task named by its id, which runs again whether it failed
-    /// or was cancelled; name `cancelled` to run cancelled ones again.
+    /// again; returns how many. With no outcome nor state named, only failed tasks run
+    /// again ([`FAILURES`]), but for a task named by its id, which runs again whether it
+    /// failed or was cancelled; name `cancelled` to run cancelled ones again.
     pub async fn tasks_retry(&self, access: &Access, mut select: TaskSelect) -> Result<u64> {
         self.authorize_select(access, &mut select).await?;
-        if select.outcomes.is_empty() && select.task.is_none() {
+        if select.outcomes.is_empty() && select.states.is_empty() && select.task.is_none() {
             select.outcomes = FAILURES.to_vec();
         }
         let retried = self.store.task_retry(select).await?;

@@ -139,6 +139,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Vec<TaskId>>;
     async fn task_get(&self, task: TaskId) -> StoreResult<TaskInfo>;
     async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>>;
+    /// A task's input, as it was submitted.
+    async fn task_input(&self, task: TaskId) -> StoreResult<Vec<u8>>;
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()>;
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult>;
 
@@ -146,6 +148,14 @@ pub trait Store: Send + Sync + 'static {
     /// limit reaches tasks reserved beyond it on [`Signal::Reclaim`].
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()>;
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo>;
+    /// Up to `limit` groups after the key `after` in key order, idle ones too; only the
+    /// groups `batch`'s tasks name when given.
+    async fn group_list(
+        &self,
+        after: String,
+        batch: Option<BatchId>,
+        limit: usize,
+    ) -> StoreResult<Vec<GroupRow>>;
 
     /// Pauses a group (none of its tasks is claimed; reserved ones go back on
     /// [`Signal::Reclaim`]), keeping its limit for when it is resumed; or resumes it.

@@ -206,6 +206,19 @@ pub struct GroupInfo {
     pub pending: u64,
 }
 
+/// A group in a list, idle or not: its limit and how many of its tasks are claimed.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GroupRow {
+    pub key: String,
+    /// Its limit; while paused, the limit it gets back on resume.
+    #[schema(format = Int64, maximum = 4294967295_u64)]
+    pub limit: u32,
+    /// Paused: none of its tasks is claimed until it is resumed.
+    pub paused: bool,
+    /// Its tasks claimed by a node (reserved or running).
+    pub running: u64,
+}
+
 /// A task a node claimed, with all it needs to run it.
 #[derive(Debug, Clone)]
 pub struct ClaimedTask {

@@ -1,5 +1,6 @@
 //! What the dashboard's browser tests share: Debian's headless Chromium driven through
-//! `chromedriver` by fantoccini, waits on what a page shows, signing in, screenshots under
+//! `chromedriver` by fantoccini, a phone's width and the dark scheme emulated over the
+//! DevTools protocol, waits on what a page shows, signing in, screenshots under
 //! `target/dashboard-screenshots/`, reads of the API, and a colour contrast check.
 
 // Each test file uses part of these.
@@ -72,6 +73,46 @@ impl Driver {
             .connect(&self.url)
             .await
             .expect("a Chromium session")
+    }
+}
+
+impl Driver {
+    /// Runs the Chrome DevTools Protocol command `cmd` in `browser`'s page (chromedriver's
+    /// `goog/cdp/execute`); returns its answer.
+    pub async fn cdp(&self, browser: &Client, cmd: &str, params: Value) -> Value {
+        let session = browser
+            .session_id()
+            .await
+            .unwrap()
+            .expect("a WebDriver session");
+        let url = format!("{}/session/{session}/goog/cdp/execute", self.url);
+        let body = json!({ "cmd": cmd, "params": params });
+        let (status, answer) =
+            tokio::task::spawn_blocking(move || call("POST", &url, None, Some(body)))
+                .await
+                .unwrap();
+        assert_eq!(status, 200, "{cmd}: {answer}");
+        answer
+    }
+
+    /// Shows pages `width` CSS pixels wide (a phone's screen below 600, with its viewport
+    /// rules), in the dark colour scheme or the light one, as a system that prefers it.
+    pub async fn emulate(&self, browser: &Client, width: u32, dark: bool) {
+        let height = if width < 600 { 844 } else { 1000 };
+        self.cdp(
+            browser,
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": width, "height": height, "deviceScaleFactor": 1,
+                    "mobile": width < 600 }),
+        )
+        .await;
+        let scheme = if dark { "dark" } else { "light" };
+        self.cdp(
+            browser,
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+        )
+        .await;
     }
 }
 
@@ -236,4 +277,15 @@ while (walker.nextNode()) {
   if (ratio < 4.5) poor.push(`${node.textContent.trim().slice(0, 40)}: ${ratio.toFixed(2)}`);
 }
 return poor;
+"#;
+
+/// Whether the page is wider than the window: a sideways scroll of the whole page, with
+/// what sticks out.
+pub const OVERFLOW: &str = r#"
+const width = document.documentElement.clientWidth;
+if (document.documentElement.scrollWidth <= width) return null;
+const wide = [...document.querySelectorAll('main *')]
+  .filter((el) => el.getBoundingClientRect().right > width + 1 && !el.closest('.table-box, .timeline'))
+  .slice(0, 5).map((el) => `${el.tagName}.${el.className}`);
+return { scroll: document.documentElement.scrollWidth, width, wide };
 "#;

@@ -351,6 +351,10 @@ impl Store for PostgresStore {
         tasks::output(self, task).await
     }
 
+    async fn task_input(&self, task: TaskId) -> StoreResult<Vec<u8>> {
+        tasks::input(self, task).await
+    }
+
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
         tasks::set_priority(self, task, priority).await
     }
@@ -408,6 +412,15 @@ impl Store for PostgresStore {
 
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
         tasks::group_get(self, key).await
+    }
+
+    async fn group_list(
+        &self,
+        after: String,
+        batch: Option<BatchId>,
+        limit: usize,
+    ) -> StoreResult<Vec<GroupRow>> {
+        tasks::group_list(self, after, batch, limit).await
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {

@@ -25,17 +25,32 @@ struct Selected {
     module: String,
 }
 
-/// Locks the tasks `which` names that are in one of `states` (stored codes), in id order.
+/// Locks the tasks `which` names that are in one of `states` (stored codes, those the
+/// action applies to) and shown at `now` (the database's time) in one of its states, in id
+/// order.
 async fn select(
     tx: &impl GenericClient,
     which: &TaskSelect,
     states: &[i32],
+    now: Micros,
 ) -> StoreResult<Vec<Selected>> {
     let outcomes = which.outcome_names();
+    let modules = which.module_names();
+    let ids = which.task_ids();
+    let action: Vec<i64> = states.iter().map(|&s| i64::from(s)).collect();
+    let states: Vec<i32> = which.codes(&action).into_iter().map(|s| s as i32).collect();
     let rows = tx
         .query(
             include_str!("sql/select_tasks.sql"),
-            &[&which.task, &which.batch, &which.group, &outcomes, &states],
+            &[
+                &which.task,
+                &which.batch,
+                &which.group,
+                &outcomes,
+                &states,
+                &modules,
+                &ids,
+            ],
         )
         .await
         .map_err(pg)?;
@@ -49,6 +64,9 @@ async fn select(
             started: r.get(4),
             module: r.get(5),
         })
+        .zip(rows.iter())
+        .filter(|(t, r)| which.shows(i64::from(t.state), t.started, r.get(7), r.get(6), now))
+        .map(|(t, _)| t)
         .collect())
 }
 
@@ -68,8 +86,9 @@ async fn lock_gates<'a>(
 
 /// Runs the failed (4) and cancelled (5) tasks `which` names again; returns how many.
 pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResult<u64> {
+    let now = store.db_time(now_micros());
     transaction!(store, Commit::Durable, |tx| {
-        let tasks = select(&tx, &which, &[4, 5]).await?;
+        let tasks = select(&tx, &which, &[4, 5], now).await?;
         if tasks.is_empty() {
             return Ok(0);
         }
@@ -161,7 +180,7 @@ pub(super) async fn cancel(
 ) -> StoreResult<BulkCancel> {
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
-        let tasks = select(&tx, &which, &[0, 1, 2]).await?;
+        let tasks = select(&tx, &which, &[0, 1, 2], now).await?;
         let (claimed, pending): (Vec<&Selected>, Vec<&Selected>) =
             tasks.iter().partition(|t| t.state == 2);
         lock_gates(&tx, pending.iter().copied()).await?;
@@ -203,8 +222,9 @@ pub(super) async fn set_priority(
     which: TaskSelect,
     priority: i32,
 ) -> StoreResult<u64> {
+    let now = store.db_time(now_micros());
     transaction!(store, Commit::Durable, |tx| {
-        let tasks = select(&tx, &which, &[0, 1, 2]).await?;
+        let tasks = select(&tx, &which, &[0, 1, 2], now).await?;
         let ids: Vec<i64> = tasks
             .iter()
             .filter(|t| t.state != 2 || !t.started)

@@ -275,6 +275,17 @@ pub(super) async fn output(store: &PostgresStore, task: TaskId) -> StoreResult<O
         .ok_or_else(|| not_found("task", task))
 }
 
+/// A task's input, as it was submitted.
+pub(super) async fn input(store: &PostgresStore, task: TaskId) -> StoreResult<Vec<u8>> {
+    let client = store.client(Commit::Durable).await?;
+    client
+        .query_opt("SELECT input FROM tasks WHERE id = $1", &[&task])
+        .await
+        .map_err(pg)?
+        .map(|r| r.get(0))
+        .ok_or_else(|| not_found("task", task))
+}
+
 pub(super) async fn set_priority(
     store: &PostgresStore,
     task: TaskId,
@@ -376,4 +387,31 @@ pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult
         running: row.get::<_, i32>(1).max(0) as u64,
         pending: waiting as u64,
     })
+}
+
+/// A page of groups after the key `after`, idle ones too; only those `batch`'s tasks name
+/// when given.
+pub(super) async fn group_list(
+    store: &PostgresStore,
+    after: String,
+    batch: Option<BatchId>,
+    limit: usize,
+) -> StoreResult<Vec<GroupRow>> {
+    let client = store.client(Commit::Durable).await?;
+    let rows = client
+        .query(
+            include_str!("sql/group_list.sql"),
+            &[&after, &batch, &(limit as i64)],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows
+        .iter()
+        .map(|r| GroupRow {
+            key: r.get(0),
+            limit: r.get::<_, i32>(1) as u32,
+            paused: r.get(2),
+            running: r.get::<_, i32>(3).max(0) as u64,
+        })
+        .collect())
 }

@@ -297,6 +297,10 @@ impl Store for SqliteStore {
         self.call(move |conn| tasks::output(conn, task)).await
     }
 
+    async fn task_input(&self, task: TaskId) -> StoreResult<Vec<u8>> {
+        self.call(move |conn| tasks::input(conn, task)).await
+    }
+
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
         self.write(move |tx| tasks::set_priority(tx, task, priority))
             .await
@@ -362,6 +366,16 @@ impl Store for SqliteStore {
 
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
         self.call(move |conn| tasks::group_get(conn, key)).await
+    }
+
+    async fn group_list(
+        &self,
+        after: String,
+        batch: Option<BatchId>,
+        limit: usize,
+    ) -> StoreResult<Vec<GroupRow>> {
+        self.call(move |conn| tasks::group_list(conn, &after, batch, limit))
+            .await
     }
 
     async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {

@@ -24,36 +24,58 @@ struct Selected {
     module: String,
 }
 
-/// The tasks `select` names that are in one of `states` (stored codes), in id order.
-fn select(tx: &Transaction<'_>, select: &TaskSelect, states: &[i64]) -> StoreResult<Vec<Selected>> {
-    let outcomes = select
-        .outcome_names()
-        .map(|names| serde_json::to_string(&names).expect("names serialize"));
-    let states = serde_json::to_string(states).expect("codes serialize");
+/// The tasks `select` names that are in one of `states` (stored codes, those the action
+/// applies to) and shown at `now` in one of its states, in id order.
+fn select(
+    tx: &Transaction<'_>,
+    select: &TaskSelect,
+    states: &[i64],
+    now: Micros,
+) -> StoreResult<Vec<Selected>> {
+    let outcomes = select.outcome_names().map(|names| json(&names));
+    let modules = select.module_names().map(|names| json(&names));
+    let ids = select.task_ids().map(|ids| json(&ids));
+    let states = json(&select.codes(states));
     let mut stmt = tx
         .prepare_cached(include_str!("sql/select_tasks.sql"))
         .map_err(internal)?;
     let rows = stmt
         .query_map(
-            params![select.task, select.batch, select.group, outcomes, states],
+            params![
+                select.task,
+                select.batch,
+                select.group,
+                outcomes,
+                states,
+                modules,
+                ids
+            ],
             |r| {
-                Ok(Selected {
+                let task = Selected {
                     id: r.get(0)?,
                     batch: r.get(1)?,
                     order: r.get(2)?,
                     state: r.get(3)?,
                     started: r.get(4)?,
                     module: r.get(5)?,
-                })
+                };
+                let shown = select.shows(task.state, task.started, r.get(7)?, r.get(6)?, now);
+                Ok(shown.then_some(task))
             },
         )
         .map_err(internal)?;
-    rows.collect::<Result<_, _>>().map_err(internal)
+    let rows: Vec<Option<Selected>> = rows.collect::<Result<_, _>>().map_err(internal)?;
+    Ok(rows.into_iter().flatten().collect())
+}
+
+/// The JSON text of a list the statement reads with `json_each`.
+fn json<T: serde::Serialize>(list: &T) -> String {
+    serde_json::to_string(list).expect("a list serializes")
 }
 
 /// Runs the failed (4) and cancelled (5) tasks `select` names again; returns how many.
 pub(super) fn retry(tx: &Transaction<'_>, which: &TaskSelect) -> StoreResult<u64> {
-    let tasks = select(tx, which, &[4, 5])?;
+    let tasks = select(tx, which, &[4, 5], now_micros())?;
     let mut checked = HashSet::new();
     for task in &tasks {
         if checked.insert(task.module.as_str()) && !modules::exists(tx, &task.module)? {
@@ -109,7 +131,7 @@ pub(super) fn cancel(
     which: &TaskSelect,
     now: Micros,
 ) -> StoreResult<BulkCancel> {
-    let tasks = select(tx, which, &[0, 1, 2])?;
+    let tasks = select(tx, which, &[0, 1, 2], now)?;
     let mut result = BulkCancel::default();
     // Every pending one ends first, then the orders close, lowest first: an order that
     // opens meanwhile promotes only what was not cancelled.
@@ -145,7 +167,7 @@ pub(super) fn set_priority(
     which: &TaskSelect,
     priority: i32,
 ) -> StoreResult<u64> {
-    let tasks = select(tx, which, &[0, 1, 2])?;
+    let tasks = select(tx, which, &[0, 1, 2], now_micros())?;
     let mut set = tx
         .prepare_cached("UPDATE tasks SET priority = ? WHERE id = ?")
         .map_err(internal)?;

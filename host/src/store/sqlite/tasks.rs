@@ -137,6 +137,14 @@ pub(super) fn output(conn: &Connection, task: TaskId) -> StoreResult<Option<Vec<
     .ok_or_else(|| not_found("task", task))
 }
 
+/// A task's input, as it was submitted.
+pub(super) fn input(conn: &Connection, task: TaskId) -> StoreResult<Vec<u8>> {
+    conn.query_row("SELECT input FROM tasks WHERE id = ?", [task], |r| r.get(0))
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| not_found("task", task))
+}
+
 /// Sets the priority of a task that has not started.
 pub(super) fn set_priority(tx: &Transaction<'_>, task: TaskId, priority: i32) -> StoreResult<()> {
     let state = get(tx, task)?.state;
@@ -201,4 +209,28 @@ pub(super) fn group_get(conn: &Connection, key: String) -> StoreResult<GroupInfo
         running,
         pending: waiting,
     })
+}
+
+/// A page of groups after the key `after`, idle ones too; only those `batch`'s tasks name
+/// when given.
+pub(super) fn group_list(
+    conn: &Connection,
+    after: &str,
+    batch: Option<BatchId>,
+    limit: usize,
+) -> StoreResult<Vec<GroupRow>> {
+    let mut stmt = conn
+        .prepare_cached(include_str!("sql/group_list.sql"))
+        .map_err(internal)?;
+    let rows = stmt
+        .query_map(params![after, batch, limit as i64], |r| {
+            Ok(GroupRow {
+                key: r.get(0)?,
+                limit: r.get(1)?,
+                paused: r.get(2)?,
+                running: r.get::<_, i64>(3)?.max(0) as u64,
+            })
+        })
+        .map_err(internal)?;
+    rows.collect::<Result<_, _>>().map_err(internal)
 }
