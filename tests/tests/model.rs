@@ -1233,6 +1233,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     failure_policy: *policy,
                     allow_http: Vec::new(),
                     settings: Vec::new(),
+                    webhook: None,
                 };
                 let mut hash = [0u8; 32];
                 getrandom::fill(&mut hash).unwrap();

@@ -32,6 +32,7 @@ pub mod priority;
 pub mod redrive;
 pub mod schedules;
 pub mod stats;
+pub mod webhooks;
 
 /// Stamps out one `#[tokio::test]` per conformance case, each on a fresh store from
 /// `$fresh`: an async function returning the store and what must outlive it (its file,
@@ -96,6 +97,8 @@ macro_rules! conformance_tests {
             lists::task_pages_neither_repeat_nor_miss_while_tasks_are_added,
             lists::waiting_on_names_each_reason,
             lists::task_counts_match_the_rows_through_every_change,
+            webhooks::ends_and_final_failures_are_written_once_for_their_listeners,
+            webhooks::a_batch_ended_by_cancelling_is_written_too,
         );
     };
     (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {

@@ -108,6 +108,7 @@ pub(super) fn cancel(
     tx: &Transaction<'_>,
     which: &TaskSelect,
     now: Micros,
+    server: bool,
 ) -> StoreResult<BulkCancel> {
     let tasks = select(tx, which, &[0, 1, 2])?;
     let mut result = BulkCancel::default();
@@ -133,7 +134,10 @@ pub(super) fn cancel(
         }
     }
     for ((batch, order), count) in closed {
-        gate::close_many(tx, batch, order, count)?;
+        if gate::close_many(tx, batch, order, count)? {
+            let kind = HookKind::BatchEnded;
+            super::hooks::write(tx, batch, None, kind, None, None, server, now)?;
+        }
     }
     Ok(result)
 }

@@ -9,7 +9,7 @@
 -- 6 reserved, 7 held.
 SELECT b.id, b.name, b.priority,
        CASE WHEN b.paused THEN b.resume_max_parallel ELSE b.max_parallel END,
-       b.halt_on_failure, b.sealed, b.created_at, b.paused, c.state, c.count
+       b.halt_on_failure, b.sealed, b.created_at, b.paused, c.state, c.count, b.webhook_url
 FROM batches b
 LEFT JOIN LATERAL (
     SELECT CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6
