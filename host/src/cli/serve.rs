@@ -131,7 +131,7 @@ pub struct ServeArgs {
     #[arg(long, env = "QHOST_WEBHOOK", value_name = "URL")]
     pub webhook: Option<String>,
     /// A file holding the secret (16 to 1024 bytes) that signs the requests to `webhook`;
-    /// QHOST_WEBHOOK_SECRET gives the secret itself.
+    /// QHOST_WEBHOOK_SECRET gives the secret itself (default: none; needed with `webhook`).
     #[arg(long, env = "QHOST_WEBHOOK_SECRET_FILE")]
     pub webhook_secret_file: Option<PathBuf>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
