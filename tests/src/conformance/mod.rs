@@ -99,6 +99,7 @@ macro_rules! conformance_tests {
             lists::task_counts_match_the_rows_through_every_change,
             webhooks::ends_and_final_failures_are_written_once_for_their_listeners,
             webhooks::a_batch_ended_by_cancelling_is_written_too,
+            webhooks::a_batch_keeps_a_bounded_number_of_events_waiting,
         );
     };
     (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {

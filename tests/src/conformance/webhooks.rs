@@ -174,3 +174,38 @@ pub async fn a_batch_ended_by_cancelling_is_written_too(store: Arc<dyn Store>) {
         [(HookKind::BatchEnded, one), (HookKind::BatchEnded, whole)]
     );
 }
+
+pub async fn a_batch_keeps_a_bounded_number_of_events_waiting(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(
+        &store,
+        BatchSpec {
+            webhook: Some(hook()),
+            ..BatchSpec::default()
+        },
+    )
+    .await;
+    let count = MAX_PENDING_PER_BATCH as usize + 5;
+    store
+        .task_submit(b, admitted(vec![task(m, 0, None); count]), T0)
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", count, T0 + 1).await;
+    assert_eq!(claimed.len(), count);
+    complete(&store, &claimed, Outcome::Trap, T0 + 2).await;
+    let events = store
+        .hook_claim(T0 + 3, T0 + HOLD, 10 * count, false)
+        .await
+        .unwrap()
+        .events;
+    let failed = events
+        .iter()
+        .filter(|e| e.kind == HookKind::TaskFailed)
+        .count();
+    let ended = events
+        .iter()
+        .filter(|e| e.kind == HookKind::BatchEnded)
+        .count();
+    // Failures stop at the bound; the batch's end is written all the same.
+    assert_eq!((failed, ended), (MAX_PENDING_PER_BATCH as usize, 1));
+}
