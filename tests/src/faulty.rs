@@ -131,6 +131,9 @@ impl Store for FaultyStore {
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
         self.inner.module_list().await
     }
+    async fn module_lookup(&self, names: Vec<String>) -> StoreResult<Vec<(String, Digest)>> {
+        self.inner.module_lookup(names).await
+    }
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
         self.inner.module_delete(digest).await
     }
@@ -173,6 +176,13 @@ impl Store for FaultyStore {
     }
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
         self.inner.batch_release(batch).await
+    }
+    async fn batch_set_quotas(
+        &self,
+        batch: BatchId,
+        change: QuotaChange,
+    ) -> StoreResult<BatchInfo> {
+        self.inner.batch_set_quotas(batch, change).await
     }
     async fn task_submit(
         &self,

@@ -955,6 +955,8 @@ struct Sut {
     /// This case's task and batch ids (the model's) to the store's, and back.
     tasks: BTreeMap<TaskId, TaskId>,
     tasks_back: BTreeMap<TaskId, TaskId>,
+    /// The store's batch of each task, by the model's task id.
+    task_batch: BTreeMap<TaskId, BatchId>,
     batches: BTreeMap<BatchId, BatchId>,
     /// Group keys of this case are this followed by the model's key.
     group_prefix: String,
@@ -984,6 +986,7 @@ impl Sut {
             cases: 0,
             tasks: BTreeMap::new(),
             tasks_back: BTreeMap::new(),
+            task_batch: BTreeMap::new(),
             batches: BTreeMap::new(),
             group_prefix: String::new(),
             baseline: Progress::default(),
@@ -1003,6 +1006,7 @@ impl Sut {
         self.baseline = self.runtime.block_on(self.store.task_counts()).unwrap();
         self.tasks.clear();
         self.tasks_back.clear();
+        self.task_batch.clear();
         self.batches.clear();
         self.tokens.clear();
         self.history.clear();
@@ -1163,6 +1167,7 @@ impl Sut {
     fn completion(&self, task: TaskId, outcome: Outcome, now: Micros) -> Completion {
         Completion {
             task: self.task(task),
+            batch: self.task_batch[&task],
             lease_token: self.tokens.get(&task).copied().unwrap_or(-1),
             node: "model".into(),
             slot: Some(0),
@@ -1234,6 +1239,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     allow_http: Vec::new(),
                     settings: Vec::new(),
                     webhook: None,
+                    quotas: Quotas::default(),
                 };
                 let mut hash = [0u8; 32];
                 getrandom::fill(&mut hash).unwrap();
@@ -1283,6 +1289,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                             last = Some(stored);
                             sut.tasks.insert(model, stored);
                             sut.tasks_back.insert(stored, model);
+                            sut.task_batch.insert(model, sut.batch(*batch));
                         }
                     }
                     (Err(StoreError::Invalid(_)), Err(Refused::BelowStarted { .. })) => {}

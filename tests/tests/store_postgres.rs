@@ -87,6 +87,7 @@ async fn other_nodes_hear_of_submissions_and_ended_tasks() {
     let task = &claimed[0];
     let done = Completion {
         task: task.id,
+        batch: task.batch,
         lease_token: task.lease_token,
         node: "a".into(),
         slot: Some(0),
@@ -198,6 +199,7 @@ async fn an_upgraded_database_keeps_its_queue_and_leases() {
             .iter()
             .map(|t| Completion {
                 task: t.id,
+                batch: t.batch,
                 lease_token: t.lease_token,
                 node: "n1".into(),
                 slot: Some(0),

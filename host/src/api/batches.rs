@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
@@ -22,7 +22,7 @@ use super::whole;
 use crate::runtime::origin;
 use crate::scheduler::Keyed;
 pub use crate::scheduler::TaskRequest;
-use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, TaskId};
+use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, QuotaChange, TaskId};
 use crate::units::parse_duration;
 
 /// Most time a wait may ask for; a client waits longer by asking again.
@@ -59,6 +59,10 @@ pub struct OpenBatch {
     /// the server's `--allow-http`. Fixed once the batch is open; views show the URL only.
     #[serde(default)]
     pub webhook: Option<super::webhook::OpenWebhook>,
+    /// What it may store, where it differs from the server's defaults (`null`: no quota).
+    /// Changed later by `PATCH /v1/batches/{id}/quotas`.
+    #[serde(default)]
+    pub quotas: QuotaChange,
     /// Tasks submitted with the opening, in the same transaction: if one is refused, no
     /// batch is opened.
     #[serde(default)]
@@ -154,6 +158,7 @@ pub async fn open(
         allow_http: allow_http(&state, &body.allow_http)?,
         settings: super::settings::sealed(&state, body.settings)?,
         webhook: super::webhook::sealed(&state, body.webhook)?,
+        quotas: state.scheduler.batch_quotas().changed(body.quotas),
     };
     let specs = state.scheduler.task_specs(body.tasks).await?;
     let opened = state.scheduler.batch_create(spec, specs, asked).await?;
@@ -446,4 +451,29 @@ pub async fn release(State(state): State<AppState>, caller: BatchCaller) -> ApiR
         .batch_release(&caller.access, caller.batch)
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Change a batch's quotas: each field given replaces that quota, `null` removes it. What
+/// it stores already stays, even past a lowered quota; only what comes next is refused.
+#[utoipa::path(
+    patch,
+    path = "/batches/{id}/quotas",
+    operation_id = "set_batch_quotas",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    request_body = QuotaChange,
+    responses(
+        (status = 200, description = "The batch, with its quotas and usage", body = BatchInfo),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
+pub async fn set_quotas(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(batch): Path<BatchId>,
+    body: Result<Json<QuotaChange>, JsonRejection>,
+) -> ApiResult<Json<BatchInfo>> {
+    let change = json_body(body)?;
+    Ok(Json(state.scheduler.batch_set_quotas(batch, change).await?))
 }

@@ -17,7 +17,7 @@ pub struct ErrorBody {
     /// What kind of failure, for programs: `bad-request` (a malformed request, or a
     /// parameter not of its type), `invalid` (a request the server's checks refuse),
     /// `unauthorized`, `forbidden`, `not-found`, `no-output`, `method-not-allowed`,
-    /// `conflict`, `too-large`, `unsupported-media-type`, `too-many-requests`, `busy`
+    /// `conflict`, `quota` (past one of a batch's quotas), `too-large`, `unsupported-media-type`, `too-many-requests`, `busy`
     /// or `internal`.
     pub error: String,
     /// What was wrong and what is allowed, for people.
@@ -99,6 +99,7 @@ impl From<Error> for ApiError {
             Error::Invalid(detail) => Self::new(StatusCode::BAD_REQUEST, "invalid", detail),
             Error::NotFound(detail) => Self::new(StatusCode::NOT_FOUND, "not-found", detail),
             Error::Conflict(detail) => Self::new(StatusCode::CONFLICT, "conflict", detail),
+            Error::Quota(detail) => Self::new(StatusCode::CONFLICT, "quota", detail),
             Error::Forbidden(_) => Self::forbidden(),
             Error::Internal(err) => {
                 tracing::error!("internal error: {err:#}");

@@ -119,6 +119,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(batches::submit).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)))
         .routes(routes!(batches::set_priority))
         .routes(routes!(batches::seal))
+        .routes(routes!(batches::set_quotas))
         .routes(routes!(batches::cancel))
         .routes(routes!(batches::wait))
         .routes(routes!(events::events))

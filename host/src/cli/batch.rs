@@ -1,4 +1,4 @@
-//! `qhost batch ls|open|submit|show|priority|pause|resume|limit|retry|seal|cancel|wait|release`:
+//! `qhost batch ls|open|submit|show|priority|pause|resume|limit|quota|retry|seal|cancel|wait|release`:
 //! a batch, named by its handle (or by its id, with the admin token).
 
 use std::path::PathBuf;
@@ -103,6 +103,9 @@ pub enum BatchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Show what the batch may store and what it stores; change its quotas (the admin's
+    /// to do).
+    Quota(super::batch_quota::QuotaArgs),
     /// Run the batch's failed tasks again, with fresh attempts.
     Retry {
         /// The batch: its handle, or its id with the admin token.
@@ -274,6 +277,7 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
                 outln!("batch {}: {limit}{paused}", info.id)?;
             }
         }
+        BatchCommand::Quota(quota) => super::batch_quota::run(&client, quota)?,
         BatchCommand::Retry { batch, outcome } => {
             let mut path = format!("/v1/batches/{}/retry", batch.id);
             if !outcome.is_empty() {

@@ -27,6 +27,7 @@ macro_rules! errln {
 }
 
 mod batch;
+mod batch_quota;
 mod bench;
 pub mod bench_fill;
 mod client;
@@ -40,6 +41,7 @@ mod plan;
 mod run;
 mod schedule;
 mod serve;
+mod serve_quotas;
 mod status;
 mod submit;
 mod task;

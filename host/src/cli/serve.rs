@@ -14,6 +14,7 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
+use super::serve_quotas::QuotaArgs;
 use crate::api::{self, AppState};
 use crate::runtime::limits::KIB;
 use crate::runtime::{
@@ -138,14 +139,16 @@ pub struct ServeArgs {
     /// workers, admin_token, grace, lease, retention, mounts, allow_http, secret_key_file,
     /// max_connections, max_connections_per_address, header_timeout, client_timeout,
     /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
-    /// metrics_listen, max_timeout, max_memory, webhook, webhook_secret_file); flags and
-    /// variables take precedence
+    /// metrics_listen, max_timeout, max_memory, quota_tasks, quota_input, quota_output,
+    /// quota_text, webhook, webhook_secret_file); flags and variables take precedence
     /// (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
     #[arg(long)]
     pub log_json: bool,
+    #[command(flatten)]
+    pub quotas: QuotaArgs,
 }
 
 /// The TOML file's settings.
@@ -178,6 +181,10 @@ struct FileConfig {
     metrics_listen: Option<String>,
     webhook: Option<String>,
     webhook_secret_file: Option<PathBuf>,
+    quota_tasks: Option<String>,
+    quota_input: Option<String>,
+    quota_output: Option<String>,
+    quota_text: Option<String>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -235,6 +242,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         None => Some(DEFAULT_RETENTION),
     };
+    let batch_quotas = args.quotas.quotas(QuotaArgs {
+        quota_tasks: file.quota_tasks,
+        quota_input: file.quota_input,
+        quota_output: file.quota_output,
+        quota_text: file.quota_text,
+    })?;
     let client_timeout = match args.client_timeout.or(file.client_timeout) {
         Some(text) => {
             parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `client_timeout`: {e}"))?
@@ -460,6 +473,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let mut config = SchedulerConfig::new(node);
         config.lease = lease;
         config.retention = retention;
+        config.batch_quotas = batch_quotas;
         config.secret_key = Some(secret_key);
         config.default_limits = default_limits;
         config.webhook = webhook;

@@ -83,6 +83,9 @@ pub enum Error {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// Past one of a batch's quotas.
+    #[error("{0}")]
+    Quota(String),
     /// A handle asked for what it does not open. A handle is refused alike whether what it
     /// asked for exists or not: it learns nothing of other batches.
     #[error("this batch handle does not open {0}")]
@@ -97,6 +100,7 @@ impl From<StoreError> for Error {
             StoreError::NotFound { .. } => Error::NotFound(err.to_string()),
             StoreError::Invalid(m) => Error::Invalid(m),
             StoreError::Conflict(m) => Error::Conflict(m),
+            StoreError::Quota(m) => Error::Quota(m),
             StoreError::Forbidden(batch) => Error::Forbidden(Resource::Batch(batch)),
             StoreError::Internal(e) => Error::Internal(e),
         }
@@ -126,6 +130,8 @@ pub struct SchedulerConfig {
     pub secret_key: Option<crate::secrets::SecretKey>,
     /// The server's webhook, which hears of every batch's end and task's final failure.
     pub webhook: Option<crate::webhooks::ServerWebhook>,
+    /// The quotas a batch opens with when its opening sets none.
+    pub batch_quotas: crate::store::Quotas,
 }
 
 impl SchedulerConfig {
@@ -139,6 +145,7 @@ impl SchedulerConfig {
             rescue_every: None,
             secret_key: None,
             webhook: None,
+            batch_quotas: crate::store::Quotas::default(),
         }
     }
 }
@@ -440,6 +447,20 @@ impl Scheduler {
         self.store.batch_release(batch).await?;
         self.forget_handle(batch);
         Ok(())
+    }
+
+    /// The quotas a batch opens with when its opening sets none.
+    pub fn batch_quotas(&self) -> crate::store::Quotas {
+        self.config.batch_quotas
+    }
+
+    /// Changes a batch's quotas (the admin's to do).
+    pub async fn batch_set_quotas(
+        &self,
+        batch: BatchId,
+        change: crate::store::QuotaChange,
+    ) -> Result<BatchInfo> {
+        Ok(self.store.batch_set_quotas(batch, change).await?)
     }
 
     /// Forgets that a batch's handle was checked: the batch was released, and its handle

@@ -107,19 +107,32 @@ impl Scheduler {
         &self,
         tasks: &[TaskRequest],
     ) -> Result<HashMap<String, Result<Digest, String>>> {
-        let modules = if tasks
-            .iter()
-            .all(|task| Digest::from_hex(&task.module).is_ok())
-        {
-            Vec::new()
-        } else {
-            self.module_list().await?
-        };
-        let mut resolved = HashMap::new();
+        let mut resolved: HashMap<String, Result<Digest, String>> = HashMap::new();
+        let mut names = Vec::new();
         for task in tasks {
-            if !resolved.contains_key(&task.module) {
-                let found = module_ref::find(&task.module, &modules).map(|named| named.digest());
-                resolved.insert(task.module.clone(), found);
+            if resolved.contains_key(&task.module) {
+                continue;
+            }
+            match Digest::from_hex(&task.module) {
+                Ok(digest) => resolved.insert(task.module.clone(), Ok(digest)),
+                Err(_) => resolved.insert(task.module.clone(), Err(String::new())),
+            };
+            if resolved[&task.module].is_err() {
+                names.push(task.module.clone());
+            }
+        }
+        if names.is_empty() {
+            return Ok(resolved);
+        }
+        // Names, each by its key; only what names no module (a digest's start, a typo)
+        // needs the whole list, to resolve it or say what is near.
+        for (name, digest) in self.store.module_lookup(names).await? {
+            resolved.insert(name, Ok(digest));
+        }
+        if resolved.values().any(Result::is_err) {
+            let modules = self.module_list().await?;
+            for (reference, found) in resolved.iter_mut().filter(|(_, f)| f.is_err()) {
+                *found = module_ref::find(reference, &modules).map(|named| named.digest());
             }
         }
         Ok(resolved)

@@ -149,6 +149,7 @@ impl Scheduler {
             settings: Vec::new(),
             // Nor a webhook of its own: the server's hears of its end.
             webhook: None,
+            quotas: self.config.batch_quotas,
         };
         let tasks = self.task_specs(plan.tasks).await?;
         let tasks = self.check_tasks(tasks)?;

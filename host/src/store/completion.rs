@@ -8,6 +8,8 @@ use crate::runtime::{LogLine, Outcome};
 #[derive(Debug, Clone)]
 pub struct Completion {
     pub task: TaskId,
+    /// The task's batch, whose quotas its output and captured text count against.
+    pub batch: BatchId,
     pub lease_token: i64,
     pub node: String,
     pub slot: Option<usize>,
@@ -189,6 +191,7 @@ mod tests {
     fn an_output_over_the_bound_ends_the_attempt_output_too_large() {
         let c = Completion {
             task: 1,
+            batch: 1,
             lease_token: 1,
             node: "n".into(),
             slot: None,

@@ -12,6 +12,9 @@ pub enum StoreError {
     Invalid(String),
     #[error("{0}")]
     Conflict(String),
+    /// Past one of the batch's quotas ([`super::quota`]).
+    #[error("{0}")]
+    Quota(String),
     #[error("the batch handle does not match batch {0}")]
     Forbidden(BatchId),
     #[error("store failure: {0:#}")]

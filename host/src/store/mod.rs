@@ -8,7 +8,8 @@
 //! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
 //! requests done exactly once, `list`: lists' filters, order and pages, `stats`: the whole
 //! queue at a glance, `webhook`: the outbox of events owed to webhooks), the policies both drivers share (`pick`: claim order and rooms;
-//! `admit`: what a submission may add and where it puts the gate; `fate`: retry or end;
+//! `admit`: what a submission may add and where it puts the gate; `quota`: what a batch
+//! may store; `fate`: retry or end;
 //! `errors`: the refusals), and `open`, which picks the driver a URL names.
 //!
 //! Every scheduling rule (ordering gates, group limits, batch limits, priority, fairness)
@@ -29,6 +30,7 @@ mod list;
 mod open;
 mod pick;
 pub mod postgres;
+pub mod quota;
 mod schedule;
 mod select;
 pub mod sqlite;
@@ -50,6 +52,7 @@ pub use keys::{
 };
 pub use list::*;
 pub use open::open;
+pub use quota::{QuotaChange, Quotas, Usage};
 pub use schedule::*;
 pub use select::{BulkCancel, TaskSelect};
 pub use state::*;
@@ -87,6 +90,9 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<ModuleAdded>;
     async fn module_bytes(&self, digest: Digest) -> StoreResult<Vec<u8>>;
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>>;
+    /// The modules that `names` name, as `(name, digest)`; a name that names none is left
+    /// out. What a submission by name reads, instead of the whole list.
+    async fn module_lookup(&self, names: Vec<String>) -> StoreResult<Vec<(String, Digest)>>;
     /// Refused while a task that has not ended uses it. Its names go with it.
     async fn module_delete(&self, digest: Digest) -> StoreResult<()>;
     /// Removes a name; the module it named keeps its others. Returns that module.
@@ -123,6 +129,9 @@ pub trait Store: Send + Sync + 'static {
     /// Removes an ended batch with all it owns: its tasks, their attempts, its order
     /// counts. No driver ever gives a batch's or a task's id again.
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()>;
+    /// Changes the batch's quotas; what it already stores stays, even past a lowered one.
+    async fn batch_set_quotas(&self, batch: BatchId, change: QuotaChange)
+    -> StoreResult<BatchInfo>;
 
     async fn task_submit(
         &self,

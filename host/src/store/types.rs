@@ -39,6 +39,9 @@ pub struct BatchSpec {
     /// API before it reaches a store.
     #[serde(default)]
     pub webhook: Option<super::BatchHook>,
+    /// What it may store; the scheduler fills in the server's defaults.
+    #[serde(default)]
+    pub quotas: super::Quotas,
 }
 
 /// A task to submit.
@@ -143,6 +146,14 @@ pub struct BatchInfo {
     #[serde(default)]
     #[schema(required = true)]
     pub webhook: Option<super::WebhookView>,
+    /// What it may store.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub quotas: super::Quotas,
+    /// What it stores now, counted as its quotas count it.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub usage: super::Usage,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

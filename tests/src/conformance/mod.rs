@@ -29,6 +29,7 @@ pub mod log;
 pub mod modules;
 pub mod pause;
 pub mod priority;
+pub mod quotas;
 pub mod redrive;
 pub mod schedules;
 pub mod stats;
@@ -100,6 +101,9 @@ macro_rules! conformance_tests {
             webhooks::ends_and_final_failures_are_written_once_for_their_listeners,
             webhooks::a_batch_ended_by_cancelling_is_written_too,
             webhooks::a_batch_keeps_a_bounded_number_of_events_waiting,
+            quotas::a_submission_past_a_quota_is_refused_whole,
+            quotas::output_and_text_past_a_quota_are_not_kept,
+            quotas::pruning_and_stale_ends_give_usage_back,
         );
     };
     (@cases $fresh:path; $($module:ident::$case:ident),* $(,)?) => {
@@ -173,6 +177,7 @@ fn ids(tasks: &[ClaimedTask]) -> Vec<TaskId> {
 fn completion(task: &ClaimedTask, outcome: Outcome, now: Micros) -> Completion {
     Completion {
         task: task.id,
+        batch: task.batch,
         lease_token: task.lease_token,
         node: "n1".into(),
         slot: Some(0),

@@ -126,6 +126,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             let logs = report.take_logs();
             Done::Completed(Box::new(Completion {
                 task: task.id,
+                batch: task.batch,
                 lease_token: task.lease_token,
                 node,
                 slot: Some(report.slot),
@@ -150,6 +151,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             let now = now_micros();
             Done::Completed(Box::new(Completion {
                 task: task.id,
+                batch: task.batch,
                 lease_token: task.lease_token,
                 node,
                 slot: None,

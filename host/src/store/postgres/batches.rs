@@ -60,6 +60,7 @@ pub(super) async fn insert(
         .map_err(pg)?
         .get(0);
     super::grants::insert(tx, id, spec).await?;
+    super::quotas::insert(tx, id, spec.quotas).await?;
     Ok(id)
 }
 
@@ -200,6 +201,7 @@ pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResul
             "DELETE FROM batch_orders WHERE batch_id = $1",
             "DELETE FROM request_keys WHERE batch_id = $1",
             "DELETE FROM batch_grants WHERE batch_id = $1",
+            "DELETE FROM batch_quotas WHERE batch_id = $1",
             "DELETE FROM batches WHERE id = $1",
         ] {
             tx.execute(sql, &[&batch]).await.map_err(pg)?;
@@ -236,8 +238,8 @@ pub(super) async fn infos(tx: &impl GenericClient, ids: &[BatchId]) -> StoreResu
 }
 
 /// A batch's settings from its row's first columns (id, name, priority, max_parallel as
-/// set, halt_on_failure, sealed, created_at, paused) and its webhook's URL (column 10),
-/// its progress not read.
+/// set, halt_on_failure, sealed, created_at, paused) and its quotas and usage (columns 10
+/// to 17 of `sql/batch_info.sql`) and its webhook's URL (18), its progress not read.
 fn settings(row: &tokio_postgres::Row) -> BatchInfo {
     BatchInfo {
         id: row.get(0),
@@ -254,7 +256,14 @@ fn settings(row: &tokio_postgres::Row) -> BatchInfo {
         created_at: row.get(6),
         progress: Progress::default(),
         webhook: row
-            .get::<_, Option<String>>(10)
+            .get::<_, Option<String>>(18)
             .map(|url| WebhookView { url }),
+        quotas: Quotas::from_columns([row.get(10), row.get(11), row.get(12), row.get(13)]),
+        usage: Usage::from_columns([
+            row.get::<_, Option<i64>>(14).unwrap_or(0),
+            row.get::<_, Option<i64>>(15).unwrap_or(0),
+            row.get::<_, Option<i64>>(16).unwrap_or(0),
+            row.get::<_, Option<i64>>(17).unwrap_or(0),
+        ]),
     }
 }

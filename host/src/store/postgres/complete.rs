@@ -21,7 +21,7 @@ pub(super) async fn complete(
     now: Micros,
 ) -> StoreResult<CompleteResult> {
     let now = store.db_time(now);
-    let completions: Vec<Completion> = completions
+    let mut completions: Vec<Completion> = completions
         .into_iter()
         .map(|c| Completion {
             started_at: store.db_time(c.started_at),
@@ -31,6 +31,7 @@ pub(super) async fn complete(
         .collect();
     let server = store.server_hook();
     transaction!(store, Commit::Bookkeeping, |tx| {
+        super::quotas::charge(&tx, &mut completions).await?;
         let result = end_attempts(&tx, &completions, now, server).await?;
         store.notify_ended(&tx, &result).await?;
         Ok(result)
@@ -318,9 +319,12 @@ async fn end_attempts(
             .query(&stmt, &[&now, &ids, &tokens, &outputs])
             .await
             .map_err(pg)?;
-        let by_id: HashMap<TaskId, &Completion> = succeeded.iter().map(|c| (c.task, *c)).collect();
+        let mut by_id: HashMap<TaskId, &Completion> =
+            succeeded.iter().map(|c| (c.task, *c)).collect();
         for r in &rows {
-            let c = by_id[&r.get::<_, i64>(0)];
+            let c = by_id
+                .remove(&r.get::<_, i64>(0))
+                .expect("a task ended once");
             let task = Running {
                 id: c.task,
                 batch: r.get(1),
@@ -339,7 +343,10 @@ async fn end_attempts(
             };
             ending.succeeded(&task, AttemptEnd::of(c), &mut result);
         }
-        result.stale += succeeded.len() - rows.len();
+        result.stale += by_id.len();
+        for c in by_id.into_values() {
+            super::quotas::refund(tx, c).await?;
+        }
     }
 
     // Applied in the order reported (a halt reaches what comes after it); the rows are
@@ -365,6 +372,7 @@ async fn end_attempts(
                 .get(&c.task)
                 .filter(|t| t.lease_token == c.lease_token)
             else {
+                super::quotas::refund(tx, c).await?;
                 result.stale += 1;
                 continue;
             };

@@ -159,6 +159,7 @@ pub(super) async fn prune(
             .iter()
             .map(|r| r.get(0))
             .collect();
+        super::quotas::prune(&tx, &ids).await?;
         tx.execute("DELETE FROM attempts WHERE task_id = ANY($1)", &[&ids])
             .await
             .map_err(pg)?;

@@ -126,6 +126,7 @@ mod modules;
 mod nodes;
 mod notifier;
 mod pause;
+mod quotas;
 mod redrive;
 mod schedules;
 mod schema;
@@ -268,6 +269,10 @@ impl Store for PostgresStore {
         modules::list(self).await
     }
 
+    async fn module_lookup(&self, names: Vec<String>) -> StoreResult<Vec<(String, Digest)>> {
+        modules::lookup(self, names).await
+    }
+
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
         modules::delete(self, digest).await
     }
@@ -323,6 +328,17 @@ impl Store for PostgresStore {
 
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
         batches::release(self, batch).await
+    }
+
+    async fn batch_set_quotas(
+        &self,
+        batch: BatchId,
+        change: QuotaChange,
+    ) -> StoreResult<BatchInfo> {
+        transaction!(self, Commit::Durable, |tx| {
+            quotas::set(&tx, batch, change).await?;
+            batches::info(&tx, batch).await
+        })
     }
 
     async fn task_submit(

@@ -216,3 +216,20 @@ pub(super) async fn delete(store: &PostgresStore, digest: Digest) -> StoreResult
         Ok(())
     })
 }
+
+/// The modules that `names` name, in one prepared statement.
+pub(super) async fn lookup(
+    store: &PostgresStore,
+    names: Vec<String>,
+) -> StoreResult<Vec<(String, Digest)>> {
+    let client = store.client(Commit::Durable).await?;
+    let stmt = client
+        .prepare_cached("SELECT name, digest FROM module_names WHERE name = ANY($1)")
+        .await
+        .map_err(pg)?;
+    let rows = client.query(&stmt, &[&names]).await.map_err(pg)?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), digest_of(r.get::<_, &str>(1))))
+        .collect())
+}

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use deadpool_postgres::GenericClient;
 
 use super::{Commit, PostgresStore, digest_of, gate, not_found, pg, to_i32};
+use crate::store::quota;
 use crate::store::*;
 
 /// Adds tasks to a batch, behind its gate or at it; lowers the gate when a task comes in
@@ -25,7 +26,8 @@ pub(super) async fn submit(
 /// Submits within the transaction `tx`; `now` is the database's clock.
 ///
 /// Two round trips: the reads, then the writes, each a pipeline of prepared statements
-/// that the server runs in the order sent, so the reads run under the batch's gate lock.
+/// that the server runs in the order sent, so the reads run under the batch's quota row
+/// lock and gate lock, taken in that order (see `quotas.rs`).
 pub(super) async fn submit_in(
     store: &PostgresStore,
     tx: &impl GenericClient,
@@ -37,7 +39,8 @@ pub(super) async fn submit_in(
     modules.sort_unstable();
     modules.dedup();
     let lowest = specs.iter().map(|s| s.order).min();
-    let (lock, batch_row, known_modules, gate_now, started, vtime) = tokio::try_join!(
+    let (quota, lock, batch_row, known_modules, gate_now, started, vtime) = tokio::try_join!(
+        tx.prepare_cached(super::quotas::LOCK_SQL),
         tx.prepare_cached(gate::LOCK_SQL),
         tx.prepare_cached(
             "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE"
@@ -56,7 +59,8 @@ pub(super) async fn submit_in(
     .map_err(pg)?;
     let key = gate::key(batch);
     let above = lowest.unwrap_or(i64::MAX);
-    let (_, batch_row, known, old_gate, started, vtime) = tokio::try_join!(
+    let (quota, _, batch_row, known, old_gate, started, vtime) = tokio::try_join!(
+        async { tx.query_opt(&quota, &[&batch]).await },
         async { tx.execute(&lock, &[&key]).await },
         async { tx.query_opt(&batch_row, &[&batch]).await },
         async { tx.query(&known_modules, &[&modules]).await },
@@ -71,6 +75,11 @@ pub(super) async fn submit_in(
     if sealed {
         return Err(errors::batch_sealed(batch));
     }
+    let (quotas, usage) = quota
+        .as_ref()
+        .map(super::quotas::from_row)
+        .unwrap_or_default();
+    let added = quota::check_submission(batch, quotas, usage, specs)?;
     let known: HashSet<String> = known.iter().map(|r| r.get(0)).collect();
     admit::check_modules(specs, |module| Ok(known.contains(&module.to_hex())))?;
     if lowest.is_none() {
@@ -110,18 +119,20 @@ pub(super) async fn submit_in(
         c.not_before
             .push(spec.not_before.map_or(0, |t| store.db_time(t)));
     }
-    let (hold_stmt, groups_stmt, orders_stmt, insert, next_vseq_stmt) = tokio::try_join!(
-        tx.prepare_cached(include_str!("sql/submit_hold.sql")),
-        tx.prepare_cached(
-            "INSERT INTO groups (key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING"
-        ),
-        tx.prepare_cached(gate::OPEN_SQL),
-        tx.prepare_cached(include_str!("sql/submit_tasks.sql")),
-        tx.prepare_cached("UPDATE batches SET next_vseq = $1 WHERE id = $2"),
-    )
-    .map_err(pg)?;
+    let (hold_stmt, groups_stmt, orders_stmt, insert, next_vseq_stmt, usage_stmt) =
+        tokio::try_join!(
+            tx.prepare_cached(include_str!("sql/submit_hold.sql")),
+            tx.prepare_cached(
+                "INSERT INTO groups (key) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING"
+            ),
+            tx.prepare_cached(gate::OPEN_SQL),
+            tx.prepare_cached(include_str!("sql/submit_tasks.sql")),
+            tx.prepare_cached("UPDATE batches SET next_vseq = $1 WHERE id = $2"),
+            tx.prepare_cached(super::quotas::SUBMIT_SQL),
+        )
+        .map_err(pg)?;
     let after = first_vseq + n as i64;
-    let (.., rows, _, ()) = tokio::try_join!(
+    let (.., rows, _, _, ()) = tokio::try_join!(
         async {
             match hold {
                 Some(old) => tx.execute(&hold_stmt, &[&batch, &old]).await.map_err(pg),
@@ -164,6 +175,11 @@ pub(super) async fn submit_in(
         },
         async {
             tx.execute(&next_vseq_stmt, &[&after, &batch])
+                .await
+                .map_err(pg)
+        },
+        async {
+            tx.execute(&usage_stmt, &[&added.tasks, &added.input_bytes, &batch])
                 .await
                 .map_err(pg)
         },

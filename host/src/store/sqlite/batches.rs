@@ -31,6 +31,7 @@ pub(super) fn open(
     .map_err(internal)?;
     let id = tx.last_insert_rowid();
     super::grants::insert(tx, id, &spec)?;
+    super::quotas::insert(tx, id, spec.quotas)?;
     get(tx, id)
 }
 
@@ -80,11 +81,14 @@ pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
                 webhook: row
                     .get::<_, Option<String>>(8)?
                     .map(|url| WebhookView { url }),
+                quotas: Quotas::default(),
+                usage: Usage::default(),
             })
         })
         .optional()
         .map_err(internal)?
         .ok_or_else(|| not_found("batch", batch))?;
+    (info.quotas, info.usage) = super::quotas::get(conn, batch)?.unwrap_or_default();
     info.progress = count_states(
         conn,
         include_str!("sql/batch_counts.sql"),
@@ -197,6 +201,7 @@ pub(super) fn release(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
         "DELETE FROM batch_orders WHERE batch_id = ?",
         "DELETE FROM request_keys WHERE batch_id = ?",
         "DELETE FROM batch_grants WHERE batch_id = ?",
+        "DELETE FROM batch_quotas WHERE batch_id = ?",
         "DELETE FROM batches WHERE id = ?",
     ] {
         tx.execute(sql, [batch]).map_err(internal)?;

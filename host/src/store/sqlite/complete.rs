@@ -65,11 +65,12 @@ pub(super) const CANCEL_ASKED_SQL: &str = "SELECT id FROM tasks INDEXED BY tasks
 /// webhook, which hears of every batch's end and task's final failure.
 pub(super) fn complete(
     tx: &Transaction<'_>,
-    completions: Vec<Completion>,
+    mut completions: Vec<Completion>,
     now: Micros,
     server: bool,
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
+    super::quotas::charge(tx, &mut completions)?;
     let (succeeded, others): (Vec<_>, Vec<_>) = completions
         .into_iter()
         .partition(|c| c.outcome.is_success());
@@ -82,6 +83,7 @@ pub(super) fn complete(
             .optional()
             .map_err(internal)?;
         let Some(task) = task.filter(|t| t.lease_token == c.lease_token) else {
+            super::quotas::refund(tx, &c)?;
             result.stale += 1;
             continue;
         };
@@ -139,6 +141,7 @@ fn complete_successes(
             .optional()
             .map_err(internal)?;
         let Some(task) = ended else {
+            super::quotas::refund(tx, &c)?;
             result.stale += 1;
             continue;
         };

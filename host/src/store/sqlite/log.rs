@@ -161,6 +161,7 @@ pub(super) fn running_list(conn: &Connection) -> StoreResult<Vec<RunningTask>> {
 /// Deletes up to `chunk` tasks that ended before `before`, with their attempt records;
 /// returns how many tasks it deleted.
 pub(super) fn prune(tx: &Transaction<'_>, before: Micros, chunk: usize) -> StoreResult<usize> {
+    super::quotas::prune(tx, before, chunk)?;
     tx.execute(
         include_str!("sql/prune_attempts.sql"),
         params![before, chunk as i64],

@@ -45,6 +45,7 @@ mod nodes;
 mod pause;
 #[cfg(test)]
 mod plans;
+mod quotas;
 mod redrive;
 mod schedules;
 mod schema;
@@ -209,6 +210,10 @@ impl Store for SqliteStore {
         self.call(|conn| modules::list(conn)).await
     }
 
+    async fn module_lookup(&self, names: Vec<String>) -> StoreResult<Vec<(String, Digest)>> {
+        self.call(move |conn| modules::lookup(conn, names)).await
+    }
+
     async fn module_delete(&self, digest: Digest) -> StoreResult<()> {
         self.write(move |tx| modules::delete(tx, digest)).await
     }
@@ -271,6 +276,18 @@ impl Store for SqliteStore {
 
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
         self.write(move |tx| batches::release(tx, batch)).await
+    }
+
+    async fn batch_set_quotas(
+        &self,
+        batch: BatchId,
+        change: QuotaChange,
+    ) -> StoreResult<BatchInfo> {
+        self.write(move |tx| {
+            quotas::set(tx, batch, change)?;
+            batches::get(tx, batch)
+        })
+        .await
     }
 
     async fn task_submit(

@@ -212,3 +212,21 @@ pub(super) fn exists(tx: &Transaction<'_>, digest: &str) -> StoreResult<bool> {
         .exists([digest])
         .map_err(internal)
 }
+
+/// The modules that `names` name, each by its key in `module_names`.
+pub(super) fn lookup(conn: &Connection, names: Vec<String>) -> StoreResult<Vec<(String, Digest)>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT digest FROM module_names WHERE name = ?")
+        .map_err(internal)?;
+    let mut found = Vec::with_capacity(names.len());
+    for name in names {
+        let digest: Option<String> = stmt
+            .query_row([&name], |r| r.get(0))
+            .optional()
+            .map_err(internal)?;
+        if let Some(digest) = digest {
+            found.push((name, digest_of(digest)));
+        }
+    }
+    Ok(found)
+}

@@ -28,6 +28,7 @@ pub(super) fn submit(
     if sealed {
         return Err(errors::batch_sealed(batch));
     }
+    super::quotas::submit(tx, batch, &specs)?;
     let mut known = std::collections::HashSet::new();
     admit::check_modules(&specs, |module| {
         Ok(known.contains(module) || {

@@ -1,6 +1,6 @@
 -- Batches as reads show them: each one's settings (a paused batch's max_parallel is the
 -- one it gets back on resume) with its tasks counted per state, one row per batch and
--- state; a batch without tasks has one row, its state NULL.
+-- state; a batch without tasks has one row, its state NULL. Its quotas and usage follow.
 --
 -- $1 batch ids (bigint[])
 --
@@ -9,8 +9,11 @@
 -- 6 reserved, 7 held.
 SELECT b.id, b.name, b.priority,
        CASE WHEN b.paused THEN b.resume_max_parallel ELSE b.max_parallel END,
-       b.halt_on_failure, b.sealed, b.created_at, b.paused, c.state, c.count, b.webhook_url
+       b.halt_on_failure, b.sealed, b.created_at, b.paused, c.state, c.count,
+       q.quota_tasks, q.quota_input, q.quota_output, q.quota_text,
+       q.used_tasks, q.used_input, q.used_output, q.used_text, b.webhook_url
 FROM batches b
+LEFT JOIN batch_quotas q ON q.batch_id = b.id
 LEFT JOIN LATERAL (
     SELECT CASE WHEN t.state = 2 AND l.started_at IS NULL THEN 6
                 WHEN t.state = 1 AND (

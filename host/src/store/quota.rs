@@ -1,0 +1,254 @@
+//! Quotas on what one batch stores: its tasks, the bytes of their inputs, of their outputs
+//! and of the text their attempts captured (error, log, stdout, stderr). Both drivers keep
+//! a batch's quotas and usage on its row; the rules of what fits are here, stated once.
+//!
+//! Tasks and input are checked at submission: past a quota the whole submission is
+//! refused, naming the quota, and nothing stored changes. Output and text are checked when
+//! an attempt ends: an output that does not fit ends the attempt `output-too-large`, and
+//! captured text is cut to what is left.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{BatchId, Completion, StoreError, StoreResult, TaskSpec};
+use crate::runtime::Outcome;
+
+/// The most a batch may store. Fixed when the batch opens, from the server's defaults
+/// unless the opening request says otherwise; an admin may change them later. None: no
+/// quota.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Quotas {
+    /// Tasks stored in the batch, ended ones included until they are pruned.
+    #[schema(required = true)]
+    pub tasks: Option<u64>,
+    /// Bytes of the inputs of its stored tasks.
+    #[schema(required = true)]
+    pub input_bytes: Option<u64>,
+    /// Bytes of the outputs of its stored tasks.
+    #[schema(required = true)]
+    pub output_bytes: Option<u64>,
+    /// Bytes of the text its attempts captured: errors, log lines, stdout and stderr.
+    #[schema(required = true)]
+    pub text_bytes: Option<u64>,
+}
+
+/// What a batch stores now, counted as its quotas count it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Usage {
+    pub tasks: u64,
+    pub input_bytes: u64,
+    pub output_bytes: u64,
+    pub text_bytes: u64,
+}
+
+/// A change of a batch's quotas: each field given replaces that quota; `Some(None)`
+/// removes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaChange {
+    #[serde(
+        default,
+        deserialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub tasks: Option<Option<u64>>,
+    #[serde(
+        default,
+        deserialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub input_bytes: Option<Option<u64>>,
+    #[serde(
+        default,
+        deserialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub output_bytes: Option<Option<u64>>,
+    #[serde(
+        default,
+        deserialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u64>)]
+    pub text_bytes: Option<Option<u64>>,
+}
+
+/// A field that is present: `null` is `Some(None)`, a number `Some(Some(n))`.
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
+    Option::<u64>::deserialize(d).map(Some)
+}
+
+impl Quotas {
+    /// The quotas with `change` applied.
+    pub fn changed(self, change: QuotaChange) -> Quotas {
+        Quotas {
+            tasks: change.tasks.unwrap_or(self.tasks),
+            input_bytes: change.input_bytes.unwrap_or(self.input_bytes),
+            output_bytes: change.output_bytes.unwrap_or(self.output_bytes),
+            text_bytes: change.text_bytes.unwrap_or(self.text_bytes),
+        }
+    }
+
+    /// Each quota as a database column holds it: NULL for none, within i64.
+    pub(crate) fn columns(self) -> [Option<i64>; 4] {
+        [
+            self.tasks,
+            self.input_bytes,
+            self.output_bytes,
+            self.text_bytes,
+        ]
+        .map(|q| q.map(|q| i64::try_from(q).unwrap_or(i64::MAX)))
+    }
+
+    /// Quotas from their four columns, in the order of [`Quotas::columns`].
+    pub(crate) fn from_columns(c: [Option<i64>; 4]) -> Quotas {
+        let q = |v: Option<i64>| v.map(|v| v.max(0) as u64);
+        Quotas {
+            tasks: q(c[0]),
+            input_bytes: q(c[1]),
+            output_bytes: q(c[2]),
+            text_bytes: q(c[3]),
+        }
+    }
+}
+
+impl Usage {
+    /// Usage from its four columns, in the order of [`Quotas::columns`].
+    pub(crate) fn from_columns(c: [i64; 4]) -> Usage {
+        Usage {
+            tasks: c[0].max(0) as u64,
+            input_bytes: c[1].max(0) as u64,
+            output_bytes: c[2].max(0) as u64,
+            text_bytes: c[3].max(0) as u64,
+        }
+    }
+}
+
+/// What a submission adds to its batch's usage: tasks and bytes of input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Added {
+    pub tasks: i64,
+    pub input_bytes: i64,
+}
+
+/// Checks that `specs` fit in the batch's quotas beside what it stores; refuses the
+/// submission, naming the first quota it would pass, otherwise.
+pub fn check_submission(
+    batch: BatchId,
+    quotas: Quotas,
+    usage: Usage,
+    specs: &[TaskSpec],
+) -> StoreResult<Added> {
+    let tasks = specs.len() as u64;
+    let input: u64 = specs.iter().map(|s| s.input.len() as u64).sum();
+    let over =
+        |quota: Option<u64>, used: u64, adds: u64| quota.filter(|&q| used.saturating_add(adds) > q);
+    if let Some(quota) = over(quotas.tasks, usage.tasks, tasks) {
+        return Err(refused(batch, "tasks", quota, usage.tasks, tasks, "tasks"));
+    }
+    if let Some(quota) = over(quotas.input_bytes, usage.input_bytes, input) {
+        return Err(refused(
+            batch,
+            "input_bytes",
+            quota,
+            usage.input_bytes,
+            input,
+            "bytes of input",
+        ));
+    }
+    Ok(Added {
+        tasks: tasks as i64,
+        input_bytes: input as i64,
+    })
+}
+
+fn refused(
+    batch: BatchId,
+    quota: &str,
+    limit: u64,
+    used: u64,
+    adds: u64,
+    what: &str,
+) -> StoreError {
+    StoreError::Quota(format!(
+        "batch {batch} is over its `{quota}` quota: it stores {used} {what} and this submission adds \
+         {adds}, past the quota of {limit}; nothing was submitted. Prune or release what it holds, \
+         or have an admin raise the quota (`qhost batch quota {batch} --{flag} N`, \
+         PATCH /v1/batches/{batch}/quotas)",
+        flag = quota.replace('_', "-"),
+    ))
+}
+
+/// What a batch has left for outputs and captured text while its ended attempts are
+/// written; None: no quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Room {
+    pub output_bytes: Option<u64>,
+    pub text_bytes: Option<u64>,
+}
+
+impl Room {
+    /// The room `quotas` leave beside `usage`.
+    pub fn left(quotas: Quotas, usage: Usage) -> Room {
+        Room {
+            output_bytes: quotas
+                .output_bytes
+                .map(|q| q.saturating_sub(usage.output_bytes)),
+            text_bytes: quotas
+                .text_bytes
+                .map(|q| q.saturating_sub(usage.text_bytes)),
+        }
+    }
+
+    /// Fits one ended attempt into the room, taking what it keeps from it: an output that
+    /// does not fit is not kept and ends the attempt `output-too-large`; captured text is
+    /// cut to what is left, stdout first, then stderr, then log lines.
+    pub fn fit(&mut self, batch: BatchId, c: &mut Completion) {
+        if let (Some(room), Some(size)) = (self.output_bytes, c.output.as_ref().map(Vec::len))
+            && size as u64 > room
+        {
+            c.outcome = Outcome::OutputTooLarge;
+            c.output = None;
+            c.error = Some(format!(
+                "returned {size} bytes of output, past what is left of batch {batch}'s \
+                 `output_bytes` quota ({room} bytes); an admin can raise it \
+                 (`qhost batch quota {batch} --output-bytes N`)"
+            ));
+        }
+        if let Some(room) = self.output_bytes.as_mut() {
+            *room -= c.output.as_ref().map_or(0, |o| o.len() as u64);
+        }
+        if let Some(room) = self.text_bytes.as_mut() {
+            let error = c.error.as_ref().map_or(0, |e| e.len() as u64);
+            *room = room.saturating_sub(error);
+            for capture in [&mut c.stdout, &mut c.stderr] {
+                capture.truncate(usize::try_from(*room).unwrap_or(usize::MAX));
+                *room -= capture.len() as u64;
+            }
+            let mut kept = 0;
+            for line in &c.logs {
+                let size = line.message.len() as u64;
+                if size > *room {
+                    break;
+                }
+                *room -= size;
+                kept += 1;
+            }
+            c.logs.truncate(kept);
+        }
+    }
+}
+
+/// The bytes of captured text an ended attempt stores, as [`Room::fit`] counts them.
+pub fn text_bytes(c: &Completion) -> u64 {
+    let logs: usize = c.logs.iter().map(|l| l.message.len()).sum();
+    (c.error.as_ref().map_or(0, String::len) + c.stdout.len() + c.stderr.len() + logs) as u64
+}
+
+/// The bytes of output an ended attempt stores.
+pub fn output_bytes(c: &Completion) -> u64 {
+    c.output.as_ref().map_or(0, |o| o.len() as u64)
+}
