@@ -11,6 +11,7 @@
 //! - [`units`]: sizes and durations as people write them; [`whole`]: integer fields of
 //!   requests that take `3.0` as JSON Schema's `integer` does.
 //! - [`secrets`]: the key that seals secret settings at rest.
+//! - [`webhooks`]: batches' ends and tasks' final failures posted, signed, to a URL.
 //! - [`private_file`]: files only their owner may read.
 
 pub mod api;
@@ -22,4 +23,5 @@ pub mod schedules;
 pub mod secrets;
 pub mod store;
 pub mod units;
+pub mod webhooks;
 pub mod whole;

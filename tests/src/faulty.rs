@@ -264,6 +264,24 @@ impl Store for FaultyStore {
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
         self.inner.lease_rescue(node, now).await
     }
+    fn webhook_server(&self, on: bool) {
+        self.inner.webhook_server(on)
+    }
+    async fn hook_claim(
+        &self,
+        now: Micros,
+        hold_until: Micros,
+        max: usize,
+        server: bool,
+    ) -> StoreResult<HookClaim> {
+        self.inner.hook_claim(now, hold_until, max, server).await
+    }
+    async fn hook_done(&self, id: i64) -> StoreResult<()> {
+        self.inner.hook_done(id).await
+    }
+    async fn hook_retry(&self, id: i64, due: Micros, body: Vec<u8>) -> StoreResult<()> {
+        self.inner.hook_retry(id, due, body).await
+    }
     async fn batch_list(&self, filter: BatchFilter) -> StoreResult<Vec<BatchInfo>> {
         self.inner.batch_list(filter).await
     }

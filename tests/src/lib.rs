@@ -1,6 +1,7 @@
 //! Helpers shared by qhost's integration tests and benchmarks: where the wasm guests and
 //! the `qhost` binary are; a running `qhost serve` ([`server`]), and one named node of
-//! several driven over HTTP ([`serve_node`]); a store that fails on demand ([`faulty`]);
+//! several driven over HTTP ([`serve_node`]); a store that fails on demand ([`faulty`]); a
+//! webhook receiver ([`hook_receiver`]);
 //! randomized workloads and the rules checked over their logs ([`workload`]); inputs and
 //! component variants for the runtime's tests and benchmarks.
 
@@ -155,6 +156,7 @@ pub fn admitted(tasks: Vec<qhost::store::TaskSpec>) -> qhost::store::Admitted {
 pub mod conformance;
 pub mod faulty;
 pub mod harness;
+pub mod hook_receiver;
 pub mod origin_server;
 pub mod pg;
 pub mod serve_node;

@@ -1241,6 +1241,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     failure_policy: *policy,
                     allow_http: Vec::new(),
                     settings: Vec::new(),
+                    webhook: None,
                     quotas: Quotas::default(),
                 };
                 let mut hash = [0u8; 32];

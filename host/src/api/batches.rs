@@ -54,6 +54,11 @@ pub struct OpenBatch {
     /// it; the API shows no setting's value. Fixed once the batch is open.
     #[serde(default)]
     pub settings: std::collections::BTreeMap<String, super::settings::SettingValue>,
+    /// Where the batch's end, and each of its tasks' final failure, is posted as JSON,
+    /// signed with `secret` (see the `Qhost-Signature` header); its origin must be within
+    /// the server's `--allow-http`. Fixed once the batch is open; views show the URL only.
+    #[serde(default)]
+    pub webhook: Option<super::webhook::OpenWebhook>,
     /// What it may store, where it differs from the server's defaults (`null`: no quota).
     /// Changed later by `PATCH /v1/batches/{id}/quotas`.
     #[serde(default)]
@@ -152,6 +157,7 @@ pub async fn open(
         failure_policy: body.failure_policy,
         allow_http: allow_http(&state, &body.allow_http)?,
         settings: super::settings::sealed(&state, body.settings)?,
+        webhook: super::webhook::sealed(&state, body.webhook)?,
         quotas: state.scheduler.batch_quotas().changed(body.quotas),
     };
     let specs = state.scheduler.task_specs(body.tasks).await?;

@@ -15,7 +15,8 @@
 //! - [`schedules`]: schedules that open batches on a cron expression; [`groups`]: the
 //!   groups listed with their limits.
 //! - [`keys`]: the `Idempotency-Key` of openings and submissions.
-//! - [`settings`]: the settings granted to a batch, secrets sealed.
+//! - [`settings`]: the settings granted to a batch, secrets sealed; [`webhook`]: a
+//!   batch's webhook, checked against the allow-list, its secret sealed.
 //! - [`pause`]: pauses and limits changed after the fact; [`redrive`]: failed and
 //!   cancelled tasks run again, and bulk actions on the tasks a filter names.
 //! - [`observe`]: the execution log, the running-now view, the nodes, health;
@@ -56,6 +57,7 @@ pub mod slow;
 pub mod state;
 pub mod status;
 pub mod tasks;
+pub mod webhook;
 pub use crate::whole;
 
 use std::future::Future;

@@ -126,12 +126,21 @@ pub struct ServeArgs {
     /// scraper on a network clients do not reach (default: none).
     #[arg(long, env = "QHOST_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
+    /// A URL every batch's end and every task's final failure is posted to, signed with
+    /// the secret in `webhook_secret_file`; its origin must be in `allow_http` (default:
+    /// none).
+    #[arg(long, env = "QHOST_WEBHOOK", value_name = "URL")]
+    pub webhook: Option<String>,
+    /// A file holding the secret (16 to 1024 bytes) that signs the requests to `webhook`;
+    /// QHOST_WEBHOOK_SECRET gives the secret itself (default: none; needed with `webhook`).
+    #[arg(long, env = "QHOST_WEBHOOK_SECRET_FILE")]
+    pub webhook_secret_file: Option<PathBuf>,
     /// A TOML file with any of the settings above (keys: listen, data_dir, db, node,
     /// workers, admin_token, grace, lease, retention, mounts, allow_http, secret_key_file,
     /// max_connections, max_connections_per_address, header_timeout, client_timeout,
     /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
     /// metrics_listen, max_timeout, max_memory, quota_tasks, quota_input, quota_output,
-    /// quota_text); flags and variables take precedence
+    /// quota_text, webhook, webhook_secret_file); flags and variables take precedence
     /// (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
@@ -170,6 +179,8 @@ struct FileConfig {
     max_long_requests: Option<usize>,
     metrics_token: Option<String>,
     metrics_listen: Option<String>,
+    webhook: Option<String>,
+    webhook_secret_file: Option<PathBuf>,
     quota_tasks: Option<String>,
     quota_input: Option<String>,
     quota_output: Option<String>,
@@ -363,6 +374,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.allow_http
     };
+    let webhook = server_webhook(
+        &allow_http,
+        args.webhook.or(file.webhook),
+        args.webhook_secret_file.or(file.webhook_secret_file),
+    )?;
     create_private_dir(&data_dir).context("setting `data_dir`")?;
     // A task given the data directory could read the admin token or change the database.
     let data_real = data_dir
@@ -460,6 +476,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.batch_quotas = batch_quotas;
         config.secret_key = Some(secret_key);
         config.default_limits = default_limits;
+        config.webhook = webhook;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
         let address = listener.local_addr()?;
@@ -661,4 +678,40 @@ fn init_logging(json: bool) {
     } else {
         builder.init();
     }
+}
+
+/// The server's webhook: its URL within `allow_http`, and its secret, from
+/// QHOST_WEBHOOK_SECRET or the file `secret_file`.
+fn server_webhook(
+    allow_http: &[AllowedOrigin],
+    url: Option<String>,
+    secret_file: Option<PathBuf>,
+) -> anyhow::Result<Option<crate::webhooks::ServerWebhook>> {
+    let Some(url) = url else {
+        anyhow::ensure!(
+            secret_file.is_none(),
+            "setting `webhook_secret_file` is given without `webhook`"
+        );
+        return Ok(None);
+    };
+    crate::webhooks::check_url(allow_http, &url, "setting `webhook`")
+        .map_err(anyhow::Error::msg)?;
+    let secret = match std::env::var("QHOST_WEBHOOK_SECRET") {
+        Ok(secret) => secret,
+        Err(_) => {
+            let path = secret_file.context(
+                "setting `webhook` needs its secret: give `webhook_secret_file` (or \
+                 QHOST_WEBHOOK_SECRET)",
+            )?;
+            std::fs::read_to_string(&path)
+                .with_context(|| {
+                    format!("setting `webhook_secret_file`: reading {}", path.display())
+                })?
+                .trim()
+                .to_owned()
+        }
+    };
+    crate::webhooks::check_secret(&secret, "setting `webhook_secret_file`")
+        .map_err(anyhow::Error::msg)?;
+    Ok(Some(crate::webhooks::ServerWebhook { url, secret }))
 }

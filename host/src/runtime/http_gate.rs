@@ -80,44 +80,56 @@ impl HttpGate {
             self.ledger.trip(format!("made {reason}"));
             return Err((Error::HttpRequestDenied, reason));
         }
-        let denied = |reason: String| Err((Error::HttpRequestDenied, reason));
         let Some(origin) = origin else {
             return Err((
                 Error::HttpRequestUriInvalid,
                 "the request names no http or https host".into(),
             ));
         };
-        if self.operator.is_empty() {
-            return denied("refused: this server allows no outbound HTTP (no --allow-http)".into());
-        }
-        if self.grant.is_empty() {
-            return denied(
-                "refused: its batch was not granted outbound HTTP (`allow_http` when the \
-                 batch is opened)"
-                    .into(),
-            );
-        }
-        if !self.grant.iter().any(|allowed| allowed.matches(origin)) {
-            return denied(format!(
-                "refused: {origin} is not in its batch's `allow_http`"
-            ));
-        }
-        if !self.operator.iter().any(|allowed| allowed.matches(origin)) {
-            return denied(format!(
-                "refused: {origin} is not in this server's --allow-http"
-            ));
-        }
-        let exact = |list: &[AllowedOrigin]| {
-            list.iter()
-                .any(|allowed| allowed.matches(origin) && allowed.port == Port::Is(origin.port))
-        };
-        let forbidden = if exact(&self.operator) && exact(&self.grant) {
-            Arc::from([])
-        } else {
-            self.own_addresses.clone()
-        };
+        let forbidden = check_lists(&self.operator, &self.grant, &self.own_addresses, origin)
+            .map_err(|reason| (Error::HttpRequestDenied, reason))?;
         Ok((origin.clone(), forbidden))
     }
+}
+
+/// Whether a request to `origin` may go out under the operator's list and a grant (a
+/// batch's `allow_http`, or a webhook's own origin); if so, the server's own addresses it
+/// may not connect to (none when both lists name its port). The refusal says why.
+pub(crate) fn check_lists(
+    operator: &[AllowedOrigin],
+    grant: &[AllowedOrigin],
+    own_addresses: &Arc<[SocketAddr]>,
+    origin: &RequestOrigin,
+) -> Result<Arc<[SocketAddr]>, String> {
+    if operator.is_empty() {
+        return Err("refused: this server allows no outbound HTTP (no --allow-http)".into());
+    }
+    if grant.is_empty() {
+        return Err(
+            "refused: its batch was not granted outbound HTTP (`allow_http` when the \
+             batch is opened)"
+                .into(),
+        );
+    }
+    if !grant.iter().any(|allowed| allowed.matches(origin)) {
+        return Err(format!(
+            "refused: {origin} is not in its batch's `allow_http`"
+        ));
+    }
+    if !operator.iter().any(|allowed| allowed.matches(origin)) {
+        return Err(format!(
+            "refused: {origin} is not in this server's --allow-http"
+        ));
+    }
+    let exact = |list: &[AllowedOrigin]| {
+        list.iter()
+            .any(|allowed| allowed.matches(origin) && allowed.port == Port::Is(origin.port))
+    };
+    Ok(if exact(operator) && exact(grant) {
+        Arc::from([])
+    } else {
+        own_addresses.clone()
+    })
 }
 
 impl WasiHttpHooks for HttpGate {

@@ -26,7 +26,7 @@ type IoFuture = Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>;
 /// What a sent request answers: its response, or why there is none.
 pub(crate) type Answer = wasmtime_wasi_http::Result<(http::Response<WasiBody>, IoFuture)>;
 
-trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for T {}
 
 /// The answer to a request refused before it went out.
@@ -89,26 +89,7 @@ async fn exchange(
     meter: Meter,
     deadline: Instant,
 ) -> Result<(http::Response<WasiBody>, IoFuture), (Error, String)> {
-    let addresses = resolve(origin).await?;
-    if let Some(ip) = addresses
-        .iter()
-        .find(|ip| is_own(**ip, origin.port, forbidden))
-    {
-        return Err((
-            Error::DestinationIpProhibited,
-            format!(
-                "refused: {} is this qhost server's own address; an allow-list entry must \
-                 name its port ({}) to reach it",
-                SocketAddr::new(*ip, origin.port),
-                origin.port
-            ),
-        ));
-    }
-    let stream = connect(&addresses, origin.port).await?;
-    let stream: Box<dyn Stream> = match origin.scheme {
-        super::origin::Scheme::Http => Box::new(stream),
-        super::origin::Scheme::Https => Box::new(tls(stream, &origin.host).await?),
-    };
+    let stream = open(origin, forbidden).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| (Error::HttpProtocolError, format!("HTTP handshake: {e}")))?;
@@ -178,6 +159,37 @@ async fn exchange(
         }
     });
     Ok((response, io))
+}
+
+/// Opens a connection to `origin` that the address checks allow: resolves its host,
+/// refuses an address that is not public (unless the allow-list named it) or is one of
+/// the server's `forbidden` own addresses, connects to a checked address (so a second DNS
+/// answer cannot lead elsewhere), and speaks TLS for `https`. Guests' requests and
+/// webhooks ([`crate::webhooks`]) connect through here alike.
+pub(crate) async fn open(
+    origin: &RequestOrigin,
+    forbidden: &[SocketAddr],
+) -> Result<Box<dyn Stream>, (Error, String)> {
+    let addresses = resolve(origin).await?;
+    if let Some(ip) = addresses
+        .iter()
+        .find(|ip| is_own(**ip, origin.port, forbidden))
+    {
+        return Err((
+            Error::DestinationIpProhibited,
+            format!(
+                "refused: {} is this qhost server's own address; an allow-list entry must \
+                 name its port ({}) to reach it",
+                SocketAddr::new(*ip, origin.port),
+                origin.port
+            ),
+        ));
+    }
+    let stream = connect(&addresses, origin.port).await?;
+    Ok(match origin.scheme {
+        super::origin::Scheme::Http => Box::new(stream),
+        super::origin::Scheme::Https => Box::new(tls(stream, &origin.host).await?),
+    })
 }
 
 /// The addresses to try: the host itself when it is an IP address, else what it resolves

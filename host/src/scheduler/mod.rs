@@ -128,6 +128,8 @@ pub struct SchedulerConfig {
     pub rescue_every: Option<Duration>,
     /// Seals the secret settings granted to batches; none: secrets are refused.
     pub secret_key: Option<crate::secrets::SecretKey>,
+    /// The server's webhook, which hears of every batch's end and task's final failure.
+    pub webhook: Option<crate::webhooks::ServerWebhook>,
     /// The quotas a batch opens with when its opening sets none.
     pub batch_quotas: crate::store::Quotas,
 }
@@ -142,6 +144,7 @@ impl SchedulerConfig {
             retention: None,
             rescue_every: None,
             secret_key: None,
+            webhook: None,
             batch_quotas: crate::store::Quotas::default(),
         }
     }
@@ -186,6 +189,8 @@ pub struct Scheduler {
     pub(crate) renew_now: Notify,
     /// Priorities or limits changed: reserved tasks go back to the queue.
     pub(crate) reclaim: Notify,
+    /// Wakes the webhook sender: events may have been written to the outbox.
+    pub(crate) hooks_wake: Notify,
     pub(crate) events: broadcast::Sender<BatchEvent>,
     started_at: Micros,
     /// Runs on this node, by task: for cancellation and the live view.
@@ -208,6 +213,8 @@ const MAX_CHECKED_HANDLES: usize = 10_000;
 
 impl Scheduler {
     pub fn new(store: Arc<dyn Store>, runtime: Arc<Runtime>, config: SchedulerConfig) -> Arc<Self> {
+        // Ends are written to the outbox for the server's webhook only while it has one.
+        store.webhook_server(config.webhook.is_some());
         Arc::new(Scheduler {
             store,
             runtime,
@@ -216,6 +223,7 @@ impl Scheduler {
             schedules_wake: Notify::new(),
             renew_now: Notify::new(),
             reclaim: Notify::new(),
+            hooks_wake: Notify::new(),
             events: broadcast::channel(4096).0,
             started_at: now_micros(),
             running: Mutex::new(HashMap::new()),
@@ -421,6 +429,8 @@ impl Scheduler {
         let cancelled = self.store.batch_cancel(batch, now_micros()).await?;
         // Cancelled tasks may close their orders and open the next ones: claim again.
         self.wake.notify_one();
+        // And may end the batch, which its webhooks hear of.
+        self.hooks_wake.notify_one();
         for run in self.running.lock().expect("running lock").values() {
             if run.batch == batch {
                 run.cancel.cancel();
@@ -490,8 +500,10 @@ impl Scheduler {
     pub async fn task_cancel(&self, access: &Access, task: TaskId) -> Result<CancelResult> {
         let info = self.task_for(access, task).await?;
         let result = self.store.task_cancel(task, now_micros()).await?;
-        // Cancelling a pending task may close its order and open the next one.
+        // Cancelling a pending task may close its order and open the next one, or end
+        // its batch.
         self.wake.notify_one();
+        self.hooks_wake.notify_one();
         if result == CancelResult::Requested {
             if let Some(run) = self.running.lock().expect("running lock").get(&task) {
                 run.cancel.cancel();

@@ -67,8 +67,9 @@ impl Scheduler {
     ) -> Result<BulkCancel> {
         self.authorize_select(access, &mut select).await?;
         let result = self.store.task_cancel_where(select, now_micros()).await?;
-        // Cancelled tasks may close their orders and open the next ones.
+        // Cancelled tasks may close their orders and open the next ones, or end batches.
         self.wake.notify_one();
+        self.hooks_wake.notify_one();
         if result.stopping > 0 {
             // The lease keeper learns which, stops those running here and hands back the
             // reserved ones.

@@ -147,6 +147,8 @@ impl Scheduler {
             // A schedule grants its batches nothing: outbound HTTP is granted batch by batch.
             allow_http: Vec::new(),
             settings: Vec::new(),
+            // Nor a webhook of its own: the server's hears of its end.
+            webhook: None,
             quotas: self.config.batch_quotas,
         };
         let tasks = self.task_specs(plan.tasks).await?;

@@ -166,6 +166,8 @@ pub struct CompleteResult {
     pub ended: Vec<(TaskId, BatchId)>,
     /// Tasks put back for another attempt.
     pub retried: usize,
+    /// Whether events were written to the webhook outbox.
+    pub hooked: bool,
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! state, and how reads compute it; `types`, `completion`, `time`, `schedule`, `text`:
 //! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
 //! requests done exactly once, `list`: lists' filters, order and pages, `stats`: the whole
-//! queue at a glance), the policies both drivers share (`pick`: claim order and rooms;
+//! queue at a glance, `webhook`: the outbox of events owed to webhooks), the policies both drivers share (`pick`: claim order and rooms;
 //! `admit`: what a submission may add and where it puts the gate; `quota`: what a batch
 //! may store; `fate`: retry or end;
 //! `errors`: the refusals), and `open`, which picks the driver a URL names.
@@ -39,6 +39,7 @@ mod stats;
 pub mod text;
 mod time;
 mod types;
+mod webhook;
 
 /// Tasks reach the store only as the scheduler admitted them: it checks them once, for
 /// every path in.
@@ -58,6 +59,7 @@ pub use state::*;
 pub use stats::*;
 pub use time::*;
 pub use types::*;
+pub use webhook::*;
 
 use async_trait::async_trait;
 use tokio::sync::broadcast;
@@ -275,6 +277,24 @@ pub trait Store: Send + Sync + 'static {
     async fn schedule_due(&self, now: Micros) -> StoreResult<(Vec<ScheduleInfo>, Option<Micros>)>;
     /// Handles a tick, all or nothing; `None` when another node handled it first.
     async fn schedule_fire(&self, fire: Fire) -> StoreResult<Option<Tick>>;
+
+    /// Whether the server has a webhook of its own (`--webhook`): every batch's end and
+    /// every task's final failure is then written to the outbox for it. Off until set.
+    fn webhook_server(&self, on: bool);
+    /// Claims up to `max` outbox events due by `now` for one try each (the server's only
+    /// when `server`), counting the try and holding them until `hold_until`; another node
+    /// takes an event only once that passes. Also says when the next falls due.
+    async fn hook_claim(
+        &self,
+        now: Micros,
+        hold_until: Micros,
+        max: usize,
+        server: bool,
+    ) -> StoreResult<HookClaim>;
+    /// An event delivered, or given up: it leaves the outbox.
+    async fn hook_done(&self, id: i64) -> StoreResult<()>;
+    /// An event whose try failed: tried again from `due`, with the body sent this time.
+    async fn hook_retry(&self, id: i64, due: Micros, body: Vec<u8>) -> StoreResult<()>;
 
     /// News from other nodes; `None` for a store only this process uses.
     fn signals(&self) -> Option<broadcast::Receiver<Signal>> {

@@ -35,6 +35,10 @@ pub struct BatchSpec {
     /// sealed by the API before it reaches a store.
     #[serde(default)]
     pub settings: Vec<super::Setting>,
+    /// Where its end and its tasks' final failures are posted, its secret sealed by the
+    /// API before it reaches a store.
+    #[serde(default)]
+    pub webhook: Option<super::BatchHook>,
     /// What it may store; the scheduler fills in the server's defaults.
     #[serde(default)]
     pub quotas: super::Quotas,
@@ -138,6 +142,10 @@ pub struct BatchInfo {
     pub paused: bool,
     pub created_at: Micros,
     pub progress: Progress,
+    /// The webhook it was opened with, if any (its secret is never shown).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub webhook: Option<super::WebhookView>,
     /// What it may store.
     #[serde(default)]
     #[schema(required = true)]

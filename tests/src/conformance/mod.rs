@@ -33,6 +33,7 @@ pub mod quotas;
 pub mod redrive;
 pub mod schedules;
 pub mod stats;
+pub mod webhooks;
 
 /// Stamps out one `#[tokio::test]` per conformance case, each on a fresh store from
 /// `$fresh`: an async function returning the store and what must outlive it (its file,
@@ -97,6 +98,9 @@ macro_rules! conformance_tests {
             lists::task_pages_neither_repeat_nor_miss_while_tasks_are_added,
             lists::waiting_on_names_each_reason,
             lists::task_counts_match_the_rows_through_every_change,
+            webhooks::ends_and_final_failures_are_written_once_for_their_listeners,
+            webhooks::a_batch_ended_by_cancelling_is_written_too,
+            webhooks::a_batch_keeps_a_bounded_number_of_events_waiting,
             quotas::a_submission_past_a_quota_is_refused_whole,
             quotas::output_and_text_past_a_quota_are_not_kept,
             quotas::pruning_and_stale_ends_give_usage_back,

@@ -41,6 +41,9 @@ pub(super) async fn maintain(
         if rescue_every.is_some() {
             match scheduler.store.lease_rescue(None, now_micros()).await {
                 Ok(result) => {
+                    if result.hooked {
+                        scheduler.hooks_wake.notify_one();
+                    }
                     for (_, batch) in result.ended {
                         scheduler.notify_batch(batch);
                     }

@@ -8,6 +8,7 @@
 //! - [`leases`]: the lease keeper.
 //! - [`maintain`]: heartbeats, the rescue of expired leases, pruning.
 //! - [`ticker`]: schedules' ticks, each opening its batch through the scheduler's checks.
+//! - [`webhooks`]: the sender that posts the webhook outbox's events.
 //!
 //! This file starts and stops a node, holds what its loops share ([`Ctx`]) and forwards
 //! other nodes' news on a shared store.
@@ -21,6 +22,7 @@ mod leases;
 mod maintain;
 mod run;
 pub mod ticker;
+mod webhooks;
 mod writer;
 
 use std::sync::Arc;
@@ -53,6 +55,8 @@ pub struct Node {
     stop_claiming: CancellationToken,
     grace: watch::Sender<Option<Duration>>,
     main: JoinHandle<anyhow::Result<()>>,
+    /// The webhook sender, stopped with the node.
+    hooks: (CancellationToken, JoinHandle<()>),
 }
 
 impl Node {
@@ -83,6 +87,11 @@ impl Node {
         for (_, batch) in rescued.ended {
             scheduler.notify_batch(batch);
         }
+        let stop_hooks = CancellationToken::new();
+        let hooks = tokio::spawn(webhooks::send_webhooks(
+            scheduler.clone(),
+            stop_hooks.clone(),
+        ));
         let stop_claiming = CancellationToken::new();
         let (grace, grace_rx) = watch::channel(None);
         let main = tokio::spawn(run_node(
@@ -97,6 +106,7 @@ impl Node {
             stop_claiming,
             grace,
             main,
+            hooks: (stop_hooks, hooks),
         })
     }
 
@@ -108,6 +118,9 @@ impl Node {
         let _ = self.grace.send(Some(grace));
         self.stop_claiming.cancel();
         let result = self.main.await.context("the node's main task failed")?;
+        // Tries in flight are dropped: their events are tried again once held no more.
+        self.hooks.0.cancel();
+        let _ = self.hooks.1.await;
         if let Some(signals) = self.signals {
             signals.abort();
         }

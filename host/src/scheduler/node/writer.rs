@@ -257,6 +257,9 @@ async fn write(
             .task_complete(report.completions.clone(), now_micros())
             .await?;
         report.completions.clear();
+        if result.hooked {
+            scheduler.hooks_wake.notify_one();
+        }
         if result.stale > 0 {
             tracing::warn!(
                 stale = result.stale,
@@ -271,6 +274,9 @@ async fn write(
             .task_hand_back(report.handed_back.clone(), now_micros())
             .await?;
         report.handed_back.clear();
+        if result.hooked {
+            scheduler.hooks_wake.notify_one();
+        }
         batches.extend(result.ended.iter().map(|&(_, batch)| batch));
     }
     batches.sort_unstable();

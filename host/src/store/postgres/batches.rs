@@ -42,9 +42,19 @@ pub(super) async fn insert(
     let halt = spec.failure_policy == FailurePolicy::Halt;
     let id: BatchId = tx
         .query_one(
-            "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-            &[&&handle_hash[..], &spec.name, &spec.priority, &max_parallel, &halt, &now],
+            "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at,
+                                  webhook_url, webhook_secret)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            &[
+                &&handle_hash[..],
+                &spec.name,
+                &spec.priority,
+                &max_parallel,
+                &halt,
+                &now,
+                &spec.webhook.as_ref().map(|h| &h.url),
+                &spec.webhook.as_ref().map(|h| &h.sealed_secret),
+            ],
         )
         .await
         .map_err(pg)?
@@ -154,6 +164,9 @@ pub(super) async fn cancel(store: &PostgresStore, batch: BatchId, now: Micros) -
     transaction!(store, Commit::Durable, |tx| {
         info(&tx, batch).await?;
         let cancelled = gate::cancel_pending(&tx, batch, now, "cancelled with its batch").await?;
+        if cancelled > 0 {
+            super::hooks::batch_ends(&tx, &[batch], store.server_hook(), now).await?;
+        }
         let running = tx
             .execute(
                 "UPDATE tasks SET cancel_requested = TRUE WHERE batch_id = $1 AND state = 2",
@@ -226,7 +239,7 @@ pub(super) async fn infos(tx: &impl GenericClient, ids: &[BatchId]) -> StoreResu
 
 /// A batch's settings from its row's first columns (id, name, priority, max_parallel as
 /// set, halt_on_failure, sealed, created_at, paused) and its quotas and usage (columns 10
-/// to 17 of `sql/batch_info.sql`), its progress not read.
+/// to 17 of `sql/batch_info.sql`) and its webhook's URL (18), its progress not read.
 fn settings(row: &tokio_postgres::Row) -> BatchInfo {
     BatchInfo {
         id: row.get(0),
@@ -242,6 +255,9 @@ fn settings(row: &tokio_postgres::Row) -> BatchInfo {
         paused: row.get(7),
         created_at: row.get(6),
         progress: Progress::default(),
+        webhook: row
+            .get::<_, Option<String>>(18)
+            .map(|url| WebhookView { url }),
         quotas: Quotas::from_columns([row.get(10), row.get(11), row.get(12), row.get(13)]),
         usage: Usage::from_columns([
             row.get::<_, Option<i64>>(14).unwrap_or(0),

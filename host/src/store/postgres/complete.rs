@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use deadpool_postgres::GenericClient;
 
 use super::log::AttemptRows;
-use super::{Commit, PostgresStore, gate, pg};
+use super::{Commit, PostgresStore, gate, hooks, pg};
 use crate::runtime::Outcome;
 use crate::store::*;
 
@@ -29,9 +29,10 @@ pub(super) async fn complete(
             ..c.bounded()
         })
         .collect();
+    let server = store.server_hook();
     transaction!(store, Commit::Bookkeeping, |tx| {
         super::quotas::charge(&tx, &mut completions).await?;
-        let result = end_attempts(&tx, &completions, now).await?;
+        let result = end_attempts(&tx, &completions, now, server).await?;
         store.notify_ended(&tx, &result).await?;
         Ok(result)
     })
@@ -44,8 +45,9 @@ pub(super) async fn hand_back(
     now: Micros,
 ) -> StoreResult<CompleteResult> {
     let now = store.db_time(now);
+    let server = store.server_hook();
     transaction!(store, Commit::Bookkeeping, |tx| {
-        let result = put_back(&tx, &tasks, now).await?;
+        let result = put_back(&tx, &tasks, now, server).await?;
         store.notify(&tx, "w").await?;
         store.notify_ended(&tx, &result).await?;
         Ok(result)
@@ -78,8 +80,9 @@ pub(super) async fn rescue(
     now: Micros,
 ) -> StoreResult<CompleteResult> {
     let now = store.db_time(now);
+    let server = store.server_hook();
     transaction!(store, Commit::Bookkeeping, |tx| {
-        let result = end_lost(&tx, node.as_deref(), now).await?;
+        let result = end_lost(&tx, node.as_deref(), now, server).await?;
         store.notify_ended(&tx, &result).await?;
         Ok(result)
     })
@@ -101,6 +104,8 @@ pub(super) struct Running {
     pub(super) started_at: Micros,
     pub(super) limited: bool,
     pub(super) halts: bool,
+    /// Whether its batch has a webhook.
+    pub(super) hooked: bool,
 }
 
 fn running_row(r: &tokio_postgres::Row) -> Running {
@@ -118,6 +123,7 @@ fn running_row(r: &tokio_postgres::Row) -> Running {
         started_at: r.get(10),
         limited: r.get(11),
         halts: r.get(12),
+        hooked: r.get(13),
     }
 }
 
@@ -178,21 +184,42 @@ async fn drop_leases(tx: &impl GenericClient, tasks: &[TaskId]) -> StoreResult<(
 }
 
 /// What ending a set of attempts writes besides the tasks themselves: their attempt
-/// records, the slots they free, the orders they close, the batches they halt.
+/// records, the slots they free, the orders they close, the batches they halt, and the
+/// events their webhooks are owed (`server`: the server has one, and hears of all).
 #[derive(Default)]
 struct Ending<'a> {
     attempts: AttemptRows<'a>,
     freed: Freed,
     closed: Vec<(BatchId, i64, i64)>,
     halted: Vec<(BatchId, TaskId)>,
+    server: bool,
+    /// The batches of the tasks ended that someone listens to.
+    hooked: Vec<BatchId>,
+    /// Final failures someone listens to: batch, task, outcome, error.
+    failed: Vec<(BatchId, TaskId, Outcome, Option<String>)>,
 }
 
 impl<'a> Ending<'a> {
+    fn new(server: bool) -> Self {
+        Ending {
+            server,
+            ..Ending::default()
+        }
+    }
+
+    /// A task of a batch that someone listens to has ended.
+    fn listen(&mut self, task: &Running) {
+        if self.server || task.hooked {
+            self.hooked.push(task.batch);
+        }
+    }
+
     /// A success, its task already ended.
     fn succeeded(&mut self, task: &Running, end: AttemptEnd<'a>, result: &mut CompleteResult) {
         self.attempts.push(task, end);
         self.freed.add(task);
         self.closed.push((task.batch, task.order, 1));
+        self.listen(task);
         result.ended.push((task.id, task.batch));
     }
 
@@ -208,27 +235,59 @@ impl<'a> Ending<'a> {
         let (outcome, error) = (end.outcome, end.error.map(str::to_owned));
         self.attempts.push(task, end);
         self.freed.add(task);
-        if let Some(state) = finish(tx, task, outcome, error, now, result).await? {
+        if let Some((state, outcome, error)) = finish(tx, task, outcome, error, now, result).await?
+        {
             self.closed.push((task.batch, task.order, 1));
+            self.listen(task);
             if state == TaskState::Failed && task.halts {
                 self.halted.push((task.batch, task.id));
+            }
+            if state == TaskState::Failed && (self.server || task.hooked) {
+                self.failed.push((task.batch, task.id, outcome, error));
             }
         }
         Ok(())
     }
 
-    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<()> {
-        tokio::try_join!(
+    /// Writes it all; whether events were written for webhooks.
+    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<bool> {
+        let (_, _, _, closed) = tokio::try_join!(
             self.attempts.write(tx),
             drop_leases(tx, self.attempts.tasks()),
             self.freed.write(tx),
             gate::close(tx, &self.closed),
         )?;
+        let mut hooked = false;
+        for (batch, task, outcome, error) in &self.failed {
+            let (outcome, error) = (Some(outcome.as_str()), error.as_deref());
+            let kind = HookKind::TaskFailed;
+            hooked |= hooks::write(
+                tx,
+                *batch,
+                Some(*task),
+                kind,
+                outcome,
+                error,
+                self.server,
+                now,
+            )
+            .await?;
+        }
+        let mut ends: Vec<BatchId> = closed
+            .into_iter()
+            .filter(|b| self.hooked.contains(b))
+            .collect();
         for (batch, task) in self.halted {
             let reason = fate::halt_reason(task);
-            gate::cancel_pending(tx, batch, now, &reason).await?;
+            if gate::cancel_pending(tx, batch, now, &reason).await? > 0
+                && self.hooked.contains(&batch)
+                && !ends.contains(&batch)
+            {
+                ends.push(batch);
+            }
         }
-        Ok(())
+        hooked |= hooks::batch_ends(tx, &ends, self.server, now).await?;
+        Ok(hooked)
     }
 }
 
@@ -238,9 +297,10 @@ async fn end_attempts(
     tx: &impl GenericClient,
     completions: &[Completion],
     now: Micros,
+    server: bool,
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
-    let mut ending = Ending::default();
+    let mut ending = Ending::new(server);
     let mut succeeded: Vec<&Completion> = completions
         .iter()
         .filter(|c| c.outcome.is_success())
@@ -279,6 +339,7 @@ async fn end_attempts(
                 started_at: 0,
                 limited: r.get(5),
                 halts: false,
+                hooked: r.get(6),
             };
             ending.succeeded(&task, AttemptEnd::of(c), &mut result);
         }
@@ -320,12 +381,12 @@ async fn end_attempts(
                 .await?;
         }
     }
-    ending.write(tx, now).await?;
+    result.hooked = ending.write(tx, now).await?;
     Ok(result)
 }
 
 /// Ends a task that did not succeed, or puts it back for another attempt; returns the
-/// state it ended in. Its slots are freed by the caller.
+/// state, outcome and error it ended with. Its slots are freed by the caller.
 async fn finish(
     tx: &impl GenericClient,
     task: &Running,
@@ -333,7 +394,7 @@ async fn finish(
     error: Option<String>,
     now: Micros,
     result: &mut CompleteResult,
-) -> StoreResult<Option<TaskState>> {
+) -> StoreResult<Option<(TaskState, Outcome, Option<String>)>> {
     let failed = fate::Failed {
         outcome,
         error,
@@ -404,7 +465,7 @@ async fn finish(
     .await
     .map_err(pg)?;
     result.ended.push((task.id, task.batch));
-    Ok(Some(state))
+    Ok(Some((state, outcome, error)))
 }
 
 /// Ends as `lost` the attempts whose lease expired (or all of `node`'s), retrying their
@@ -414,6 +475,7 @@ async fn end_lost(
     tx: &impl GenericClient,
     node: Option<&str>,
     now: Micros,
+    server: bool,
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
     let lost: Vec<Running> = tx
@@ -430,7 +492,7 @@ async fn end_lost(
             fate::lost_reason(&task.lease_node, restarted)
         })
         .collect();
-    let mut ending = Ending::default();
+    let mut ending = Ending::new(server);
     for (task, error) in lost.iter().zip(&errors) {
         let end = AttemptEnd {
             node: &task.lease_node,
@@ -445,7 +507,7 @@ async fn end_lost(
         };
         ending.other(tx, task, end, now, &mut result).await?;
     }
-    ending.write(tx, now).await?;
+    result.hooked = ending.write(tx, now).await?;
     Ok(result)
 }
 
@@ -455,6 +517,7 @@ async fn put_back(
     tx: &impl GenericClient,
     tasks: &[(TaskId, i64)],
     now: Micros,
+    server: bool,
 ) -> StoreResult<CompleteResult> {
     let mut tasks = tasks.to_vec();
     tasks.sort_unstable();
@@ -470,6 +533,7 @@ async fn put_back(
     let mut result = CompleteResult::default();
     let mut freed = Freed::default();
     let (mut back, mut cancelled, mut closed) = (Vec::new(), Vec::new(), Vec::new());
+    let mut hooked = Vec::new();
     for task in &running {
         if tokens.get(&task.id) != Some(&task.lease_token) {
             continue;
@@ -479,6 +543,9 @@ async fn put_back(
             // Its cancellation reached it before it started: it ends as a pending one would.
             cancelled.push(task.id);
             closed.push((task.batch, task.order, 1));
+            if server || task.hooked {
+                hooked.push(task.batch);
+            }
             result.ended.push((task.id, task.batch));
         } else {
             back.push(task.id);
@@ -507,10 +574,12 @@ async fn put_back(
         .await
         .map_err(pg)?;
     back.extend(&cancelled);
-    tokio::try_join!(
+    let (_, _, closed) = tokio::try_join!(
         drop_leases(tx, &back),
         freed.write(tx),
         gate::close(tx, &closed)
     )?;
+    let ends: Vec<BatchId> = closed.into_iter().filter(|b| hooked.contains(b)).collect();
+    result.hooked = hooks::batch_ends(tx, &ends, server, now).await?;
     Ok(result)
 }

@@ -83,13 +83,14 @@ pub(super) async fn open(
 }
 
 /// Records that `count` tasks of `(batch, order)` ended, for each entry; where an order
-/// closed, takes those batches' gate locks and promotes their next orders.
+/// closed, takes those batches' gate locks and promotes their next orders. Returns the
+/// batches whose orders closed: those among them with no open order left have ended.
 pub(super) async fn close(
     tx: &impl GenericClient,
     ended: &[(BatchId, i64, i64)],
-) -> StoreResult<()> {
+) -> StoreResult<Vec<BatchId>> {
     if ended.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     // Summed per order (an UPDATE applies one row per target), in one order of locking
     // across transactions, which keeps them from deadlocking each other.
@@ -118,14 +119,15 @@ pub(super) async fn close(
         .map(|r| r.get(0))
         .collect();
     if closed.is_empty() {
-        return Ok(());
+        return Ok(closed);
     }
     closed.sort_unstable();
     closed.dedup();
     for &batch in &closed {
         lock(tx, batch).await?;
     }
-    promote(tx, &closed).await
+    promote(tx, &closed).await?;
+    Ok(closed)
 }
 
 /// Drops the closed orders of `batches` and makes the waiting tasks at their gates ready.

@@ -29,7 +29,7 @@
 //! file holds the store, its transactions, and the [`Store`] methods, each a call into
 //! one of those files.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use anyhow::Context;
 use async_trait::async_trait;
@@ -50,6 +50,8 @@ pub struct PostgresStore {
     channel: String,
     /// The database's clock minus this node's, microseconds.
     clock_offset: AtomicI64,
+    /// Whether this node has the server's webhook ([`Store::webhook_server`]).
+    server_hook: AtomicBool,
     signals: broadcast::Sender<Signal>,
     /// Whether the listener is listening now.
     listening: tokio::sync::watch::Receiver<bool>,
@@ -113,6 +115,7 @@ mod claim;
 mod complete;
 mod gate;
 mod grants;
+mod hooks;
 #[doc(hidden)]
 pub mod hot;
 mod keys;
@@ -175,6 +178,7 @@ impl PostgresStore {
             node: node.to_owned(),
             channel,
             clock_offset: AtomicI64::new(offset),
+            server_hook: AtomicBool::new(false),
             signals,
             listening,
             listener,
@@ -199,6 +203,10 @@ impl PostgresStore {
 
     fn local_time(&self, db: Micros) -> Micros {
         db.saturating_sub(self.clock_offset.load(Ordering::Relaxed))
+    }
+
+    fn server_hook(&self) -> bool {
+        self.server_hook.load(Ordering::Relaxed)
     }
 }
 
@@ -453,6 +461,28 @@ impl Store for PostgresStore {
 
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
         complete::rescue(self, node, now).await
+    }
+
+    fn webhook_server(&self, on: bool) {
+        self.server_hook.store(on, Ordering::Relaxed);
+    }
+
+    async fn hook_claim(
+        &self,
+        now: Micros,
+        hold_until: Micros,
+        max: usize,
+        server: bool,
+    ) -> StoreResult<HookClaim> {
+        hooks::claim(self, now, hold_until, max, server).await
+    }
+
+    async fn hook_done(&self, id: i64) -> StoreResult<()> {
+        hooks::done(self, id).await
+    }
+
+    async fn hook_retry(&self, id: i64, due: Micros, body: Vec<u8>) -> StoreResult<()> {
+        hooks::retry(self, id, due, body).await
     }
 
     async fn batch_list(&self, filter: BatchFilter) -> StoreResult<Vec<BatchInfo>> {

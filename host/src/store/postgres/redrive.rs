@@ -195,7 +195,8 @@ pub(super) async fn cancel(
             .map_err(pg)?;
             let closed: Vec<(BatchId, i64, i64)> =
                 pending.iter().map(|t| (t.batch, t.order, 1)).collect();
-            gate::close(&tx, &closed).await?;
+            let closed = gate::close(&tx, &closed).await?;
+            super::hooks::batch_ends(&tx, &closed, store.server_hook(), now).await?;
             let ended: Vec<(TaskId, BatchId)> = pending.iter().map(|t| (t.id, t.batch)).collect();
             store.notify_batches(&tx, &ended).await?;
         }

@@ -340,7 +340,8 @@ pub(super) async fn cancel(
                 tx.execute(include_str!("sql/task_cancel.sql"), &[&now, &task])
                     .await
                     .map_err(pg)?;
-                gate::close(&tx, &[(info.batch, info.order, 1)]).await?;
+                let closed = gate::close(&tx, &[(info.batch, info.order, 1)]).await?;
+                super::hooks::batch_ends(&tx, &closed, store.server_hook(), now).await?;
                 store.notify_batches(&tx, &[(task, info.batch)]).await?;
                 Ok(CancelResult::Cancelled)
             }

@@ -14,15 +14,18 @@ pub(super) fn open(
     now: Micros,
 ) -> StoreResult<BatchInfo> {
     tx.execute(
-        "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at)
-         VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at,
+                              webhook_url, webhook_secret)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         params![
             handle_hash,
             spec.name,
             spec.priority,
             spec.max_parallel,
             spec.failure_policy == FailurePolicy::Halt,
-            now
+            now,
+            spec.webhook.as_ref().map(|h| &h.url),
+            spec.webhook.as_ref().map(|h| &h.sealed_secret),
         ],
     )
     .map_err(internal)?;
@@ -56,7 +59,7 @@ pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
             // A paused batch's max_parallel is the one it gets back on resume.
             "SELECT id, name, priority,
                     CASE WHEN paused THEN resume_max_parallel ELSE max_parallel END,
-                    halt_on_failure, sealed, created_at, paused
+                    halt_on_failure, sealed, created_at, paused, webhook_url
              FROM batches WHERE id = ?",
         )
         .map_err(internal)?
@@ -75,6 +78,9 @@ pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<BatchInfo> {
                 paused: row.get(7)?,
                 created_at: row.get(6)?,
                 progress: Progress::default(),
+                webhook: row
+                    .get::<_, Option<String>>(8)?
+                    .map(|url| WebhookView { url }),
                 quotas: Quotas::default(),
                 usage: Usage::default(),
             })
@@ -156,9 +162,18 @@ pub(super) fn set_priority(
 
 /// Cancels the batch's pending tasks and asks its claimed ones to stop; returns how many
 /// were cancelled.
-pub(super) fn cancel(tx: &Transaction<'_>, batch: BatchId, now: Micros) -> StoreResult<u64> {
+pub(super) fn cancel(
+    tx: &Transaction<'_>,
+    batch: BatchId,
+    now: Micros,
+    server: bool,
+) -> StoreResult<u64> {
     get(tx, batch)?;
-    let cancelled = gate::cancel_pending(tx, batch, now, "cancelled with its batch")?;
+    let (cancelled, ended) = gate::cancel_pending(tx, batch, now, "cancelled with its batch")?;
+    if ended {
+        let kind = HookKind::BatchEnded;
+        super::hooks::write(tx, batch, None, kind, None, None, server, now)?;
+    }
     // State 2: claimed.
     tx.execute(
         "UPDATE tasks SET cancel_requested = 1 WHERE batch_id = ? AND listed = 1 AND state = 2",

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::{gate, internal, log};
+use super::{gate, hooks, internal, log};
 use crate::runtime::Outcome;
 use crate::store::*;
 
@@ -44,8 +44,10 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
     })
 }
 
-/// A batch has `?` fewer tasks claimed.
-pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ?";
+/// A batch has `?` fewer tasks claimed; returns whether it has a webhook, so that a batch
+/// without one costs no statement more (see `hooks.rs`).
+pub(super) const BATCH_FREE_SQL: &str =
+    "UPDATE batches SET running = running - ? WHERE id = ? RETURNING webhook_url IS NOT NULL";
 /// A group has `?` fewer tasks claimed.
 pub(super) const GROUP_FREE_SQL: &str = "UPDATE groups SET running = running - ? WHERE key = ?";
 /// A claimed task's start mark (state 2: claimed), if its lease is still the caller's.
@@ -59,18 +61,20 @@ pub(super) const CANCEL_ASKED_SQL: &str = "SELECT id FROM tasks INDEXED BY tasks
     WHERE state = 2 AND lease_node = ? AND cancel_requested = 1";
 
 /// Ends the attempts that `completions` report. A completion whose lease is gone (the
-/// task was rescued meanwhile) is stale and changes nothing.
+/// task was rescued meanwhile) is stale and changes nothing. `server`: the server has a
+/// webhook, which hears of every batch's end and task's final failure.
 pub(super) fn complete(
     tx: &Transaction<'_>,
     mut completions: Vec<Completion>,
     now: Micros,
+    server: bool,
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
     super::quotas::charge(tx, &mut completions)?;
     let (succeeded, others): (Vec<_>, Vec<_>) = completions
         .into_iter()
         .partition(|c| c.outcome.is_success());
-    complete_successes(tx, succeeded, now, &mut result)?;
+    complete_successes(tx, succeeded, now, server, &mut result)?;
     for c in others {
         let task = tx
             .prepare_cached(include_str!("sql/running_get.sql"))
@@ -84,7 +88,16 @@ pub(super) fn complete(
             continue;
         };
         log::record(tx, &task, &AttemptEnd::of(&c))?;
-        finish(tx, &task, c.outcome, c.error, c.output, now, &mut result)?;
+        finish(
+            tx,
+            &task,
+            c.outcome,
+            c.error,
+            c.output,
+            now,
+            server,
+            &mut result,
+        )?;
     }
     Ok(result)
 }
@@ -96,6 +109,7 @@ fn complete_successes(
     tx: &Transaction<'_>,
     succeeded: Vec<Completion>,
     now: Micros,
+    server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
     if succeeded.is_empty() {
@@ -140,10 +154,12 @@ fn complete_successes(
         result.ended.push((task.id, task.batch));
     }
     let mut batch_running = tx.prepare_cached(BATCH_FREE_SQL).map_err(internal)?;
+    let mut hooked: HashMap<BatchId, bool> = HashMap::with_capacity(batches.len());
     for (batch, count) in batches {
-        batch_running
-            .execute(params![count, batch])
+        let has_hook = batch_running
+            .query_row(params![count, batch], |r| r.get(0))
             .map_err(internal)?;
+        hooked.insert(batch, has_hook);
     }
     let mut group_running = tx.prepare_cached(GROUP_FREE_SQL).map_err(internal)?;
     for (group, count) in groups {
@@ -152,7 +168,19 @@ fn complete_successes(
             .map_err(internal)?;
     }
     for ((batch, order), count) in orders {
-        gate::close_many(tx, batch, order, count)?;
+        let ended = gate::close_many(tx, batch, order, count)?;
+        if ended && (server || hooked[&batch]) {
+            result.hooked |= hooks::write(
+                tx,
+                batch,
+                None,
+                HookKind::BatchEnded,
+                None,
+                None,
+                server,
+                now,
+            )?;
+        }
     }
     Ok(())
 }
@@ -163,6 +191,7 @@ pub(super) fn rescue(
     tx: &Transaction<'_>,
     node: Option<&str>,
     now: Micros,
+    server: bool,
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
     let lost: Vec<Running> = {
@@ -199,6 +228,7 @@ pub(super) fn rescue(
             Some(error),
             None,
             now,
+            server,
             &mut result,
         )?;
     }
@@ -211,6 +241,7 @@ pub(super) fn hand_back(
     tx: &Transaction<'_>,
     tasks: &[(TaskId, i64)],
     now: Micros,
+    server: bool,
 ) -> StoreResult<CompleteResult> {
     let mut result = CompleteResult::default();
     for &(id, token) in tasks {
@@ -223,14 +254,25 @@ pub(super) fn hand_back(
         let Some(task) = task.filter(|t| t.lease_token == token) else {
             continue;
         };
-        free_slots(tx, &task)?;
+        let hooked = free_slots(tx, &task)? || server;
         if task.cancel_requested {
             // Its cancellation reached it before it started: it ends as a pending one would.
             tx.prepare_cached(include_str!("sql/hand_back_cancelled.sql"))
                 .map_err(internal)?
                 .execute(params![now, id])
                 .map_err(internal)?;
-            gate::close(tx, task.batch, task.order)?;
+            if gate::close(tx, task.batch, task.order)? && hooked {
+                result.hooked |= hooks::write(
+                    tx,
+                    task.batch,
+                    None,
+                    HookKind::BatchEnded,
+                    None,
+                    None,
+                    server,
+                    now,
+                )?;
+            }
             result.ended.push((task.id, task.batch));
             continue;
         }
@@ -250,10 +292,12 @@ fn halted(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
         .map_err(internal)
 }
 
-fn free_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<()> {
-    tx.prepare_cached(BATCH_FREE_SQL)
+/// Frees the task's slots; returns whether its batch has a webhook.
+fn free_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<bool> {
+    let hooked = tx
+        .prepare_cached(BATCH_FREE_SQL)
         .map_err(internal)?
-        .execute(params![1, task.batch])
+        .query_row(params![1, task.batch], |r| r.get(0))
         .map_err(internal)?;
     if let Some(group) = &task.group {
         tx.prepare_cached(GROUP_FREE_SQL)
@@ -261,11 +305,12 @@ fn free_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<()> {
             .execute(params![1, group])
             .map_err(internal)?;
     }
-    Ok(())
+    Ok(hooked)
 }
 
 /// Frees the task's group and batch slots, then ends it, or puts it back for another
-/// attempt.
+/// attempt. A final failure, and the batch's end, are written for its webhooks.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     tx: &Transaction<'_>,
     task: &Running,
@@ -273,9 +318,10 @@ fn finish(
     error: Option<String>,
     output: Option<Vec<u8>>,
     now: Micros,
+    server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
-    free_slots(tx, task)?;
+    let hooked = free_slots(tx, task)? || server;
     let (state, outcome, error) = if outcome.is_success() {
         (TaskState::Succeeded, outcome, None)
     } else {
@@ -325,7 +371,19 @@ fn finish(
             task.id
         ])
         .map_err(internal)?;
-    gate::close(tx, task.batch, task.order)?;
+    if hooked && state == TaskState::Failed {
+        result.hooked |= hooks::write(
+            tx,
+            task.batch,
+            Some(task.id),
+            HookKind::TaskFailed,
+            Some(outcome.as_str()),
+            error.as_deref(),
+            server,
+            now,
+        )?;
+    }
+    let mut ended = gate::close(tx, task.batch, task.order)?;
     result.ended.push((task.id, task.batch));
     if state == TaskState::Failed {
         let halts: bool = tx
@@ -335,8 +393,20 @@ fn finish(
             .map_err(internal)?;
         if halts {
             let reason = fate::halt_reason(task.id);
-            gate::cancel_pending(tx, task.batch, now, &reason)?;
+            ended |= gate::cancel_pending(tx, task.batch, now, &reason)?.1;
         }
+    }
+    if ended && hooked {
+        result.hooked |= hooks::write(
+            tx,
+            task.batch,
+            None,
+            HookKind::BatchEnded,
+            None,
+            None,
+            server,
+            now,
+        )?;
     }
     Ok(())
 }

@@ -38,29 +38,33 @@ pub(super) fn demote(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreR
     Ok(())
 }
 
-/// Makes the waiting tasks (state 0) at the batch's gate ready (1).
-fn promote(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
-    if let Some(gate) = current(tx, batch)? {
-        tx.prepare_cached(MOVE_SQL)
-            .map_err(internal)?
-            .execute(params![1, batch, gate, 0])
-            .map_err(internal)?;
-    }
-    Ok(())
+/// Makes the waiting tasks (state 0) at the batch's gate ready (1); whether the batch has
+/// no open order left: it has ended.
+fn promote(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
+    let Some(gate) = current(tx, batch)? else {
+        return Ok(true);
+    };
+    tx.prepare_cached(MOVE_SQL)
+        .map_err(internal)?
+        .execute(params![1, batch, gate, 0])
+        .map_err(internal)?;
+    Ok(false)
 }
 
-/// Records that one task of `order` ended; moves the gate when it was the last.
-pub(super) fn close(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreResult<()> {
+/// Records that one task of `order` ended; moves the gate when it was the last. Whether
+/// it was the batch's last open task: the batch has ended.
+pub(super) fn close(tx: &Transaction<'_>, batch: BatchId, order: i64) -> StoreResult<bool> {
     close_many(tx, batch, order, 1)
 }
 
 /// Records that `count` tasks of `order` ended; moves the gate when they were the last.
+/// Whether they were the batch's last open tasks: the batch has ended.
 pub(super) fn close_many(
     tx: &Transaction<'_>,
     batch: BatchId,
     order: i64,
     count: i64,
-) -> StoreResult<()> {
+) -> StoreResult<bool> {
     let open: Option<i64> = tx
         .prepare_cached(CLOSE_SQL)
         .map_err(internal)?
@@ -72,18 +76,19 @@ pub(super) fn close_many(
             .map_err(internal)?
             .execute(params![batch, order])
             .map_err(internal)?;
-        promote(tx, batch)?;
+        return promote(tx, batch);
     }
-    Ok(())
+    Ok(false)
 }
 
-/// Cancels every pending task of a batch, then counts its open orders again.
+/// Cancels every pending task of a batch, then counts its open orders again. Returns how
+/// many it cancelled, and whether that ended the batch (none of its tasks runs).
 pub(super) fn cancel_pending(
     tx: &Transaction<'_>,
     batch: BatchId,
     now: Micros,
     reason: &str,
-) -> StoreResult<u64> {
+) -> StoreResult<(u64, bool)> {
     let cancelled = tx
         .prepare_cached(include_str!("sql/gate_cancel_pending.sql"))
         .map_err(internal)?
@@ -98,6 +103,7 @@ pub(super) fn cancel_pending(
             .map_err(internal)?
             .execute([batch])
             .map_err(internal)?;
+        return Ok((cancelled as u64, current(tx, batch)?.is_none()));
     }
-    Ok(cancelled as u64)
+    Ok((0, false))
 }

@@ -20,7 +20,8 @@
 //! (completion, retry, rescue, hand-back, lease renewal, start marks), `lists.rs` (lists of
 //! batches and tasks, what a task waits on), `log.rs` (attempt
 //! records, the running view, counts, pruning), `nodes.rs` (why there is no registry),
-//! `gate.rs` (ordering gates) and `schema.rs` (opening, pragmas, migrations).
+//! `gate.rs` (ordering gates), `hooks.rs` (the webhook outbox) and `schema.rs` (opening,
+//! pragmas, migrations).
 //! Statements that change a task and so fire the schema's triggers are `OR FAIL`: SQLite
 //! keeps a journal for each statement with triggers, to undo that statement alone on an
 //! error, copying every page it touches; here every error rolls the whole transaction
@@ -35,6 +36,7 @@ mod claim;
 mod complete;
 mod gate;
 mod grants;
+mod hooks;
 mod keys;
 mod lists;
 mod log;
@@ -51,6 +53,7 @@ mod stats;
 mod tasks;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -61,6 +64,8 @@ use super::*;
 pub struct SqliteStore {
     /// A std mutex, not an async one: it is only ever held inside `spawn_blocking`.
     conn: Arc<Mutex<Conn>>,
+    /// Whether the server has a webhook ([`Store::webhook_server`]).
+    server_hook: AtomicBool,
 }
 
 struct Conn {
@@ -85,6 +90,7 @@ impl SqliteStore {
                 conn,
                 durable: true,
             })),
+            server_hook: AtomicBool::new(false),
         })
     }
 
@@ -92,6 +98,10 @@ impl SqliteStore {
     /// tool that writes it directly (`qhost bench fill`) before a store opens it.
     pub fn connect(path: &Path) -> anyhow::Result<Connection> {
         schema::open(path)
+    }
+
+    fn server_hook(&self) -> bool {
+        self.server_hook.load(Ordering::Relaxed)
     }
 
     /// Runs `f` on the connection, off the async executor.
@@ -259,7 +269,9 @@ impl Store for SqliteStore {
     }
 
     async fn batch_cancel(&self, batch: BatchId, now: Micros) -> StoreResult<u64> {
-        self.write(move |tx| batches::cancel(tx, batch, now)).await
+        let server = self.server_hook();
+        self.write(move |tx| batches::cancel(tx, batch, now, server))
+            .await
     }
 
     async fn batch_release(&self, batch: BatchId) -> StoreResult<()> {
@@ -307,7 +319,9 @@ impl Store for SqliteStore {
     }
 
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
-        self.write(move |tx| tasks::cancel(tx, task, now)).await
+        let server = self.server_hook();
+        self.write(move |tx| tasks::cancel(tx, task, now, server))
+            .await
     }
 
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
@@ -339,7 +353,8 @@ impl Store for SqliteStore {
     }
 
     async fn task_cancel_where(&self, select: TaskSelect, now: Micros) -> StoreResult<BulkCancel> {
-        self.write(move |tx| redrive::cancel(tx, &select, now))
+        let server = self.server_hook();
+        self.write(move |tx| redrive::cancel(tx, &select, now, server))
             .await
     }
 
@@ -389,8 +404,9 @@ impl Store for SqliteStore {
         now: Micros,
     ) -> StoreResult<CompleteResult> {
         let completions = completions.into_iter().map(Completion::bounded).collect();
+        let server = self.server_hook();
         self.write_as(Commit::Bookkeeping, move |tx| {
-            complete::complete(tx, completions, now)
+            complete::complete(tx, completions, now, server)
         })
         .await
     }
@@ -405,8 +421,9 @@ impl Store for SqliteStore {
         tasks: Vec<(TaskId, i64)>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
+        let server = self.server_hook();
         self.write_as(Commit::Bookkeeping, move |tx| {
-            complete::hand_back(tx, &tasks, now)
+            complete::hand_back(tx, &tasks, now, server)
         })
         .await
     }
@@ -419,10 +436,36 @@ impl Store for SqliteStore {
     }
 
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
+        let server = self.server_hook();
         self.write_as(Commit::Bookkeeping, move |tx| {
-            complete::rescue(tx, node.as_deref(), now)
+            complete::rescue(tx, node.as_deref(), now, server)
         })
         .await
+    }
+
+    fn webhook_server(&self, on: bool) {
+        self.server_hook.store(on, Ordering::Relaxed);
+    }
+
+    async fn hook_claim(
+        &self,
+        now: Micros,
+        hold_until: Micros,
+        max: usize,
+        server: bool,
+    ) -> StoreResult<HookClaim> {
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            hooks::claim(tx, now, hold_until, max, server)
+        })
+        .await
+    }
+
+    async fn hook_done(&self, id: i64) -> StoreResult<()> {
+        self.write(move |tx| hooks::done(tx, id)).await
+    }
+
+    async fn hook_retry(&self, id: i64, due: Micros, body: Vec<u8>) -> StoreResult<()> {
+        self.write(move |tx| hooks::retry(tx, id, due, body)).await
     }
 
     async fn batch_list(&self, filter: BatchFilter) -> StoreResult<Vec<BatchInfo>> {

@@ -130,6 +130,7 @@ pub(super) fn cancel(
     tx: &Transaction<'_>,
     which: &TaskSelect,
     now: Micros,
+    server: bool,
 ) -> StoreResult<BulkCancel> {
     let tasks = select(tx, which, &[0, 1, 2], now)?;
     let mut result = BulkCancel::default();
@@ -155,7 +156,10 @@ pub(super) fn cancel(
         }
     }
     for ((batch, order), count) in closed {
-        gate::close_many(tx, batch, order, count)?;
+        if gate::close_many(tx, batch, order, count)? {
+            let kind = HookKind::BatchEnded;
+            super::hooks::write(tx, batch, None, kind, None, None, server, now)?;
+        }
     }
     Ok(result)
 }

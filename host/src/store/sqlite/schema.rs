@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 15] = [
+const MIGRATIONS: [&str; 16] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -23,6 +23,7 @@ const MIGRATIONS: [&str; 15] = [
     include_str!("migrations/0012_listed.sql"),
     include_str!("migrations/0013_module_names.sql"),
     include_str!("migrations/0014_batch_quotas.sql"),
+    include_str!("migrations/0015_webhooks.sql"),
     include_str!("migrations/0017_repeated_errors.sql"),
 ];
 

@@ -163,13 +163,29 @@ pub(super) fn set_priority(tx: &Transaction<'_>, task: TaskId, priority: i32) ->
 }
 
 /// Cancels a pending task at once; asks a claimed one to stop.
-pub(super) fn cancel(tx: &Transaction<'_>, task: TaskId, now: Micros) -> StoreResult<CancelResult> {
+pub(super) fn cancel(
+    tx: &Transaction<'_>,
+    task: TaskId,
+    now: Micros,
+    server: bool,
+) -> StoreResult<CancelResult> {
     let info = get(tx, task)?;
     match info.state {
         TaskState::Waiting | TaskState::Ready | TaskState::Held => {
             tx.execute(include_str!("sql/task_cancel.sql"), params![now, task])
                 .map_err(internal)?;
-            gate::close(tx, info.batch, info.order)?;
+            if gate::close(tx, info.batch, info.order)? {
+                super::hooks::write(
+                    tx,
+                    info.batch,
+                    None,
+                    HookKind::BatchEnded,
+                    None,
+                    None,
+                    server,
+                    now,
+                )?;
+            }
             Ok(CancelResult::Cancelled)
         }
         TaskState::Reserved | TaskState::Running => {
