@@ -78,7 +78,14 @@ fn a_batch_past_its_quota_is_refused_until_the_admin_raises_it() {
         Some(json!({"rows": 1})),
     );
     assert_eq!(status, 422, "{bad}");
-    assert!(bad["detail"].as_str().unwrap().contains("rows"), "{bad}");
+    assert!(bad["detail"].as_str().unwrap().contains("`rows`"), "{bad}");
+    let (status, bad) = call(
+        "PATCH",
+        &format!("{url}/quotas"),
+        Some(&server.token),
+        Some(json!([null, 3])),
+    );
+    assert_eq!(status, 422, "an array is no change of quotas: {bad}");
 
     // An opening sets its own: none at all on tasks here.
     let free = server.open_batch(json!({"quotas": {"tasks": null}, "tasks": [task, task, task]}));

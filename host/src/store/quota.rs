@@ -42,36 +42,21 @@ pub struct Usage {
 }
 
 /// A change of a batch's quotas: each field given replaces that quota; `Some(None)`
-/// removes it.
+/// removes it. Read from a JSON object only: serde's derive would take its fields as an
+/// array too.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "serde_json::Map<String, serde_json::Value>")]
 pub struct QuotaChange {
-    #[serde(
-        default,
-        deserialize_with = "given",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub tasks: Option<Option<u64>>,
-    #[serde(
-        default,
-        deserialize_with = "given",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub input_bytes: Option<Option<u64>>,
-    #[serde(
-        default,
-        deserialize_with = "given",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub output_bytes: Option<Option<u64>>,
-    #[serde(
-        default,
-        deserialize_with = "given",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub text_bytes: Option<Option<u64>>,
 }
@@ -79,14 +64,37 @@ pub struct QuotaChange {
 /// The largest quota: what a database's signed 64-bit column holds.
 pub const MAX_QUOTA: u64 = i64::MAX as u64;
 
-/// A field that is present: `null` is `Some(None)`, a number `Some(Some(n))`, at most
-/// [`MAX_QUOTA`].
-fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
-    match Option::<u64>::deserialize(d)? {
-        Some(n) if n > MAX_QUOTA => Err(serde::de::Error::custom(format!(
-            "a quota is at most {MAX_QUOTA}, or null for none"
-        ))),
-        quota => Ok(Some(quota)),
+impl TryFrom<serde_json::Map<String, serde_json::Value>> for QuotaChange {
+    type Error = String;
+
+    /// Each field present: `null` removes that quota, a whole number from 0 to
+    /// [`MAX_QUOTA`] sets it. Any other field or value is refused, naming it.
+    fn try_from(object: serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+        let mut change = QuotaChange::default();
+        for (field, value) in object {
+            let slot = match field.as_str() {
+                "tasks" => &mut change.tasks,
+                "input_bytes" => &mut change.input_bytes,
+                "output_bytes" => &mut change.output_bytes,
+                "text_bytes" => &mut change.text_bytes,
+                _ => {
+                    return Err(format!(
+                        "unknown quota `{field}`: the quotas are `tasks`, `input_bytes`, \
+                         `output_bytes` and `text_bytes`"
+                    ));
+                }
+            };
+            *slot = Some(match value {
+                serde_json::Value::Null => None,
+                value => Some(value.as_u64().filter(|&n| n <= MAX_QUOTA).ok_or_else(|| {
+                    format!(
+                        "quota `{field}` is {value}: a quota is a whole number from 0 to \
+                         {MAX_QUOTA}, or null for none"
+                    )
+                })?),
+            });
+        }
+        Ok(change)
     }
 }
 
