@@ -12,6 +12,7 @@
 //!   requests that take `3.0` as JSON Schema's `integer` does.
 //! - [`secrets`]: the key that seals secret settings at rest.
 //! - [`private_file`]: files only their owner may read.
+//! - [`telemetry`]: the log and, when an OTLP endpoint is set, traces.
 
 pub mod api;
 pub mod cli;
@@ -21,5 +22,6 @@ pub mod scheduler;
 pub mod schedules;
 pub mod secrets;
 pub mod store;
+pub mod telemetry;
 pub mod units;
 pub mod whole;

@@ -1,7 +1,8 @@
 //! Helpers shared by qhost's integration tests and benchmarks: where the wasm guests and
 //! the `qhost` binary are; a running `qhost serve` ([`server`]), and one named node of
 //! several driven over HTTP ([`serve_node`]); a store that fails on demand ([`faulty`]);
-//! randomized workloads and the rules checked over their logs ([`workload`]); inputs and
+//! randomized workloads and the rules checked over their logs ([`workload`]); an OTLP
+//! receiver for the trace tests ([`otlp_receiver`]); inputs and
 //! component variants for the runtime's tests and benchmarks.
 
 use std::path::{Path, PathBuf};
@@ -156,6 +157,7 @@ pub mod conformance;
 pub mod faulty;
 pub mod harness;
 pub mod origin_server;
+pub mod otlp_receiver;
 pub mod pg;
 pub mod serve_node;
 pub mod server;

@@ -71,7 +71,7 @@ pub enum Command {
     /// Run one task locally, without a server, and print its output.
     Run(run::RunArgs),
     /// Run a node with the HTTP API (SQLite store in the data directory).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Measure drain throughput: queue no-op tasks in a fresh store and run them all.
     Bench(bench::BenchArgs),
     /// Add, list and delete the server's modules.
@@ -103,7 +103,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Module(args) => module::run(args),
         Command::Submit(args) => submit::run(args),
         Command::Batch(args) => batch::run(args),

@@ -11,7 +11,7 @@ use crate::store::{Micros, errors, now_micros};
 
 /// The migrations in order. A database records only how many it has applied (the
 /// `qhost_schema` table), so these files never change once released: a change is a new one.
-const MIGRATIONS: [&str; 13] = [
+const MIGRATIONS: [&str; 14] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_queue_tables.sql"),
@@ -25,6 +25,7 @@ const MIGRATIONS: [&str; 13] = [
     include_str!("migrations/0011_list_reads.sql"),
     include_str!("migrations/0012_dead_letters.sql"),
     include_str!("migrations/0013_module_names.sql"),
+    include_str!("migrations/0016_trace_parent.sql"),
 ];
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).

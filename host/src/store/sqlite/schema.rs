@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 13] = [
+const MIGRATIONS: [&str; 14] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -22,6 +22,7 @@ const MIGRATIONS: [&str; 13] = [
     include_str!("migrations/0011_module_producers.sql"),
     include_str!("migrations/0012_listed.sql"),
     include_str!("migrations/0013_module_names.sql"),
+    include_str!("migrations/0016_trace_parent.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and
