@@ -57,6 +57,13 @@ impl Admitted {
     pub fn into_parts(self) -> (Vec<TaskSpec>, Option<String>) {
         (self.tasks, self.trace)
     }
+
+    /// The same tasks, submitted in the trace context `trace` (a W3C `traceparent`); one
+    /// that is not a valid `traceparent` is dropped.
+    pub fn with_trace(mut self, trace: Option<String>) -> Self {
+        self.trace = trace.filter(|t| crate::telemetry::context::parse(t).is_some());
+        self
+    }
 }
 
 /// Admits a submission within the bounds of a server whose runtime is set up as `config`
