@@ -13,6 +13,7 @@
 //! - [`secrets`]: the key that seals secret settings at rest.
 //! - [`webhooks`]: batches' ends and tasks' final failures posted, signed, to a URL.
 //! - [`private_file`]: files only their owner may read.
+//! - [`telemetry`]: the log and, when an OTLP endpoint is set, traces.
 
 pub mod api;
 pub mod cli;
@@ -22,6 +23,7 @@ pub mod scheduler;
 pub mod schedules;
 pub mod secrets;
 pub mod store;
+pub mod telemetry;
 pub mod units;
 pub mod webhooks;
 pub mod whole;

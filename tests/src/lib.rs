@@ -2,7 +2,8 @@
 //! the `qhost` binary are; a running `qhost serve` ([`server`]), and one named node of
 //! several driven over HTTP ([`serve_node`]); a store that fails on demand ([`faulty`]); a
 //! webhook receiver ([`hook_receiver`]);
-//! randomized workloads and the rules checked over their logs ([`workload`]); inputs and
+//! randomized workloads and the rules checked over their logs ([`workload`]); an OTLP
+//! receiver for the trace tests ([`otlp_receiver`]); inputs and
 //! component variants for the runtime's tests and benchmarks.
 
 use std::path::{Path, PathBuf};
@@ -158,6 +159,7 @@ pub mod faulty;
 pub mod harness;
 pub mod hook_receiver;
 pub mod origin_server;
+pub mod otlp_receiver;
 pub mod pg;
 pub mod serve_node;
 pub mod server;

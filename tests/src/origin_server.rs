@@ -5,6 +5,7 @@
 //! - `/bytes/N`: `200`, N bytes of `x`
 //! - `/redirect?to=URL`: `302`, `Location: URL`
 //! - `/authorization`: `200`, body the request's `Authorization` header
+//! - `/traceparent`: `200`, body the request's `traceparent` header
 //! - `/hang`: never answers (until the client goes away)
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -73,6 +74,7 @@ fn serve(stream: TcpStream, hits: &AtomicUsize) {
     }
     // The rest of the head; the requests the tests make have no body.
     let mut authorization = String::new();
+    let mut traceparent = String::new();
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
@@ -82,6 +84,11 @@ fn serve(stream: TcpStream, hits: &AtomicUsize) {
             && name.eq_ignore_ascii_case("authorization")
         {
             authorization = value.trim().to_owned();
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("traceparent")
+        {
+            traceparent = value.trim().to_owned();
         }
     }
     hits.fetch_add(1, Ordering::SeqCst);
@@ -94,6 +101,8 @@ fn serve(stream: TcpStream, hits: &AtomicUsize) {
         ("302 Found", format!("Location: {to}\r\n"), Vec::new())
     } else if path == "/authorization" {
         ("200 OK", String::new(), authorization.into_bytes())
+    } else if path == "/traceparent" {
+        ("200 OK", String::new(), traceparent.into_bytes())
     } else if path == "/hang" {
         // Hold the request until the client gives up on it.
         let _ = reader.read_to_end(&mut Vec::new());

@@ -614,6 +614,20 @@ fn a_batch_streams_one_event_per_task_then_ends_and_metrics_count_them() {
     let (status, _) = get(&format!("{}/v1/batches/{batch}/events", server.url), &other);
     assert_eq!(status, 403, "another batch's handle gets no events");
 
+    // A second module, whose one attempt fails: its own series.
+    add_module(&server, "misbehave");
+    let output = server.run(&[
+        "submit",
+        "--module",
+        "misbehave",
+        "--input",
+        "trap",
+        "--max-attempts",
+        "1",
+        "--wait",
+    ]);
+    expect_code(&output, 1);
+
     let (status, _) = get(&format!("{}/metrics", server.url), "");
     assert_eq!(status, 401, "metrics need a token");
     let (status, metrics) = get(&format!("{}/metrics", server.url), &server.token);
@@ -624,19 +638,47 @@ fn a_batch_streams_one_event_per_task_then_ends_and_metrics_count_them() {
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
             .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
     };
-    assert_eq!(value("qhost_claim_latency_seconds_count"), 5.0);
+    // The attempt, run-time and latency series by module, named as `module ls` names it.
     assert_eq!(
-        value("qhost_claim_latency_seconds_bucket{le=\"+Inf\"}"),
+        value("qhost_claim_latency_seconds_count{module=\"echo\"}"),
         5.0
     );
-    assert_eq!(value("qhost_run_latency_seconds_count"), 5.0);
-    assert!(value("qhost_run_latency_seconds_sum") > 0.0);
-    assert_eq!(value("qhost_attempts_total{outcome=\"succeeded\"}"), 5.0);
-    assert_eq!(value("qhost_attempts_total{outcome=\"trap\"}"), 0.0);
+    assert_eq!(
+        value("qhost_claim_latency_seconds_bucket{module=\"echo\",le=\"+Inf\"}"),
+        5.0
+    );
+    assert_eq!(
+        value("qhost_run_latency_seconds_count{module=\"echo\"}"),
+        5.0
+    );
+    assert!(value("qhost_run_latency_seconds_sum{module=\"echo\"}") > 0.0);
+    assert_eq!(
+        value("qhost_attempts_total{module=\"echo\",outcome=\"succeeded\"}"),
+        5.0
+    );
+    assert_eq!(
+        value("qhost_attempts_total{module=\"echo\",outcome=\"trap\"}"),
+        0.0
+    );
+    assert_eq!(
+        value("qhost_attempts_total{module=\"misbehave\",outcome=\"trap\"}"),
+        1.0
+    );
+    assert_eq!(
+        value("qhost_run_latency_seconds_count{module=\"misbehave\"}"),
+        1.0
+    );
+    // The process: memory, files and threads, under the names client libraries use.
+    assert!(value("process_resident_memory_bytes") > 1e6);
+    assert!(value("process_open_fds") >= 3.0);
+    assert!(
+        value("process_threads") >= 2.0,
+        "the async runtime's workers"
+    );
     assert_eq!(value("qhost_pool_occupancy"), 0.0, "nothing runs now");
     assert_eq!(value("qhost_tasks{state=\"succeeded\"}"), 5.0);
     assert_eq!(value("qhost_tasks_ended_total{state=\"succeeded\"}"), 5.0);
-    assert_eq!(value("qhost_tasks_ended_total{state=\"failed\"}"), 0.0);
+    assert_eq!(value("qhost_tasks_ended_total{state=\"failed\"}"), 1.0);
     assert_eq!(
         value("qhost_oldest_ready_age_seconds"),
         0.0,

@@ -1,6 +1,7 @@
 //! `/metrics` in the Prometheus text format: the queue (tasks per state, ended totals, the
 //! oldest ready task, busy groups) as every node reads it from the store, and this node's
-//! slots and measurements. Reading it costs the same however many tasks ended.
+//! slots, measurements by module, and process (memory, files, threads). Reading it costs
+//! the same however many tasks ended.
 //!
 //! It names groups, so it asks for a token (the metrics token, or the admin's), unless
 //! served on a listen address of its own (`--metrics-listen`), which the operator keeps
@@ -20,8 +21,8 @@ use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::store::{TaskState, now_micros};
 
 /// Prometheus metrics: the queue (tasks by state, ended totals, the oldest ready task's
-/// age, busy groups), slots busy, pool occupancy, and the node's claim and run latencies
-/// and attempts by outcome.
+/// age, busy groups), slots busy, pool occupancy, the node's claim and run latencies and
+/// attempts by outcome, each by module, and the process's memory, files and threads.
 #[utoipa::path(
     get,
     path = "/metrics",
@@ -143,6 +144,7 @@ pub async fn metrics(
     let _ = writeln!(text, "qhost_tasks_held {held}");
     state.scheduler.metrics.render(&mut text);
     runtime.render_http_metrics(&mut text);
+    super::process_metrics::render(&mut text);
     Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 

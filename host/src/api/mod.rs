@@ -20,12 +20,14 @@
 //! - [`pause`]: pauses and limits changed after the fact; [`redrive`]: failed and
 //!   cancelled tasks run again, and bulk actions on the tasks a filter names.
 //! - [`observe`]: the execution log, the running-now view, the nodes, health;
-//!   [`metrics`]: Prometheus metrics; [`status`]: the whole queue at a glance;
+//!   [`metrics`]: Prometheus metrics, with [`process_metrics`] (memory, files, threads);
+//!   [`status`]: the whole queue at a glance;
 //!   [`history`]: the queue over the last hour, sampled in memory.
 //! - [`events`]: a batch's task completions as server-sent events.
 //! - [`error`]: every error as `{"error", "detail"}` with its status; [`fallback`]: the
 //!   same for unknown routes, wrong methods and what axum rejects before a handler runs.
 //! - [`dashboard`]: the web dashboard at `/`, files compiled into the binary.
+//! - [`requests`]: each request's log line (at `debug`) and, with traces on, its span.
 //! - [`doc`]: the OpenAPI document's frame. The document itself is generated from the
 //!   handlers' `#[utoipa::path]` annotations and the wire types' `ToSchema`, by the same
 //!   [`routes`] that route requests: a route added there is documented, or does not
@@ -50,7 +52,9 @@ pub mod metrics;
 pub mod modules;
 pub mod observe;
 pub mod pause;
+pub mod process_metrics;
 pub mod redrive;
+pub mod requests;
 pub mod schedules;
 pub mod settings;
 pub mod slow;
@@ -89,17 +93,21 @@ pub fn router(state: AppState) -> Router {
             .expect("the OpenAPI document serializes")
             .into(),
     );
+    let observe = axum::middleware::from_fn_with_state(state.clone(), requests::observe);
     let api = router
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(Extension(document))
+        .route_layer(axum::middleware::from_fn(requests::note_route))
         .fallback(fallback::not_found)
         .with_state(state);
     // Around the whole router, not each route: a 405 gets its `Allow` header outside the
     // route's own layers.
     Router::new()
         .merge(dashboard::routes())
+        .route_layer(axum::middleware::from_fn(requests::note_route))
         .fallback_service(api)
         .layer(axum::middleware::from_fn(fallback::json_failures))
+        .layer(observe)
 }
 
 /// The OpenAPI document of this API, as `GET /v1/openapi.json` serves it.
@@ -208,10 +216,13 @@ pub async fn serve_metrics(
     let (router, _) = OpenApiRouter::new()
         .routes(routes!(metrics::metrics))
         .split_for_parts();
+    let observe = axum::middleware::from_fn_with_state(state.clone(), requests::observe);
     let app = router
+        .route_layer(axum::middleware::from_fn(requests::note_route))
         .fallback(fallback::not_found)
         .with_state(state)
-        .layer(axum::middleware::from_fn(fallback::json_failures));
+        .layer(axum::middleware::from_fn(fallback::json_failures))
+        .layer(observe);
     listen::serve(listener, app, limits, privileged, shutdown).await
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use tracing::Instrument as _;
 
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scheduler::node::Node;
@@ -54,6 +55,10 @@ pub struct BenchArgs {
     /// the slots of every node are kept busy with work longer than a claim.
     #[arg(long, default_value_t = 0)]
     pub task_ms: u64,
+    /// Send traces over OTLP/HTTP to this collector (a base URL, as `qhost serve` takes
+    /// it; or the standard OTEL_EXPORTER_OTLP_ENDPOINT): what tracing costs the drain.
+    #[arg(long)]
+    pub otlp_endpoint: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -72,11 +77,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         args.batches >= 1 && args.orders >= 1,
         "--batches and --orders must be at least 1"
     );
+    // No log: only the spans, when asked for.
+    let telemetry = if crate::telemetry::traces_asked(args.otlp_endpoint.as_deref()) {
+        Some(crate::telemetry::init(crate::telemetry::Settings {
+            log: None,
+            otlp_endpoint: args.otlp_endpoint.clone(),
+            node: "bench-1".into(),
+        })?)
+    } else {
+        None
+    };
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     tokio.block_on(bench(args))?;
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -199,8 +217,15 @@ async fn drain(
             .collect();
         next += count;
         for chunk in tasks.chunks(10_000) {
+            // As a request to the API would be: a span the tasks' attempts join.
+            let span = if crate::telemetry::on() {
+                tracing::info_span!(target: crate::telemetry::TARGET, "submit")
+            } else {
+                tracing::Span::none()
+            };
             scheduler
                 .submit(&Access::Admin, info.id, chunk.to_vec())
+                .instrument(span)
                 .await?;
         }
         batches.push(info.id);

@@ -4,7 +4,6 @@
 //! in that order of precedence. The admin token is `QHOST_ADMIN_TOKEN` or, when unset, one
 //! generated on first start and kept in the data directory.
 
-use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -140,13 +139,19 @@ pub struct ServeArgs {
     /// max_connections, max_connections_per_address, header_timeout, client_timeout,
     /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
     /// metrics_listen, max_timeout, max_memory, quota_tasks, quota_input, quota_output,
-    /// quota_text, webhook, webhook_secret_file); flags and variables take precedence
+    /// quota_text, webhook, webhook_secret_file, otlp_endpoint); flags and variables take
+    /// precedence
     /// (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
     #[arg(long)]
     pub log_json: bool,
+    /// Send traces over OTLP/HTTP to this collector, a base URL such as
+    /// http://localhost:4318 (`/v1/traces` is added); the standard
+    /// OTEL_EXPORTER_OTLP_ENDPOINT does the same (default: none, no traces).
+    #[arg(long, env = "QHOST_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
     #[command(flatten)]
     pub quotas: QuotaArgs,
 }
@@ -185,10 +190,10 @@ struct FileConfig {
     quota_input: Option<String>,
     quota_output: Option<String>,
     quota_text: Option<String>,
+    otlp_endpoint: Option<String>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    init_logging(args.log_json);
     let file = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -215,6 +220,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         !node.is_empty() && node.len() <= 200 && !node.contains(char::is_control),
         "setting `node` must be 1 to 200 printable characters"
     );
+    let telemetry = crate::telemetry::init(crate::telemetry::Settings {
+        log: Some(args.log_json),
+        otlp_endpoint: args.otlp_endpoint.or(file.otlp_endpoint),
+        node: node.clone(),
+    })?;
     let workers = args.workers.or(file.workers).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -544,6 +554,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tracing::info!("stopped");
         Ok::<_, anyhow::Error>(())
     })?;
+    // The spans of the last attempts go out before the process ends.
+    telemetry.shutdown();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -662,24 +674,6 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
         tracing::info!("shutdown requested");
     })
 }
-
-fn init_logging(json: bool) {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_env("QHOST_LOG").unwrap_or_else(|_| "info".into());
-    // Colours only for a terminal (and no NO_COLOR): a file or a log collector would get
-    // escape codes.
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(colour)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
-
 /// The server's webhook: its URL within `allow_http`, and its secret, from
 /// QHOST_WEBHOOK_SECRET or the file `secret_file`.
 fn server_webhook(

@@ -12,6 +12,9 @@
 //!
 //! The attempt's HTTP limits are kept here: past one of them the ledger trips, which
 //! ends the attempt with outcome `http-limit` (see [`super::Runtime::run_in`]).
+//!
+//! With traces on, each request carries the attempt's W3C `traceparent`, unless the guest
+//! set one itself, so that the services it calls join the attempt's trace.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -38,6 +41,8 @@ pub(crate) struct HttpGate {
     own_addresses: Arc<[SocketAddr]>,
     limits: TaskLimits,
     ledger: Arc<HttpLedger>,
+    /// The attempt's `traceparent`, when traces are on.
+    trace: Option<http::HeaderValue>,
 }
 
 impl HttpGate {
@@ -47,12 +52,14 @@ impl HttpGate {
         own_addresses: Arc<[SocketAddr]>,
         limits: TaskLimits,
         started: Instant,
+        trace: Option<http::HeaderValue>,
     ) -> Self {
         HttpGate {
             operator,
             grant,
             own_addresses,
             limits,
+            trace,
             ledger: Arc::new(HttpLedger {
                 started,
                 state: Mutex::new(LedgerState::default()),
@@ -135,7 +142,7 @@ pub(crate) fn check_lists(
 impl WasiHttpHooks for HttpGate {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         _options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
     ) -> Sending {
@@ -149,14 +156,22 @@ impl WasiHttpHooks for HttpGate {
                 self.ledger.refuse(call, reason);
                 Box::new(http_send::refused(error))
             }
-            Ok((origin, forbidden)) => Box::new(http_send::send(
-                request,
-                origin,
-                forbidden,
-                self.limits,
-                self.ledger.clone(),
-                call,
-            )),
+            Ok((origin, forbidden)) => {
+                if let Some(trace) = &self.trace {
+                    request
+                        .headers_mut()
+                        .entry(crate::telemetry::context::TRACEPARENT)
+                        .or_insert_with(|| trace.clone());
+                }
+                Box::new(http_send::send(
+                    request,
+                    origin,
+                    forbidden,
+                    self.limits,
+                    self.ledger.clone(),
+                    call,
+                ))
+            }
         }
     }
 }

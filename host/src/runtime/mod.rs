@@ -338,6 +338,9 @@ impl Runtime {
             self.own_addresses.clone(),
             limits,
             started,
+            // The attempt's trace context, when traces are on, for the requests it sends.
+            crate::telemetry::context::current()
+                .and_then(|trace| http::HeaderValue::from_str(&trace).ok()),
         );
         let ledger = gate.ledger();
         let mut store = Store::new(

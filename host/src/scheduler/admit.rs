@@ -21,6 +21,9 @@ pub const MAX_GROUP_KEY: usize = 200;
 #[derive(Debug, Clone, Default)]
 pub struct Admitted {
     tasks: Vec<TaskSpec>,
+    /// The trace context they were submitted in (`traceparent`), when traces are on:
+    /// their attempts join that trace.
+    trace: Option<String>,
 }
 
 impl Admitted {
@@ -44,6 +47,23 @@ impl Admitted {
     pub fn into_tasks(self) -> Vec<TaskSpec> {
         self.tasks
     }
+
+    /// The trace context they were submitted in, if traces are on.
+    pub fn trace(&self) -> Option<&str> {
+        self.trace.as_deref()
+    }
+
+    /// The tasks and the trace context they were submitted in.
+    pub fn into_parts(self) -> (Vec<TaskSpec>, Option<String>) {
+        (self.tasks, self.trace)
+    }
+
+    /// The same tasks, submitted in the trace context `trace` (a W3C `traceparent`); one
+    /// that is not a valid `traceparent` is dropped.
+    pub fn with_trace(mut self, trace: Option<String>) -> Self {
+        self.trace = trace.filter(|t| crate::telemetry::context::parse(t).is_some());
+        self
+    }
 }
 
 /// Admits a submission within the bounds of a server whose runtime is set up as `config`
@@ -61,7 +81,10 @@ pub fn admit(config: &RuntimeConfig, tasks: Vec<TaskSpec>) -> Result<Admitted> {
     for (index, task) in tasks.iter().enumerate() {
         check_task(config, task).map_err(|e| Error::Invalid(format!("task {index}: {e}")))?;
     }
-    Ok(Admitted { tasks })
+    Ok(Admitted {
+        tasks,
+        trace: crate::telemetry::context::current(),
+    })
 }
 
 fn check_task(config: &RuntimeConfig, task: &TaskSpec) -> Result<(), String> {

@@ -12,7 +12,8 @@
 //! - [`model`]: an executable model of the claim, that tests hold the store drivers to.
 //! - [`node`]: the claim loop, the runs, the completion writer and the lease keeper.
 //! - [`reserved`]: the tasks a node claimed and has not started, in claim order.
-//! - [`metrics`]: latencies and outcomes the node records, for `/metrics`.
+//! - [`metrics`]: latencies and outcomes the node records by module, for `/metrics`;
+//!   `module_labels`: the name each module is shown by there, in the log and in traces.
 //! - `keys`: a batch opened with its tasks at once, and requests done once per
 //!   idempotency key; `pause`: pauses and limits changed after the fact; `redrive`:
 //!   failed and cancelled tasks run again, and bulk actions.
@@ -23,6 +24,7 @@ mod keys;
 pub mod lists;
 pub mod metrics;
 pub mod model;
+mod module_labels;
 pub mod module_ref;
 pub mod node;
 mod pause;
@@ -157,6 +159,9 @@ pub(crate) struct LocalRun {
     /// How it runs, once it has started in a slot: this node shows it running before the
     /// store has its start mark.
     pub(crate) started: Option<RunningTask>,
+    /// The span of the claim that took it, which its attempt's span links to; none while
+    /// traces are off.
+    pub(crate) claim: Option<opentelemetry::trace::SpanContext>,
 }
 
 /// Something that happened to a batch's tasks, for waiters.
@@ -206,6 +211,8 @@ pub struct Scheduler {
     /// Recent run times on this node, for how far ahead to claim.
     pub(crate) pace: node::Pace,
     pub metrics: metrics::Metrics,
+    /// The names modules are shown by in the log, traces and metrics.
+    pub(crate) module_labels: module_labels::ModuleLabels,
 }
 
 /// Checked handles kept before the cache starts over.
@@ -232,6 +239,7 @@ impl Scheduler {
             handles: Mutex::new(HashMap::new()),
             pace: node::Pace::default(),
             metrics: metrics::Metrics::default(),
+            module_labels: module_labels::ModuleLabels::default(),
         })
     }
 
@@ -276,10 +284,12 @@ impl Scheduler {
             .lock()
             .expect("modules lock")
             .insert(module.digest(), module);
-        Ok(self
+        let added = self
             .store
             .module_put(bytes, name, tag, now_micros())
-            .await?)
+            .await?;
+        self.module_labels.forget();
+        Ok(added)
     }
 
     /// The loaded module for a digest: from memory, else from the store.
@@ -306,7 +316,9 @@ impl Scheduler {
     /// Removes a module's name; returns the module, which keeps its other names.
     pub async fn module_unname(&self, name: String) -> Result<Digest> {
         check_name("name", Some(&name))?;
-        Ok(self.store.module_unname(name).await?)
+        let digest = self.store.module_unname(name).await?;
+        self.module_labels.forget();
+        Ok(digest)
     }
 
     /// Opens a batch; returns it with its handle, the capability to use it.

@@ -241,6 +241,8 @@ pub struct ClaimedTask {
     pub mounts: Vec<MountGrant>,
     pub lease_token: i64,
     pub claimed_at: Micros,
+    /// The trace context it was submitted in (`traceparent`), if traces were on.
+    pub trace: Option<String>,
 }
 
 /// What a claim took.

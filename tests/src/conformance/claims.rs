@@ -24,6 +24,39 @@ pub async fn concurrent_claimers_skip_group_held_tasks(store: Arc<dyn Store>) {
     assert_eq!(a.len() + b_.len(), 8);
 }
 
+/// A task keeps the trace context it was submitted in, for each of its attempts; one
+/// submitted without keeps none.
+pub async fn a_claim_returns_the_trace_its_task_was_submitted_in(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned();
+    let retried = TaskSpec {
+        max_attempts: 2,
+        backoff: Duration::from_secs(1),
+        ..task(m, 0, None)
+    };
+    let traced = admitted(vec![retried]).with_trace(Some(trace.clone()));
+    let traced = store.task_submit(b, traced, T0).await.unwrap();
+    let plain = store
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", 2, T0).await;
+    let trace_of =
+        |tasks: &[ClaimedTask], id| tasks.iter().find(|t| t.id == id).unwrap().trace.clone();
+    assert_eq!(trace_of(&claimed, traced[0]), Some(trace.clone()));
+    assert_eq!(trace_of(&claimed, plain[0]), None);
+
+    complete(&store, &claimed, Outcome::Trap, T0 + 1).await;
+    let again = claim(&store, "n1", 2, T0 + 10 * SECOND).await;
+    assert_eq!(ids(&again), traced, "the traced task is retried");
+    assert_eq!(
+        trace_of(&again, traced[0]),
+        Some(trace),
+        "its retry keeps the trace"
+    );
+}
+
 /// A claimed task is `reserved` until its node marks it started: views, counts and the
 /// live view say `running` only of what runs.
 pub async fn claimed_tasks_are_reserved_until_started(store: Arc<dyn Store>) {

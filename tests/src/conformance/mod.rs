@@ -62,6 +62,7 @@ macro_rules! conformance_tests {
             claims::claimed_tasks_are_reserved_until_started,
             claims::handed_back_tasks_go_back_untouched,
             claims::changes_reach_reserved_tasks,
+            claims::a_claim_returns_the_trace_its_task_was_submitted_in,
             completions::stale_completions_change_nothing,
             completions::failures_are_retried_with_backoff_then_fail,
             completions::a_host_error_gives_the_attempt_back,

@@ -17,11 +17,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::Ctx;
 use super::writer::COMPLETION_BATCH;
 use crate::scheduler::LocalRun;
 use crate::store::*;
+use crate::telemetry;
 
 /// Moving averages of how long runs and claims take on this node.
 #[derive(Default)]
@@ -164,6 +166,18 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
         let mut full = !worth_claiming;
         let mut next_due = None;
         if worth_claiming {
+            let span = if telemetry::on() {
+                tracing::info_span!(
+                    target: telemetry::TARGET,
+                    "claim",
+                    otel.kind = "internal",
+                    qhost.node = %config.node,
+                    qhost.asked = room,
+                    qhost.claimed = tracing::field::Empty,
+                )
+            } else {
+                tracing::Span::none()
+            };
             let asked = tokio::time::Instant::now();
             let claimed = scheduler
                 .store
@@ -173,6 +187,7 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
                     now,
                     lease: config.lease,
                 })
+                .instrument(span.clone())
                 .await
                 .context("claiming tasks")?;
             scheduler.pace.claimed(asked.elapsed());
@@ -184,18 +199,36 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
             next_due = claimed.next_due;
             let claimed = claimed.tasks;
             full = claimed.len() == room;
+            span.record("qhost.claimed", claimed.len());
+            let claim = telemetry::context::span_context(&span);
+            drop(span);
             if !claimed.is_empty() {
                 ctx.held.send_modify(|n| *n += claimed.len());
                 ctx.busy.fetch_add(claimed.len(), Ordering::Relaxed);
+                let labels = &scheduler.module_labels;
+                labels
+                    .know(&claimed, &*scheduler.store, &scheduler.metrics)
+                    .await;
+                let mut shown = None;
                 let mut running = scheduler.running.lock().expect("running lock");
                 for task in &claimed {
-                    scheduler.metrics.claimed(task.id, task.claimed_at);
+                    // Most claims take tasks of one module: look it up once.
+                    if shown
+                        .as_ref()
+                        .is_none_or(|(digest, _)| *digest != task.module)
+                    {
+                        let series = labels.of(task.module, &scheduler.metrics).series.clone();
+                        shown = Some((task.module, series));
+                    }
+                    let (_, series) = shown.as_ref().expect("set above");
+                    scheduler.metrics.claimed(task.id, task.claimed_at, series);
                     running.insert(
                         task.id,
                         LocalRun {
                             batch: task.batch,
                             cancel: CancellationToken::new(),
                             started: None,
+                            claim: claim.clone(),
                         },
                     );
                 }

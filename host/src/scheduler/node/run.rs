@@ -1,17 +1,29 @@
 //! Running what was claimed: the starter gives reserved tasks the runtime's slots in
 //! claim order, and each run reports its start and its end to the writer.
+//!
+//! Each attempt's end is a line of the log at `info` (target `qhost::attempt`), and, with
+//! traces on, an `attempt` span: a child of the span its task was submitted in (whose
+//! context the store kept with the task), linked to the claim that took it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::Ctx;
 use super::writer::Done;
-use crate::runtime::{RunInfo, RunRequest, Slot};
+use crate::runtime::{Outcome, RunInfo, RunRequest, Slot};
 use crate::scheduler::LocalRun;
+use crate::scheduler::module_labels::Shown;
 use crate::store::*;
+use crate::telemetry;
+
+/// The log target of the attempts' lines.
+pub const LOG_TARGET: &str = "qhost::attempt";
+/// The longest error a log line or a span carries, in bytes.
+const MAX_LOGGED_ERROR: usize = 256;
 
 /// Starts reserved tasks in claim order as slots free: slots go to waiters first come,
 /// first served, and this is their only waiter.
@@ -50,13 +62,26 @@ pub(super) async fn start_in_order(ctx: Arc<Ctx>, stop: CancellationToken) {
 async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
     let scheduler = &ctx.scheduler;
     let started_at = now_micros();
-    let cancel = {
+    let shown = scheduler.module_labels.of(task.module, &scheduler.metrics);
+    let (cancel, span) = {
         let mut running = scheduler.running.lock().expect("running lock");
         let run = running.entry(task.id).or_insert_with(|| LocalRun {
             batch: task.batch,
             cancel: CancellationToken::new(),
             started: None,
+            claim: None,
         });
+        let span = if telemetry::on() {
+            attempt_span(
+                &task,
+                &shown,
+                &scheduler.config.node,
+                slot.index(),
+                run.claim.as_ref(),
+            )
+        } else {
+            tracing::Span::none()
+        };
         run.started = Some(RunningTask {
             task: task.id,
             batch: task.batch,
@@ -68,7 +93,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             since: started_at,
             lease_expires: task.claimed_at + duration_micros(scheduler.config.lease),
         });
-        run.cancel.clone()
+        (run.cancel.clone(), span)
     };
     let workers = scheduler.runtime.config().workers;
     if scheduler
@@ -105,7 +130,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
         scheduler.runtime.run_in(slot, &module, request).await
     };
     let ended = tokio::select! {
-        report = run => Some(report),
+        report = run.instrument(span.clone()) => Some(report),
         () = ctx.hand_back.cancelled() => None,
     };
     scheduler
@@ -120,8 +145,20 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
     let message = match ended {
         None => Done::HandedBack(task.id, task.lease_token),
         Some(Ok(mut report)) => {
-            scheduler.metrics.ran(report.outcome, report.duration);
+            scheduler
+                .metrics
+                .ran(&shown.series, report.outcome, report.duration);
             scheduler.pace.ran(report.duration);
+            ended_as(
+                &span,
+                &task,
+                &shown,
+                &node,
+                Some(report.slot),
+                report.outcome,
+                report.duration,
+                report.error.as_deref(),
+            );
             let started_at = to_micros(report.started_at);
             let logs = report.take_logs();
             Done::Completed(Box::new(Completion {
@@ -147,7 +184,17 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             tracing::error!(task = task.id, "the task could not start: {err:#}");
             scheduler
                 .metrics
-                .ran(crate::runtime::Outcome::HostError, Duration::ZERO);
+                .ran(&shown.series, Outcome::HostError, Duration::ZERO);
+            ended_as(
+                &span,
+                &task,
+                &shown,
+                &node,
+                None,
+                Outcome::HostError,
+                Duration::ZERO,
+                Some("the task could not start"),
+            );
             let now = now_micros();
             Done::Completed(Box::new(Completion {
                 task: task.id,
@@ -172,4 +219,71 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
     };
     // The writer lives until every run has reported.
     let _ = ctx.done.send(message);
+}
+
+/// The span of an attempt: under the span its task was submitted in, linked to the
+/// claim that took it.
+fn attempt_span(
+    task: &ClaimedTask,
+    shown: &Shown,
+    node: &str,
+    slot: usize,
+    claim: Option<&opentelemetry::trace::SpanContext>,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: telemetry::TARGET,
+        "attempt",
+        otel.kind = "consumer",
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+        qhost.task = task.id,
+        qhost.batch = task.batch,
+        qhost.attempt = task.attempt,
+        qhost.module = &*shown.name,
+        qhost.node = node,
+        qhost.slot = slot,
+        qhost.outcome = tracing::field::Empty,
+    );
+    if let Some(parent) = &task.trace {
+        telemetry::context::set_parent(&span, parent);
+    }
+    if let Some(claim) = claim {
+        telemetry::context::link(&span, claim);
+    }
+    span
+}
+
+/// Records how an attempt ended: on its span, and as a line of the log.
+#[allow(clippy::too_many_arguments)]
+fn ended_as(
+    span: &tracing::Span,
+    task: &ClaimedTask,
+    shown: &Shown,
+    node: &str,
+    slot: Option<usize>,
+    outcome: Outcome,
+    took: Duration,
+    error: Option<&str>,
+) {
+    let error = error.map(|e| telemetry::cut(e, MAX_LOGGED_ERROR));
+    if !span.is_none() {
+        span.record("qhost.outcome", outcome.as_str());
+        if outcome != Outcome::Succeeded {
+            span.record("otel.status_code", "ERROR");
+            span.record("otel.status_description", error.unwrap_or(outcome.as_str()));
+        }
+    }
+    tracing::info!(
+        target: LOG_TARGET,
+        task = task.id,
+        batch = task.batch,
+        attempt = task.attempt,
+        module = &*shown.name,
+        outcome = outcome.as_str(),
+        ms = took.as_secs_f64() * 1e3,
+        node,
+        slot,
+        error,
+        "attempt ended"
+    );
 }

@@ -485,6 +485,7 @@ async fn claim_in(
                 attempt: r.get::<_, i32>(8) as u32,
                 lease_token: r.get(9),
                 claimed_at: p.now,
+                trace: r.get(12),
             };
             (r.get(10), r.get(11), task)
         })

@@ -96,7 +96,7 @@ pub(super) async fn create(
         let tasks = if new.tasks.is_empty() {
             Vec::new()
         } else {
-            tasks::submit_in(store, &tx, id, new.tasks.tasks(), now).await?
+            tasks::submit_in(store, &tx, id, &new.tasks, now).await?
         };
         let created = Created {
             batch: batches::info(&tx, id).await?,
@@ -113,7 +113,7 @@ pub(super) async fn create(
 pub(super) async fn submit(
     store: &PostgresStore,
     batch: BatchId,
-    specs: Vec<TaskSpec>,
+    tasks: Admitted,
     key: RequestKey,
     now: Micros,
 ) -> StoreResult<Answer<Vec<TaskId>>> {
@@ -135,7 +135,7 @@ pub(super) async fn submit(
         if kept as u64 >= MAX_KEYS_PER_BATCH {
             return Err(keys::too_many_keys(batch));
         }
-        let ids = tasks::submit_in(store, &tx, batch, &specs, now).await?;
+        let ids = tasks::submit_in(store, &tx, batch, &tasks, now).await?;
         insert(&tx, batch, SUBMIT, &key, keys::keep(&ids), now).await?;
         Ok(Answer::First(ids))
     })

@@ -347,7 +347,6 @@ impl Store for PostgresStore {
         tasks: Admitted,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
-        let tasks = tasks.into_tasks();
         tasks::submit(self, batch, tasks, now).await
     }
 
@@ -414,7 +413,6 @@ impl Store for PostgresStore {
         key: RequestKey,
         now: Micros,
     ) -> StoreResult<Answer<Vec<TaskId>>> {
-        let tasks = tasks.into_tasks();
         keys::submit(self, batch, tasks, key, now).await
     }
 

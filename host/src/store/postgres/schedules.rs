@@ -201,7 +201,7 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
                 let batch = batches::open_in(&tx, &open.spec, open.handle_hash, now)
                     .await?
                     .id;
-                tasks::submit_in(store, &tx, batch, open.tasks.tasks(), now).await?;
+                tasks::submit_in(store, &tx, batch, &open.tasks, now).await?;
                 tx.execute(
                     include_str!("sql/schedule_last_batch.sql"),
                     &[&fire.schedule, &batch],

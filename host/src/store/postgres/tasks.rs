@@ -14,12 +14,12 @@ use crate::store::*;
 pub(super) async fn submit(
     store: &PostgresStore,
     batch: BatchId,
-    specs: Vec<TaskSpec>,
+    tasks: Admitted,
     now: Micros,
 ) -> StoreResult<Vec<TaskId>> {
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
-        submit_in(store, &tx, batch, &specs, now).await
+        submit_in(store, &tx, batch, &tasks, now).await
     })
 }
 
@@ -32,9 +32,10 @@ pub(super) async fn submit_in(
     store: &PostgresStore,
     tx: &impl GenericClient,
     batch: BatchId,
-    specs: &[TaskSpec],
+    tasks: &Admitted,
     now: Micros,
 ) -> StoreResult<Vec<TaskId>> {
+    let specs = tasks.tasks();
     let mut modules: Vec<String> = specs.iter().map(|s| s.module.to_hex()).collect();
     modules.sort_unstable();
     modules.dedup();
@@ -168,6 +169,7 @@ pub(super) async fn submit_in(
                     &c.limits,
                     &c.mounts,
                     &c.not_before,
+                    &tasks.trace(),
                 ],
             )
             .await

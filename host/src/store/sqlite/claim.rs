@@ -297,6 +297,7 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
                 attempt: r.get(6)?,
                 lease_token: token_base + id,
                 claimed_at: p.now,
+                trace: r.get(7)?,
             })
         })
         .map_err(internal)?;

@@ -66,7 +66,8 @@ pub(super) fn create(
     let tasks = if new.tasks.is_empty() {
         Vec::new()
     } else {
-        tasks::submit(tx, id, new.tasks.into_tasks(), now)?
+        let (specs, trace) = new.tasks.into_parts();
+        tasks::submit(tx, id, specs, trace.as_deref(), now)?
     };
     let created = Created {
         batch: batches::get(tx, id)?,
@@ -83,6 +84,7 @@ pub(super) fn submit(
     tx: &Transaction<'_>,
     batch: BatchId,
     specs: Vec<TaskSpec>,
+    trace: Option<&str>,
     key: RequestKey,
     now: Micros,
 ) -> StoreResult<Answer<Vec<TaskId>>> {
@@ -97,7 +99,7 @@ pub(super) fn submit(
     if kept >= MAX_KEYS_PER_BATCH {
         return Err(keys::too_many_keys(batch));
     }
-    let ids = tasks::submit(tx, batch, specs, now)?;
+    let ids = tasks::submit(tx, batch, specs, trace, now)?;
     insert(tx, batch, SUBMIT, key, keys::keep(&ids), now)?;
     Ok(Answer::First(ids))
 }

@@ -296,8 +296,8 @@ impl Store for SqliteStore {
         tasks: Admitted,
         now: Micros,
     ) -> StoreResult<Vec<TaskId>> {
-        let tasks = tasks.into_tasks();
-        self.write(move |tx| tasks::submit(tx, batch, tasks, now))
+        let (tasks, trace) = tasks.into_parts();
+        self.write(move |tx| tasks::submit(tx, batch, tasks, trace.as_deref(), now))
             .await
     }
 
@@ -374,8 +374,8 @@ impl Store for SqliteStore {
         key: RequestKey,
         now: Micros,
     ) -> StoreResult<Answer<Vec<TaskId>>> {
-        let tasks = tasks.into_tasks();
-        self.write(move |tx| keys::submit(tx, batch, tasks, key, now))
+        let (tasks, trace) = tasks.into_parts();
+        self.write(move |tx| keys::submit(tx, batch, tasks, trace.as_deref(), key, now))
             .await
     }
 

@@ -336,7 +336,7 @@ fn queue(dir: &std::path::Path, tasks: usize, grouped: bool, busy: usize) -> Con
             ..TaskSpec::new(Digest([7; 32]), Vec::new())
         })
         .collect();
-    super::tasks::submit(&tx, 1, specs, 1).unwrap();
+    super::tasks::submit(&tx, 1, specs, None, 1).unwrap();
     tx.commit().unwrap();
     if busy > 0 {
         claim_now(&mut conn, busy);

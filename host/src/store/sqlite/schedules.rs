@@ -168,7 +168,8 @@ pub(super) fn fire(tx: &Transaction<'_>, fire: Fire) -> StoreResult<Option<Tick>
     let batch = match fire.batch {
         Some(open) => {
             let batch = batches::open(tx, open.spec, open.handle_hash, fire.now)?.id;
-            tasks::submit(tx, batch, open.tasks.into_tasks(), fire.now)?;
+            let (specs, trace) = open.tasks.into_parts();
+            tasks::submit(tx, batch, specs, trace.as_deref(), fire.now)?;
             tx.prepare_cached(include_str!("sql/schedule_last_batch.sql"))
                 .map_err(internal)?
                 .execute(params![fire.schedule, batch])

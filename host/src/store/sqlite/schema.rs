@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 16] = [
+const MIGRATIONS: [&str; 17] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -24,6 +24,7 @@ const MIGRATIONS: [&str; 16] = [
     include_str!("migrations/0013_module_names.sql"),
     include_str!("migrations/0014_batch_quotas.sql"),
     include_str!("migrations/0015_webhooks.sql"),
+    include_str!("migrations/0016_trace_parent.sql"),
     include_str!("migrations/0017_repeated_errors.sql"),
 ];
 

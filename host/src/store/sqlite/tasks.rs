@@ -7,11 +7,12 @@ use super::{digest_of, gate, internal, modules, not_found};
 use crate::store::*;
 
 /// Adds tasks to a batch, at its gate or behind it; lowers the gate when a task comes in
-/// below it.
+/// below it. `trace`: the trace context they were submitted in, kept with each.
 pub(super) fn submit(
     tx: &Transaction<'_>,
     batch: BatchId,
     specs: Vec<TaskSpec>,
+    trace: Option<&str>,
     now: Micros,
 ) -> StoreResult<Vec<TaskId>> {
     let (sealed, batch_priority, next_vseq, max_started): (bool, i32, i64, Option<i64>) = tx
@@ -82,6 +83,7 @@ pub(super) fn submit(
                     // 0: due at once (see the schema's tasks_delayed).
                     spec.not_before.unwrap_or(0),
                     now,
+                    trace,
                 ])
                 .map_err(internal)?;
             ids.push(tx.last_insert_rowid());

@@ -14,4 +14,4 @@ UPDATE tasks SET state = 2, attempts = attempts + 1, claimed_at = $1, lease_node
     lease_token = $3 + id
 WHERE id = ANY($5)
 RETURNING id, batch_id, module, input, ord, group_key, limits, mounts, attempts, lease_token,
-    priority, vseq
+    priority, vseq, trace_parent

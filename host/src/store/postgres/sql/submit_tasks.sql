@@ -15,14 +15,15 @@
 -- $12 limits (text[], JSON TaskLimits)
 -- $13 mounts (text[], JSON [MountGrant])
 -- $14 not-before times (bigint[], 0: due at once)
+-- $15 the trace context they were submitted in (`traceparent`), or NULL
 --
 -- state: 0 waiting at a gate (a lower order of its batch is still open), 1 ready (at the
 -- gate: also in the ready table).
 WITH added AS (
     INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq,
-        state, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
+        state, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, trace_parent)
     SELECT $1, module, input, ord, group_key, priority, vseq, state, max_attempts,
-        backoff_ms, limits, mounts, not_before, $2
+        backoff_ms, limits, mounts, not_before, $2, $15::text
     FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::text[], $7::int[],
         $8::bigint[], $9::int[], $10::int[], $11::bigint[], $12::text[],
         $13::text[], $14::bigint[])

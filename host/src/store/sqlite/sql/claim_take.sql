@@ -12,4 +12,4 @@
 UPDATE OR FAIL tasks SET state = 2, attempts = attempts + 1, claimed_at = ?1,
     started_at = NULL, lease_node = ?2, lease_token = ?3 + id, lease_expires = ?4
 WHERE id IN (SELECT value FROM json_each(?5))
-RETURNING id, module, input, ord, limits, mounts, attempts;
+RETURNING id, module, input, ord, limits, mounts, attempts, trace_parent;

@@ -15,7 +15,8 @@
 -- ?13 not before: when it becomes due, or 0 when it is due at once (only delayed tasks
 --     enter the index tasks_delayed, see migrations/0002_claim_indexes.sql)
 -- ?14 now (submitted_at)
+-- ?15 the trace context it was submitted in (`traceparent`), or NULL
 -- OR FAIL: no statement journal (see the driver's mod.rs).
 INSERT OR FAIL INTO tasks (batch_id, module, input, ord, group_key, priority, vseq, state,
-    listed, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14);
+    listed, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, trace_parent)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15);
