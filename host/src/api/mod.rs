@@ -6,7 +6,8 @@
 //! - [`body`]: upload bodies, and the permits that bound how many large ones are read at
 //!   once.
 //! - [`listen`]: accepting connections, with caps on them in all and per address, room
-//!   kept for the admin and health probes; [`slow`]: how slowly a client may send a body
+//!   kept for the admin and health probes; [`ready`]: what the listener answers while the
+//!   server starts, and readiness; [`slow`]: how slowly a client may send a body
 //!   or read an answer; [`long_polls`]: how many waits and event streams a credential, and
 //!   batch handles together, may hold.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
@@ -17,7 +18,7 @@
 //! - [`settings`]: the settings granted to a batch, secrets sealed.
 //! - [`pause`]: pauses and limits changed after the fact; [`redrive`]: failed and
 //!   cancelled tasks run again, and bulk actions on the tasks a filter names.
-//! - [`observe`]: the execution log, the running-now view, the nodes, health;
+//! - [`observe`]: the execution log, the running-now view, the nodes, health, readiness;
 //!   [`metrics`]: Prometheus metrics; [`status`]: the whole queue at a glance;
 //!   [`history`]: the queue over the last hour, sampled in memory.
 //! - [`events`]: a batch's task completions as server-sent events.
@@ -47,6 +48,7 @@ pub mod metrics;
 pub mod modules;
 pub mod observe;
 pub mod pause;
+pub mod ready;
 pub mod redrive;
 pub mod schedules;
 pub mod settings;
@@ -151,6 +153,7 @@ fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(doc::frame())
         .nest("/v1", v1)
         .routes(routes!(observe::healthz))
+        .routes(routes!(observe::readyz))
         .routes(routes!(metrics::metrics))
 }
 
@@ -177,16 +180,55 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     limits: listen::Limits,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    let (starting, server) = serve_starting(listener, &state.admin_token, limits, shutdown);
+    starting.start(state);
+    let _ = server.await;
+}
+
+/// A server that listens before it can serve the API: see [`ready`].
+pub struct Starting {
+    app: ready::App,
+    stopping: CancellationToken,
+}
+
+impl Starting {
+    /// The start has got to `stage`, which `/readyz` says.
+    pub fn reached(&self, stage: ready::Stage) {
+        self.app.reached(stage);
+    }
+
+    /// The server has started: the API answers from now on.
+    pub fn start(&self, state: AppState) {
+        self.app
+            .start(router(state).layer(Extension(self.stopping.clone())));
+    }
+}
+
+/// Serves `listener` within `limits` until `shutdown` resolves, as [`serve`] does, with
+/// only `/healthz` and `/readyz` answered until [`Starting::start`] is given the API's
+/// state. `admin_token` may use the room kept past the connection cap meanwhile.
+pub fn serve_starting(
+    listener: tokio::net::TcpListener,
+    admin_token: &str,
+    limits: listen::Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> (Starting, tokio::task::JoinHandle<()>) {
     let stopping = CancellationToken::new();
-    let privileged = privileged(&state);
-    let app = router(state).layer(Extension(stopping.clone()));
-    listen::serve(listener, app, limits, privileged, async move {
-        shutdown.await;
-        stopping.cancel();
-    })
-    .await
+    let app = ready::App::starting();
+    let privileged = privileged(admin_token.into());
+    let server = tokio::spawn({
+        let (app, stopping) = (app.clone(), stopping.clone());
+        async move {
+            listen::serve(listener, app, limits, privileged, async move {
+                shutdown.await;
+                stopping.cancel();
+            })
+            .await
+        }
+    });
+    (Starting { app, stopping }, server)
 }
 
 /// Serves `/metrics` alone, to anyone, on a listen address of its own.
@@ -197,7 +239,7 @@ pub async fn serve_metrics(
     shutdown: impl Future<Output = ()>,
 ) {
     state.metrics_open = true;
-    let privileged = privileged(&state);
+    let privileged = privileged(state.admin_token.clone());
     let (router, _) = OpenApiRouter::new()
         .routes(routes!(metrics::metrics))
         .split_for_parts();
@@ -205,14 +247,21 @@ pub async fn serve_metrics(
         .fallback(fallback::not_found)
         .with_state(state)
         .layer(axum::middleware::from_fn(fallback::json_failures));
-    listen::serve(listener, app, limits, privileged, shutdown).await
+    listen::serve(
+        listener,
+        ready::App::ready(app),
+        limits,
+        privileged,
+        shutdown,
+    )
+    .await
 }
 
-/// What may use the room kept past the connection cap: `/healthz`, and the admin.
-fn privileged(state: &AppState) -> listen::Privileged {
-    let token = state.admin_token.clone();
+/// What may use the room kept past the connection cap: `/healthz`, `/readyz`, and the
+/// admin.
+fn privileged(token: Arc<str>) -> listen::Privileged {
     Arc::new(move |uri, headers| {
-        uri.path() == "/healthz"
+        matches!(uri.path(), "/healthz" | "/readyz")
             || auth::bearer(headers).is_some_and(|t| auth::same_token(t, &token))
     })
 }

@@ -6,7 +6,7 @@
 //! Clients of a server, sharing [`client`] (server address, token, errors): [`module`],
 //! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`] (its bulk actions in
 //! [`task_bulk`]), [`lists`] (`batch ls`, `task ls`), [`group`], [`status`], [`nodes`],
-//! [`log`]; and [`completions`].
+//! [`log`], [`health`]; and [`completions`].
 
 /// `println!` that hands back the write's error instead of panicking, for `?`: a reader
 /// that stopped reading (`| head`) then ends the command quietly (see [`broken_pipe`]).
@@ -32,6 +32,7 @@ pub mod bench_fill;
 mod client;
 mod completions;
 mod group;
+mod health;
 mod lists;
 mod log;
 mod module;
@@ -95,6 +96,9 @@ pub enum Command {
     Nodes(nodes::NodesArgs),
     /// The execution log.
     Log(log::LogArgs),
+    /// Whether the server lives (exit 0) or not (exit 1); with --ready, whether it has
+    /// started: for health checks.
+    Health(health::HealthArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
 }
@@ -113,6 +117,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => status::run(args),
         Command::Nodes(args) => nodes::run(args),
         Command::Log(args) => log::run(args),
+        Command::Health(args) => health::run(args),
         Command::Completions(args) => completions::run(args),
     }
 }
