@@ -180,11 +180,22 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     limits: listen::Limits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown: impl Future<Output = ()>,
 ) {
-    let (starting, server) = serve_starting(listener, &state.admin_token, limits, shutdown);
-    starting.start(state);
-    let _ = server.await;
+    let stopping = CancellationToken::new();
+    let privileged = privileged(state.admin_token.clone());
+    let app = router(state).layer(Extension(stopping.clone()));
+    listen::serve(
+        listener,
+        ready::App::ready(app),
+        limits,
+        privileged,
+        async move {
+            shutdown.await;
+            stopping.cancel();
+        },
+    )
+    .await
 }
 
 /// A server that listens before it can serve the API: see [`ready`].
