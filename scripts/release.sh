@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds qhost's release artifacts and tests them, as a user would run them:
 #
-# - the static binary (x86_64-unknown-linux-musl, profile `dist`: no debug info, no
+# - the static binary (x86_64-unknown-linux-musl, the release profile: no debug info, no
 #   symbols), which runs on any x86_64 Linux, checked static with `file` and `ldd`;
 #   it serves, runs a task and stops cleanly on SIGTERM (exit 0);
 # - the container image (deploy/Containerfile: FROM scratch, the static binary alone),
@@ -60,11 +60,11 @@ if [ "$image" = yes ] && ! docker info >/dev/null 2>&1; then
 scripts/release.sh --no-image to build and test the static binary alone"
 fi
 
-step "the static binary: cargo build --profile dist --target $target"
+step "the static binary: cargo build --release --target $target"
 started=$(date +%s)
-cargo build --locked --profile dist --target "$target" -p qhost
+cargo build --locked --release --target "$target" -p qhost
 echo "built in $(($(date +%s) - started)) s"
-bin=$target_dir/$target/dist/qhost
+bin=$target_dir/$target/release/qhost
 mkdir -p "$out"
 cp "$bin" "$out/qhost"
 bin=$out/qhost
