@@ -522,6 +522,7 @@ fn openapi_describes_every_route() {
         ("/v1/schedules/{name}/run", "post"),
         ("/v1/openapi.json", "get"),
         ("/healthz", "get"),
+        ("/readyz", "get"),
         ("/metrics", "get"),
     ];
     for (path, method) in routes {

@@ -176,6 +176,11 @@ fn past_the_connection_cap_others_are_answered_busy_and_the_admin_gets_in() {
         "the admin"
     );
     assert_eq!(asked(&get("/healthz", "none")), Some(200), "a probe");
+    assert_eq!(
+        asked(&get("/readyz", "none")),
+        Some(200),
+        "a readiness probe"
+    );
     drop(held);
     assert!(server.stop().success());
 }

@@ -17,8 +17,9 @@ pub struct ErrorBody {
     /// What kind of failure, for programs: `bad-request` (a malformed request, or a
     /// parameter not of its type), `invalid` (a request the server's checks refuse),
     /// `unauthorized`, `forbidden`, `not-found`, `no-output`, `method-not-allowed`,
-    /// `conflict`, `quota` (past one of a batch's quotas), `too-large`, `unsupported-media-type`, `too-many-requests`, `busy`
-    /// or `internal`.
+    /// `conflict`, `quota` (past one of a batch's quotas), `too-large`,
+    /// `unsupported-media-type`, `too-many-requests`, `busy`, `not-ready` (the server is
+    /// starting) or `internal`.
     pub error: String,
     /// What was wrong and what is allowed, for people.
     pub detail: String,

@@ -3,8 +3,8 @@
 //! - at most [`Limits::max_connections`] connections at once, and at most
 //!   [`Limits::max_per_peer`] from one address;
 //! - past either cap, [`RESERVED`] connections more (a quarter of them per address) are
-//!   let in for one request each, served only if it is the admin's or `/healthz` (the
-//!   [`Privileged`] test), so that the operator and health probes get through a full
+//!   let in for one request each, served only if it is the admin's, `/healthz` or
+//!   `/readyz` (the [`Privileged`] test), so that the operator and health probes get through a full
 //!   server; any other is answered `503 busy`;
 //! - past those, a connection is answered `503 busy` at once and closed, rather than left
 //!   in the kernel's accept queue;
@@ -22,7 +22,6 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -35,6 +34,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
 
 use super::error::ApiError;
+use super::ready::App;
 use super::slow::{Pace, PacedBody, PacedStream};
 
 /// Connections let in past [`Limits::max_connections`], for the admin and health probes.
@@ -166,7 +166,7 @@ fn admit(open: &Arc<Mutex<Open>>, peer: IpAddr, limits: &Limits) -> Admission {
 /// requests in flight finish and closes idle connections.
 pub async fn serve(
     listener: TcpListener,
-    app: Router,
+    app: App,
     limits: Limits,
     privileged: Privileged,
     shutdown: impl Future<Output = ()>,
@@ -216,7 +216,8 @@ pub async fn serve(
         let privileged = privileged.clone();
         let pace = limits.pace;
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let app = app.clone();
+            // The API once the server has started, even on a connection opened before.
+            let app = app.router().clone();
             let let_in = !reserved || privileged(request.uri(), request.headers());
             async move {
                 if !let_in {

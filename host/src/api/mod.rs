@@ -6,7 +6,8 @@
 //! - [`body`]: upload bodies, and the permits that bound how many large ones are read at
 //!   once.
 //! - [`listen`]: accepting connections, with caps on them in all and per address, room
-//!   kept for the admin and health probes; [`slow`]: how slowly a client may send a body
+//!   kept for the admin and health probes; [`ready`]: what the listener answers while the
+//!   server starts, and readiness; [`slow`]: how slowly a client may send a body
 //!   or read an answer; [`long_polls`]: how many waits and event streams a credential, and
 //!   batch handles together, may hold.
 //! - [`modules`], [`batches`], [`tasks`]: what callers change.
@@ -19,7 +20,7 @@
 //!   batch's webhook, checked against the allow-list, its secret sealed.
 //! - [`pause`]: pauses and limits changed after the fact; [`redrive`]: failed and
 //!   cancelled tasks run again, and bulk actions on the tasks a filter names.
-//! - [`observe`]: the execution log, the running-now view, the nodes, health;
+//! - [`observe`]: the execution log, the running-now view, the nodes, health, readiness;
 //!   [`metrics`]: Prometheus metrics, with [`process_metrics`] (memory, files, threads);
 //!   [`status`]: the whole queue at a glance;
 //!   [`history`]: the queue over the last hour, sampled in memory.
@@ -53,6 +54,7 @@ pub mod modules;
 pub mod observe;
 pub mod pause;
 pub mod process_metrics;
+pub mod ready;
 pub mod redrive;
 pub mod requests;
 pub mod schedules;
@@ -166,6 +168,7 @@ fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(doc::frame())
         .nest("/v1", v1)
         .routes(routes!(observe::healthz))
+        .routes(routes!(observe::readyz))
         .routes(routes!(metrics::metrics))
 }
 
@@ -195,13 +198,63 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let stopping = CancellationToken::new();
-    let privileged = privileged(&state);
+    let privileged = privileged(state.admin_token.clone());
     let app = router(state).layer(Extension(stopping.clone()));
-    listen::serve(listener, app, limits, privileged, async move {
-        shutdown.await;
-        stopping.cancel();
-    })
+    listen::serve(
+        listener,
+        ready::App::ready(app),
+        limits,
+        privileged,
+        async move {
+            shutdown.await;
+            stopping.cancel();
+        },
+    )
     .await
+}
+
+/// A server that listens before it can serve the API: see [`ready`].
+pub struct Starting {
+    app: ready::App,
+    stopping: CancellationToken,
+}
+
+impl Starting {
+    /// The start has got to `stage`, which `/readyz` says.
+    pub fn reached(&self, stage: ready::Stage) {
+        self.app.reached(stage);
+    }
+
+    /// The server has started: the API answers from now on.
+    pub fn start(&self, state: AppState) {
+        self.app
+            .start(router(state).layer(Extension(self.stopping.clone())));
+    }
+}
+
+/// Serves `listener` within `limits` until `shutdown` resolves, as [`serve`] does, with
+/// only `/healthz` and `/readyz` answered until [`Starting::start`] is given the API's
+/// state. `admin_token` may use the room kept past the connection cap meanwhile.
+pub fn serve_starting(
+    listener: tokio::net::TcpListener,
+    admin_token: &str,
+    limits: listen::Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> (Starting, tokio::task::JoinHandle<()>) {
+    let stopping = CancellationToken::new();
+    let app = ready::App::starting();
+    let privileged = privileged(admin_token.into());
+    let server = tokio::spawn({
+        let (app, stopping) = (app.clone(), stopping.clone());
+        async move {
+            listen::serve(listener, app, limits, privileged, async move {
+                shutdown.await;
+                stopping.cancel();
+            })
+            .await
+        }
+    });
+    (Starting { app, stopping }, server)
 }
 
 /// Serves `/metrics` alone, to anyone, on a listen address of its own.
@@ -212,7 +265,7 @@ pub async fn serve_metrics(
     shutdown: impl Future<Output = ()>,
 ) {
     state.metrics_open = true;
-    let privileged = privileged(&state);
+    let privileged = privileged(state.admin_token.clone());
     let (router, _) = OpenApiRouter::new()
         .routes(routes!(metrics::metrics))
         .split_for_parts();
@@ -223,14 +276,21 @@ pub async fn serve_metrics(
         .with_state(state)
         .layer(axum::middleware::from_fn(fallback::json_failures))
         .layer(observe);
-    listen::serve(listener, app, limits, privileged, shutdown).await
+    listen::serve(
+        listener,
+        ready::App::ready(app),
+        limits,
+        privileged,
+        shutdown,
+    )
+    .await
 }
 
-/// What may use the room kept past the connection cap: `/healthz`, and the admin.
-fn privileged(state: &AppState) -> listen::Privileged {
-    let token = state.admin_token.clone();
+/// What may use the room kept past the connection cap: `/healthz`, `/readyz`, and the
+/// admin.
+fn privileged(token: Arc<str>) -> listen::Privileged {
     Arc::new(move |uri, headers| {
-        uri.path() == "/healthz"
+        matches!(uri.path(), "/healthz" | "/readyz")
             || auth::bearer(headers).is_some_and(|t| auth::same_token(t, &token))
     })
 }

@@ -1,4 +1,5 @@
-//! What runs and what ran: the execution log, the running-now view, the nodes, health.
+//! What runs and what ran: the execution log, the running-now view, the nodes, health and
+//! readiness.
 
 use axum::Json;
 use axum::extract::{Query, State};
@@ -182,4 +183,21 @@ pub async fn nodes(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Ve
 )]
 pub async fn healthz() -> &'static str {
     "ok"
+}
+
+/// Readiness: `ready` once the store is open and migrated and this node registered. A
+/// server still starting answers `503 not-ready`, saying what is missing, from the
+/// listener it opened first (`api/ready.rs`); `/healthz` answers all along.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    operation_id = "ready",
+    tag = "observe",
+    responses(
+        (status = 200, description = "It has started and serves the API", content_type = "text/plain", body = String, example = "ready"),
+        (status = 503, description = "It is starting: what is missing (`not-ready`).", body = ErrorBody),
+    ),
+)]
+pub async fn readyz() -> &'static str {
+    "ready"
 }

@@ -6,7 +6,7 @@
 //! Clients of a server, sharing [`client`] (server address, token, errors): [`module`],
 //! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`] (its bulk actions in
 //! [`task_bulk`]), [`lists`] (`batch ls`, `task ls`), [`group`], [`status`], [`nodes`],
-//! [`log`]; and [`completions`].
+//! [`log`], [`health`]; and [`completions`].
 
 /// `println!` that hands back the write's error instead of panicking, for `?`: a reader
 /// that stopped reading (`| head`) then ends the command quietly (see [`broken_pipe`]).
@@ -34,6 +34,7 @@ mod client;
 mod completions;
 pub mod exit;
 mod group;
+mod health;
 mod lists;
 mod log;
 mod module;
@@ -99,6 +100,9 @@ pub enum Command {
     Nodes(nodes::NodesArgs),
     /// The execution log.
     Log(log::LogArgs),
+    /// Whether the server lives (exit 0) or not (exit 1); with --ready, whether it has
+    /// started: for health checks.
+    Health(health::HealthArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write a new task project (Rust, Python, JavaScript or C) with the guest SDK, ready
@@ -120,6 +124,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => status::run(args),
         Command::Nodes(args) => nodes::run(args),
         Command::Log(args) => log::run(args),
+        Command::Health(args) => health::run(args),
         Command::Completions(args) => completions::run(args),
         Command::New(args) => new::run(args),
     }

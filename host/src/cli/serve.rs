@@ -447,6 +447,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| {
                 format!("listening on `{listen}` (give HOST:PORT, such as localhost:7700)")
             })?;
+        let limits = api::listen::Limits {
+            max_connections,
+            max_per_peer: max_per_address,
+            header_timeout,
+            pace: api::slow::Pace {
+                client_timeout,
+                body_min_rate: min_body_rate,
+            },
+        };
         let metrics_listener = match &metrics_listen {
             Some(address) => Some(
                 tokio::net::TcpListener::bind(address.as_str())
@@ -459,9 +468,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             ),
             None => None,
         };
+        let own_addresses = std::iter::once(&listener)
+            .chain(&metrics_listener)
+            .map(|l| l.local_addr())
+            .collect::<std::io::Result<_>>()?;
+        let address = listener.local_addr()?;
+        // Serve at once: `/healthz` answers while the store opens, and `/readyz` says
+        // what is missing until the API answers.
+        let (starting, server) = api::serve_starting(listener, &admin_token, limits, shutdown);
         let store = crate::store::open(&db, &node)
             .await
             .context("setting `db`")?;
+        starting.reached(api::ready::Stage::Node);
         // A node that could not open the secrets it would hand to tasks must not start.
         if let Some(sample) = store.grant_secret_sample().await? {
             secret_key.open(&sample.name, &sample.value).context(
@@ -474,10 +492,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         runtime.mounts = mounts;
         runtime.allow_http = allow_http;
         runtime.max_limits = max_limits;
-        runtime.own_addresses = std::iter::once(&listener)
-            .chain(&metrics_listener)
-            .map(|l| l.local_addr())
-            .collect::<std::io::Result<_>>()?;
+        runtime.own_addresses = own_addresses;
         let runtime = Arc::new(Runtime::new(runtime)?);
         let node_name = node.clone();
         let mut config = SchedulerConfig::new(node);
@@ -489,13 +504,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.webhook = webhook;
         let scheduler = Scheduler::new(store, runtime, config);
         let node = Node::start(scheduler.clone()).await?;
-        let address = listener.local_addr()?;
         // One line that says what runs, for whoever reads the log after a restart.
         tracing::info!(
             "qhost {} node {node_name}, {workers} workers, store {}, listening on {address}",
             env!("CARGO_PKG_VERSION"),
             crate::store::postgres::redact(&db)
         );
+        let mut state = AppState::new(scheduler.clone(), &admin_token);
+        state.metrics_token = metrics_token.map(Into::into);
+        state.long_polls = api::long_polls::LongPolls::new(api::long_polls::LongLimits {
+            per_credential: long_per_handle,
+            total: long_total,
+        });
+        // Ready: whoever reads the line below may use the API at once.
+        starting.start(state.clone());
         // Whoever started us may have stopped reading stdout: that must not stop the server.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "qhost listening on http://{address}");
@@ -508,12 +530,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         let _ = out.flush();
         drop(out);
-        let mut state = AppState::new(scheduler.clone(), &admin_token);
-        state.metrics_token = metrics_token.map(Into::into);
-        state.long_polls = api::long_polls::LongPolls::new(api::long_polls::LongLimits {
-            per_credential: long_per_handle,
-            total: long_total,
-        });
         let stop_ticking = tokio_util::sync::CancellationToken::new();
         let sampler = tokio::spawn(
             state
@@ -521,15 +537,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .clone()
                 .sample(scheduler.clone(), stop_ticking.clone()),
         );
-        let limits = api::listen::Limits {
-            max_connections,
-            max_per_peer: max_per_address,
-            header_timeout,
-            pace: api::slow::Pace {
-                client_timeout,
-                body_min_rate: min_body_rate,
-            },
-        };
         let stopped = tokio_util::sync::CancellationToken::new();
         let metrics_server = metrics_listener.map(|listener| {
             tokio::spawn(api::serve_metrics(
@@ -539,7 +546,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 stopped.clone().cancelled_owned(),
             ))
         });
-        api::serve(listener, state, limits, shutdown).await;
+        drop(state);
+        let _ = server.await;
         stopped.cancel();
         if let Some(metrics_server) = metrics_server {
             let _ = metrics_server.await;

@@ -32,7 +32,7 @@ const MIGRATIONS: [&str; 17] = [
 ];
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).
-const MIGRATION_LOCK: i64 = 0x7168_6f73_7400_0001;
+pub const MIGRATION_LOCK: i64 = 0x7168_6f73_7400_0001;
 /// Clock offsets below this are treated as none: times stay exactly as given.
 const CLOCK_TOLERANCE: Micros = 100_000;
 
