@@ -45,7 +45,10 @@ pub struct Usage {
 /// removes it. Read from a JSON object only: serde's derive would take its fields as an
 /// array too.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(try_from = "serde_json::Map<String, serde_json::Value>")]
+#[serde(
+    try_from = "serde_json::Map<String, serde_json::Value>",
+    deny_unknown_fields
+)]
 pub struct QuotaChange {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]

@@ -170,16 +170,7 @@ fn complete_successes(
     for ((batch, order), count) in orders {
         let ended = gate::close_many(tx, batch, order, count)?;
         if ended && (server || hooked[&batch]) {
-            result.hooked |= hooks::write(
-                tx,
-                batch,
-                None,
-                HookKind::BatchEnded,
-                None,
-                None,
-                server,
-                now,
-            )?;
+            result.hooked |= hooks::batch_ended(tx, batch, server, now)?;
         }
     }
     Ok(())
@@ -262,16 +253,7 @@ pub(super) fn hand_back(
                 .execute(params![now, id])
                 .map_err(internal)?;
             if gate::close(tx, task.batch, task.order)? && hooked {
-                result.hooked |= hooks::write(
-                    tx,
-                    task.batch,
-                    None,
-                    HookKind::BatchEnded,
-                    None,
-                    None,
-                    server,
-                    now,
-                )?;
+                result.hooked |= hooks::batch_ended(tx, task.batch, server, now)?;
             }
             result.ended.push((task.id, task.batch));
             continue;
@@ -397,16 +379,7 @@ fn finish(
         }
     }
     if ended && hooked {
-        result.hooked |= hooks::write(
-            tx,
-            task.batch,
-            None,
-            HookKind::BatchEnded,
-            None,
-            None,
-            server,
-            now,
-        )?;
+        result.hooked |= hooks::batch_ended(tx, task.batch, server, now)?;
     }
     Ok(())
 }

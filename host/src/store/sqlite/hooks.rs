@@ -7,6 +7,25 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use super::internal;
 use crate::store::*;
 
+/// Writes a batch's end for its listeners; whether one was written.
+pub(super) fn batch_ended(
+    tx: &Transaction<'_>,
+    batch: BatchId,
+    server: bool,
+    now: Micros,
+) -> StoreResult<bool> {
+    write(
+        tx,
+        batch,
+        None,
+        HookKind::BatchEnded,
+        None,
+        None,
+        server,
+        now,
+    )
+}
+
 /// Writes the deliveries `kind` of `batch` owes (the server's when `server`, the batch's
 /// own when it has one); whether any was written. The caller writes an event only when
 /// someone may listen, or when it did not read the batch's row anyway.

@@ -177,16 +177,7 @@ pub(super) fn cancel(
             tx.execute(include_str!("sql/task_cancel.sql"), params![now, task])
                 .map_err(internal)?;
             if gate::close(tx, info.batch, info.order)? {
-                super::hooks::write(
-                    tx,
-                    info.batch,
-                    None,
-                    HookKind::BatchEnded,
-                    None,
-                    None,
-                    server,
-                    now,
-                )?;
+                super::hooks::batch_ended(tx, info.batch, server, now)?;
             }
             Ok(CancelResult::Cancelled)
         }
