@@ -186,7 +186,7 @@ fn shared_failures(operation: &Operation) -> Vec<(&'static str, String)> {
             ),
         ));
     }
-    let stateless = ["health", "openapi"];
+    let stateless = ["health", "ready", "openapi"];
     if !operation
         .operation_id
         .as_deref()
@@ -297,7 +297,7 @@ mod tests {
         let mut names: Vec<&str> = schemes.keys().map(String::as_str).collect();
         names.sort();
         assert_eq!(names, [super::ADMIN, super::HANDLE, super::METRICS]);
-        let public = ["health", "openapi"];
+        let public = ["health", "ready", "openapi"];
         for (method, path, operation) in operations(&document) {
             let id = operation["operationId"].as_str().unwrap();
             let security = &operation["security"];
