@@ -47,7 +47,7 @@ fn a_batch_past_its_quota_is_refused_until_the_admin_raises_it() {
     assert_eq!(shown["usage"]["input_bytes"], 2);
 
     // The handle may not raise its own quota; the admin may.
-    let raise = json!({"tasks": 3});
+    let raise = json!({"tasks": 3.0});
     let (status, _) = call(
         "PATCH",
         &format!("{url}/quotas"),

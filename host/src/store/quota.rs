@@ -89,7 +89,7 @@ impl TryFrom<serde_json::Map<String, serde_json::Value>> for QuotaChange {
             };
             *slot = Some(match value {
                 serde_json::Value::Null => None,
-                value => Some(value.as_u64().filter(|&n| n <= MAX_QUOTA).ok_or_else(|| {
+                value => Some(whole(&value).filter(|&n| n <= MAX_QUOTA).ok_or_else(|| {
                     format!(
                         "quota `{field}` is {value}: a quota is a whole number from 0 to \
                          {MAX_QUOTA}, or null for none"
@@ -99,6 +99,16 @@ impl TryFrom<serde_json::Map<String, serde_json::Value>> for QuotaChange {
         }
         Ok(change)
     }
+}
+
+/// A JSON number that is a whole one at least 0, as `3` or `3.0`.
+fn whole(value: &serde_json::Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_QUOTA as f64)
+            .map(|f| f as u64)
+    })
 }
 
 impl Quotas {
