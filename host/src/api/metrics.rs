@@ -18,6 +18,7 @@ use axum::response::IntoResponse;
 use super::AppState;
 use super::auth::{bearer, same_token};
 use super::error::{ApiError, ApiResult, ErrorBody};
+use crate::scheduler::metrics::label;
 use crate::store::{TaskState, now_micros};
 
 /// Prometheus metrics: the queue (tasks by state, ended totals, the oldest ready task's
@@ -180,14 +181,6 @@ impl FromRequestParts<AppState> for MetricsReader {
 
 fn head(text: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} {kind}");
-}
-
-/// A label value as the text format escapes it.
-fn label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]

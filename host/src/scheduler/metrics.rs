@@ -189,8 +189,9 @@ impl Metrics {
     }
 }
 
-/// A label value as the text format escapes it.
-fn label(value: &str) -> String {
+/// A label value as the Prometheus text format escapes it; every series of `/metrics`
+/// writes its labels through it.
+pub(crate) fn label(value: &str) -> String {
     value
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
