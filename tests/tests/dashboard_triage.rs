@@ -285,6 +285,47 @@ async fn schedules_groups_and_the_nodes_slots_have_pages() {
     assert!(server.stop().success());
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn an_attempt_cut_in_the_task_page_is_shown_whole_on_demand() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    server.upload("misbehave");
+    let (batch, tasks) = open(
+        &server,
+        json!({}),
+        json!([{ "module": "misbehave", "input": "error:60000", "max_attempts": 1 }]),
+    );
+    wait(&server, batch);
+    let driver = Driver::start();
+    let browser = driver.browser().await;
+    sign_in(&browser, &server).await;
+    visit(
+        &browser,
+        &server,
+        &format!("/task/{}", tasks[0]),
+        &format!("Task {}", tasks[0]),
+    )
+    .await;
+    let shown = "return document.querySelector('#attempt-1 pre.error-text')?.textContent.length;";
+    let cut = until(&browser, "the attempt's error, cut", shown).await;
+    assert!(cut.as_u64().unwrap() <= 4096, "cut to 4 KiB: {cut}");
+    let note = until(
+        &browser,
+        "a note naming what was cut",
+        "return document.querySelector('#attempt-1 .cut-note')?.textContent;",
+    )
+    .await;
+    assert!(note.as_str().unwrap().contains("error"), "{note}");
+    click(&browser, "#attempt-1 .whole-attempt").await;
+    until(
+        &browser,
+        "the attempt's error whole",
+        &format!("{} === 60000", shown.trim_end_matches(';')),
+    )
+    .await;
+    assert!(server.stop().success());
+}
+
 /// Waits until `task` runs on a slot.
 fn wait_running(server: &Server, id: i64) {
     let deadline = std::time::Instant::now() + PATIENCE;

@@ -643,9 +643,20 @@ fn attempts_cut(server: Server) {
         .iter()
         .find(|t| t["id"] == failing)
         .unwrap();
+    let error = row["error"].as_str().unwrap();
+    let (kept, mark) = error.split_once(" [cut: ").expect("a cut error is marked");
     assert!(
-        row["error"].as_str().unwrap().len() < 1200,
-        "a task's error in a list"
+        kept.len() <= 1024,
+        "a task's error in a list: {} bytes",
+        kept.len()
+    );
+    assert_eq!(
+        mark,
+        format!(
+            "{} bytes more in GET /v1/tasks/{failing}/attempts/3]",
+            60_000 - kept.len()
+        ),
+        "the mark counts what the list did not read"
     );
 
     for (task, attempt, field) in [(failing, 3, "error"), (printing, 1, "stdout")] {

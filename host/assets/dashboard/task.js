@@ -68,13 +68,8 @@ export async function task({ id }) {
     h("h2", {}, "Output"),
     output,
     h("h2", {}, "Attempts"),
-    view.log.length === 0 ? h("p", { class: "muted" }, "None yet.") : view.log.map((a) => h("section", {},
-      h("h3", {}, `Attempt ${a.attempt}: ${a.outcome}`),
-      h("p", { class: "muted" }, `${a.node} slot ${a.slot ?? "?"} · ${when(a.started_at)} · ` +
-        `${span(a.ended_at - a.started_at)}${a.error ? ` · ${a.error}` : ""}`),
-      captured("Log lines", a.logs.map((l) => `${l.level} ${l.message}`).join("\n")),
-      captured("Standard output", a.stdout),
-      captured("Standard error", a.stderr))),
+    view.log.length === 0 ? h("p", { class: "muted" }, "None yet.")
+      : view.log.map((a) => attemptSection(id, a)),
   ];
 }
 
@@ -98,6 +93,40 @@ async function bytesShown(size, path, id, label, tooLarge) {
     return h("pre", { id, "aria-label": `${label}, in hex` },
       `${hex}${data.length > 256 ? " …" : ""}`);
   }
+}
+
+/**
+ * An attempt: how it ran and what it captured, each field cut to 4 KiB in the task's view;
+ * when one was, a button reads the attempt whole in its place.
+ */
+function attemptSection(id, a) {
+  const section = h("section", { id: `attempt-${a.attempt}` }, attemptParts(a));
+  if (a.cut.length > 0) {
+    const status = h("span", { role: "status" });
+    section.append(h("p", { class: "muted cut-note" }, `Cut to 4 KiB: ${a.cut.join(", ")}. `,
+      h("button", { type: "button", class: "whole-attempt", onclick: async () => {
+        try {
+          const whole = await get(`/v1/tasks/${id}/attempts/${a.attempt}`);
+          section.replaceChildren(...attemptParts(whole).flat());
+        } catch (e) {
+          status.textContent = e.message;
+        }
+      } }, "Show it whole"), " ", status));
+  }
+  return section;
+}
+
+/** What an attempt section shows: how it ran, its error, and what it captured. */
+function attemptParts(a) {
+  return [
+    h("h3", {}, `Attempt ${a.attempt}: ${a.outcome}`),
+    h("p", { class: "muted" }, `${a.node} slot ${a.slot ?? "?"} · ${when(a.started_at)} · ` +
+      `${span(a.ended_at - a.started_at)}`),
+    a.error && h("pre", { class: "error-text", "aria-label": `Attempt ${a.attempt}'s error` }, a.error),
+    captured("Log lines", a.logs.map((l) => `${l.level} ${l.message}`).join("\n")),
+    captured("Standard output", a.stdout),
+    captured("Standard error", a.stderr),
+  ];
 }
 
 /** A section of what an attempt captured, titled, or a line saying it is empty. */

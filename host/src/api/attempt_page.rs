@@ -6,7 +6,9 @@
 use crate::scheduler::{Result, Scheduler};
 use crate::store::{AttemptFilter, AttemptRecord};
 
-/// The most bytes of each long field of an attempt in a list (`/v1/attempts`).
+/// The most bytes of each long field of an attempt in a list (`/v1/attempts`), and of a
+/// task's error in a list of tasks, which the stores read cut to as many characters
+/// (`sql/task_list.sql`).
 pub const LIST_CUT: usize = 1024;
 /// The most bytes of each long field of an attempt in a task's view.
 pub const VIEW_CUT: usize = 4096;

@@ -8,16 +8,18 @@ impl TaskInfo {
     /// Cuts its error to at most `max` bytes, followed by a mark saying how much more there
     /// was and which route gives it whole.
     pub fn cut_error(&mut self, max: usize) {
-        if let Some(error) = &mut self.error
-            && error.len() > max
-        {
-            let kept = error.floor_char_boundary(max);
-            let more = error.len() - kept;
-            error.truncate(kept);
-            error.push_str(&format!(
-                " [cut: {more} bytes more in GET /v1/tasks/{}/attempts/{}]",
-                self.id, self.attempts
-            ));
+        if let Some(error) = &mut self.error {
+            // A list reads the error cut already; `error_size` says how long it is whole.
+            let whole = self.error_size.map_or(error.len(), |n| n as usize);
+            if whole > max {
+                let kept = error.floor_char_boundary(max);
+                let more = whole - kept;
+                error.truncate(kept);
+                error.push_str(&format!(
+                    " [cut: {more} bytes more in GET /v1/tasks/{}/attempts/{}]",
+                    self.id, self.attempts
+                ));
+            }
         }
     }
 }

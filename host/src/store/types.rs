@@ -191,6 +191,10 @@ pub struct TaskInfo {
     /// GET /v1/tasks/{id}/attempts/{attempt}]`).
     #[schema(required = true)]
     pub error: Option<String>,
+    /// The whole error's length in bytes, which a list reads without reading the error
+    /// whole (it reads a cut of it), so that the cut's mark can say how much more there is.
+    #[serde(skip)]
+    pub error_size: Option<u64>,
     #[schema(required = true)]
     pub output_size: Option<u64>,
     /// The size of its input in bytes.

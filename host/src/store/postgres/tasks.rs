@@ -262,6 +262,7 @@ pub(super) fn row(r: &tokio_postgres::Row) -> TaskInfo {
         ended_at: r.get(10),
         outcome: r.get::<_, Option<String>>(11).and_then(|o| o.parse().ok()),
         error: r.get(12),
+        error_size: r.get::<_, Option<i32>>(17).map(|n| n as u64),
         output_size: r.get::<_, Option<i32>>(13).map(|n| n as u64),
         input_size: r.get::<_, i32>(16) as u64,
     }

@@ -125,6 +125,7 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskInfo> {
         ended_at: r.get(10)?,
         outcome: r.get::<_, Option<String>>(11)?.and_then(|o| o.parse().ok()),
         error: r.get(12)?,
+        error_size: r.get(17)?,
         output_size: r.get(13)?,
         input_size: r.get(16)?,
     })

@@ -8,7 +8,7 @@
 -- 5 cancelled, 6 reserved (claimed, no start mark), 7 held (stored ready, its batch or
 -- group at a limit of 0, which a pause sets); 6 and 7 are never stored. Then when a
 -- pending (waiting or ready) task is due, if it was delayed; and the module's name, if it
--- has one; the input's size.
+-- has one; the input's size; the error's size in bytes.
 SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        CASE WHEN t.state = 2 AND t.started_at IS NULL THEN 6
             WHEN t.state = 1 AND (
@@ -18,7 +18,8 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
             ELSE t.state END,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, length(t.output),
-       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input)
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
+       length(CAST(t.error AS BLOB))
 FROM tasks t
 LEFT JOIN modules m ON m.digest = t.module
 WHERE t.id = ?1;

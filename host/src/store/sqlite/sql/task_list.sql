@@ -12,6 +12,10 @@
 -- ?4 submitted at or after; ?5 submitted before
 -- ?6, ?7 the position a page ended at: rows strictly before it, newest first
 --
+-- The error is read cut to 1,024 characters, the most a list gives (LIST_CUT in
+-- api/attempt_page.rs), with its whole length in bytes last, so that a page of tasks that
+-- failed with long errors is not read whole into memory.
+--
 -- list_code: the state as reads report it (task_get.sql, TaskState::shown), which the
 -- list filters by.
 SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
@@ -22,8 +26,9 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
             WHEN t.state = 1 AND t.not_before > ?2 THEN 0
             ELSE t.state END AS list_code,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
-       t.error, length(t.output),
-       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input)
+       substr(t.error, 1, 1024), length(t.output),
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
+       length(CAST(t.error AS BLOB))
 FROM tasks t /* index */
 LEFT JOIN modules m ON m.digest = t.module
 WHERE t.listed = (CASE ?1 WHEN 2 THEN 1 ELSE ?1 END) AND t.state = ?1
