@@ -569,20 +569,46 @@ mod tests {
     }
 
     #[test]
-    fn the_task_view_links_to_its_output_input_and_batch() {
+    fn answers_link_to_what_they_name_a_task_view_to_its_output() {
         let document = document();
-        for (id, link, target, parameter) in [
-            ("show_task", "output", "task_output", "$response.body#/id"),
-            ("show_task", "input", "task_input", "$response.body#/id"),
-            ("show_task", "batch", "show_batch", "$response.body#/batch"),
-            ("submit_task", "task", "show_task", "$response.body#/task"),
+        // (operation, link, target, the target's parameter, where its value comes from)
+        let links = [
+            ("show_task", "output", "task_output", "id", "/id"),
+            ("show_task", "input", "task_input", "id", "/id"),
+            ("show_task", "batch", "show_batch", "id", "/batch"),
+            ("submit_task", "task", "show_task", "id", "/task"),
+            ("submit_task", "output", "task_output", "id", "/task"),
+            ("create_schedule", "show", "show_schedule", "name", "/name"),
             (
-                "submit_task",
-                "output",
-                "task_output",
-                "$response.body#/task",
+                "create_schedule",
+                "pause",
+                "pause_schedule",
+                "name",
+                "/name",
             ),
-        ] {
+            (
+                "create_schedule",
+                "resume",
+                "resume_schedule",
+                "name",
+                "/name",
+            ),
+            (
+                "create_schedule",
+                "run",
+                "run_schedule_now",
+                "name",
+                "/name",
+            ),
+            (
+                "create_schedule",
+                "delete",
+                "delete_schedule",
+                "name",
+                "/name",
+            ),
+        ];
+        for (id, link, target, name, field) in links {
             let (_, _, source) = operation(&document, id);
             let responses = source["responses"].as_object().unwrap();
             let success = responses
@@ -592,10 +618,14 @@ mod tests {
                 .1;
             let link = &success["links"][link];
             assert_eq!(link["operationId"], target, "{id}: {link}");
-            assert_eq!(link["parameters"]["id"], parameter, "{id}: {link}");
+            assert_eq!(
+                link["parameters"][name],
+                format!("$response.body#{field}"),
+                "{id}: {link}"
+            );
             // The link's target exists, and takes the parameter it is given.
             let (_, path, _) = operation(&document, target);
-            assert!(path.contains("{id}"), "{target}: {path}");
+            assert!(path.contains(&format!("{{{name}}}")), "{target}: {path}");
         }
     }
 

@@ -64,7 +64,14 @@ fn none() -> String {
     tag = "schedules",
     request_body = CreateSchedule,
     responses(
-        (status = 201, description = "The schedule, with its first tick", body = ScheduleInfo),
+        (status = 201, description = "The schedule, with its first tick", body = ScheduleInfo, links(
+            ("show" = (operation_id = "show_schedule", parameters(("name" = "$response.body#/name")),
+                description = "The schedule, its last ticks and its next ones")),
+            ("pause" = (operation_id = "pause_schedule", parameters(("name" = "$response.body#/name")))),
+            ("resume" = (operation_id = "resume_schedule", parameters(("name" = "$response.body#/name")))),
+            ("run" = (operation_id = "run_schedule_now", parameters(("name" = "$response.body#/name")))),
+            ("delete" = (operation_id = "delete_schedule", parameters(("name" = "$response.body#/name")))),
+        )),
         (status = 400, description = "A field is refused (`bad-request` or `invalid`, naming \
             it): a cron expression or time zone it cannot read; a plan whose tasks a \
             submission's checks refuse (no module has the digest or name given, more than \
