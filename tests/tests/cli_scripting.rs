@@ -1,7 +1,8 @@
 //! The command line as a script uses it: an exit code for each kind of failure (listed in
 //! `--help` and the README), `--json` on commands that write, times in JSON as RFC 3339
-//! beside the microseconds and in text as how long ago, counts with their nouns, and
-//! `qhost log` reading a handle's batch without being told.
+//! beside the microseconds and in text as how long ago, counts with their nouns,
+//! `qhost log` reading a handle's batch without being told, and `task output --json`
+//! giving bytes as text or base64.
 
 use std::process::Output;
 
@@ -238,5 +239,41 @@ fn the_log_reads_the_batch_of_the_handle_it_is_given() {
         })
         .collect();
     assert_eq!(batches, [mine.id], "its batch's attempts, no other's");
+    assert!(server.stop().success());
+}
+
+#[test]
+fn task_output_in_json_gives_its_size_and_bytes_as_text_or_base64() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    server.upload("echo");
+    let opened = server.open_batch(json!({ "tasks": [
+        { "module": "echo", "input": "héllo" },
+        { "module": "echo", "input_base64": "Yf8A" },
+    ] }));
+    expect_code(
+        &server.run(&["batch", "wait", &opened.id.to_string()]),
+        0,
+        "wait",
+    );
+    let [text, bytes] = [0, 1].map(|i| opened.tasks[i].to_string());
+    assert_eq!(
+        json_of(&server, &["task", "output", &text, "--json"]),
+        json!({ "task": opened.tasks[0], "size": 6, "output": "héllo" })
+    );
+    // Not UTF-8: readable text, and the exact bytes in base64 beside it.
+    assert_eq!(
+        json_of(&server, &["task", "output", &bytes, "--json"]),
+        json!({
+            "task": opened.tasks[1],
+            "size": 3,
+            "output": "a\u{fffd}\u{0}",
+            "output_base64": "Yf8A",
+        })
+    );
+    // Without --json, the bytes as they are.
+    let output = server.run(&["task", "output", &bytes]);
+    expect_code(&output, 0, "task output");
+    assert_eq!(output.stdout, b"a\xff\x00");
     assert!(server.stop().success());
 }

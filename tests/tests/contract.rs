@@ -1,12 +1,14 @@
 //! The API's contract, as clients see it: every failure is JSON `{"error", "detail"}`
 //! with a status the document gives that operation; schemathesis, fuzzing a real
 //! `qhost serve` against the document it serves, finds no contract failure, as the admin
-//! or as a batch handle; and a Python client generated from the document runs a task from
-//! upload to output.
+//! or as a batch handle, and what its schemas allow is refused only by a check the
+//! operation names; and a Python client and a TypeScript client, each generated from the
+//! document, run a task from upload to output.
 //!
 //! schemathesis and openapi-python-client come from `scripts/contract-tools.sh` (which
-//! `scripts/test.sh` runs), in `<target>/contract-tools/venv`; without them these tests
-//! fail, saying so.
+//! `scripts/test.sh` runs), in `<target>/contract-tools/venv`, and the TypeScript tools
+//! (openapi-typescript, openapi-fetch, TypeScript) in `<target>/contract-tools/node`;
+//! without them, or without `node`, these tests fail, saying so.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -20,14 +22,18 @@ const MAX_EXAMPLES: &str = "30";
 /// A fixed seed: the same cases each run, so a failure reproduces.
 const SEED: &str = "7700";
 
-/// The virtualenv with the pinned contract tools.
-fn contract_tools() -> PathBuf {
-    let target = qhost_tests::qhost_binary()
+/// Where `scripts/contract-tools.sh` installs the contract tools.
+fn tools_dir() -> PathBuf {
+    qhost_tests::qhost_binary()
         .parent()
         .and_then(Path::parent)
         .expect("the target directory")
-        .to_owned();
-    let venv = target.join("contract-tools/venv");
+        .join("contract-tools")
+}
+
+/// The virtualenv with the pinned contract tools.
+fn contract_tools() -> PathBuf {
+    let venv = tools_dir().join("venv");
     for tool in ["schemathesis", "openapi-python-client"] {
         assert!(
             venv.join("bin").join(tool).exists(),
@@ -415,10 +421,63 @@ fn fuzz(fixture: &Fixture, token: &str, (batch, task): (i64, i64)) {
     );
 }
 
+/// What no schema can say: the operations whose well-formed requests the server may
+/// refuse with `400`, each with the checks that do, as that operation's documented `400`
+/// names them (`the_checks_no_schema_states_are_named_by_their_operations`). schemathesis
+/// expects `400` from these alone.
+const SERVER_CHECKS: [(&str, &[&str]); 6] = [
+    (
+        "add_module",
+        &["not a webassembly component", "does not compile"],
+    ),
+    (
+        "open_batch",
+        &[
+            "no module has",
+            "beyond the server's maximum",
+            "`allow_http`",
+            "webhook",
+        ],
+    ),
+    (
+        "submit_tasks",
+        &[
+            "no module has",
+            "more than one input",
+            "beyond the server's maximum",
+            "mount",
+        ],
+    ),
+    (
+        "submit_task",
+        &[
+            "no module has",
+            "more than one input",
+            "beyond the server's maximum",
+            "mount",
+        ],
+    ),
+    (
+        "create_schedule",
+        &[
+            "cron expression",
+            "time zone",
+            "no module has",
+            "beyond the server's maximum",
+        ],
+    ),
+    ("list_attempts", &["`since`", "`until`"]),
+];
+
 /// What schemathesis is told besides its command line.
 fn fuzz_config(module: &str, batch: i64, task: i64) -> String {
+    let checked = SERVER_CHECKS.map(|(id, _)| id).join("|");
+    let hooks = Path::new(env!("CARGO_MANIFEST_DIR")).join("contract/schemathesis_hooks.py");
     format!(
         r#"
+# How an upload's `application/wasm` is sent.
+hooks = {hooks:?}
+
 # The module, and the batch and task the credential opens, stand half the time for the
 # digests and ids schemathesis generates: so it reads, changes, cancels and deletes what
 # exists, not only what answers 404 or 403.
@@ -441,18 +500,50 @@ parameters = {{ "path.id" = {{ dictionary = "batch", probability = 0.5 }} }}
 include-path-regex = "^/v1/tasks/\\{{id\\}}"
 parameters = {{ "path.id" = {{ dictionary = "task", probability = 0.5 }} }}
 
-# A well-formed request these operations may refuse with 400 for what no schema can state:
-# a component must compile and implement the qhost:task world; a task must name a module
-# that exists, and mounts, a timeout and a memory limit within what the server was
-# started with; a schedule's cron expression and time zone must be ones it can read, and
-# its plan must compile; a log's `since` must come before its `until`. A task runs again
-# only once it has failed or was cancelled (409). Every other operation accepts whatever
-# its schema allows.
+# A well-formed request the operations of SERVER_CHECKS may refuse with 400, by a check
+# the operation's documented 400 names; every other operation accepts whatever its schema
+# allows.
 [[operations]]
-include-operation-id-regex = "^(add_module|submit_tasks|submit_task|open_batch|create_schedule|retry_task|list_attempts)$"
+include-operation-id-regex = "^({checked})$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409"]
 "#
     )
+}
+
+#[test]
+fn the_checks_no_schema_states_are_named_by_their_operations() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let url = &server.url;
+    let document: Value = serde_json::from_str(
+        &send("GET", &format!("{url}/v1/openapi.json"), None, None, vec![]).body,
+    )
+    .unwrap();
+    let mut found = Vec::new();
+    for item in document["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            let id = operation["operationId"].as_str().unwrap();
+            let Some((_, checks)) = SERVER_CHECKS.iter().find(|(known, _)| *known == id) else {
+                continue;
+            };
+            found.push(id);
+            let said = operation["responses"]["400"]["description"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{id} documents no 400"))
+                .to_lowercase();
+            for check in *checks {
+                assert!(
+                    said.contains(check),
+                    "{id}'s 400 does not name {check:?}: {said}"
+                );
+            }
+        }
+    }
+    found.sort();
+    let mut known = SERVER_CHECKS.map(|(id, _)| id);
+    known.sort();
+    assert_eq!(found, known, "every operation told of exists");
+    assert!(server.stop().success());
 }
 
 #[test]
@@ -478,13 +569,8 @@ fn expect_success(what: &str, output: &Output) {
     );
 }
 
-#[test]
-fn a_generated_python_client_runs_a_task_from_upload_to_output() {
-    let venv = contract_tools();
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start(data.path(), 1);
-    let work = tempfile::tempdir().unwrap();
-    let document = work.path().join("openapi.json");
+/// The document `server` serves, written to `dir/openapi.json`.
+fn save_document(server: &Server, dir: &Path) -> PathBuf {
     let answer = send(
         "GET",
         &format!("{}/v1/openapi.json", server.url),
@@ -493,7 +579,26 @@ fn a_generated_python_client_runs_a_task_from_upload_to_output() {
         vec![],
     );
     assert_eq!(answer.status, 200);
+    let document = dir.join("openapi.json");
     std::fs::write(&document, answer.body).unwrap();
+    document
+}
+
+/// openapi-python-client's settings: an upload's `application/wasm` is bytes sent as
+/// they are, which it knows as `application/octet-stream` (the request still says
+/// `application/wasm`).
+const PYTHON_CLIENT_CONFIG: &str =
+    r#"{"content_type_overrides": {"application/wasm": "application/octet-stream"}}"#;
+
+#[test]
+fn a_generated_python_client_runs_a_task_from_upload_to_output() {
+    let venv = contract_tools();
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let work = tempfile::tempdir().unwrap();
+    let document = save_document(&server, work.path());
+    let config = work.path().join("config.json");
+    std::fs::write(&config, PYTHON_CLIENT_CONFIG).unwrap();
     // Every warning fails the generation: each part of the document must be usable.
     // Its formatter (ruff) is found on PATH, in the virtualenv.
     let path = std::env::join_paths(std::iter::once(venv.join("bin")).chain(
@@ -503,7 +608,15 @@ fn a_generated_python_client_runs_a_task_from_upload_to_output() {
     let output = Command::new(venv.join("bin/openapi-python-client"))
         .current_dir(work.path())
         .env("PATH", path)
-        .args(["generate", "--meta", "none", "--fail-on-warning", "--path"])
+        .args([
+            "generate",
+            "--meta",
+            "none",
+            "--fail-on-warning",
+            "--config",
+        ])
+        .arg(&config)
+        .arg("--path")
         .arg(&document)
         .args(["--output-path", "qhost_client"])
         .output()
@@ -519,5 +632,90 @@ fn a_generated_python_client_runs_a_task_from_upload_to_output() {
         .output()
         .expect("running the client");
     expect_success("the generated client", &output);
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with("ok: "),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(server.stop().success());
+}
+
+/// The folder with the pinned TypeScript tools, and `node` to run them: both must be
+/// there, or the test fails saying how to get them.
+fn typescript_tools() -> PathBuf {
+    let dir = tools_dir().join("node");
+    for package in ["openapi-typescript", "openapi-fetch", "typescript"] {
+        assert!(
+            dir.join("node_modules").join(package).is_dir(),
+            "{package} is missing from {}: run scripts/contract-tools.sh (scripts/test.sh does)",
+            dir.display()
+        );
+    }
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.as_ref().is_ok_and(|o| o.status.success()),
+        "`node` does not run ({node:?}): install Node.js (scripts/guest-toolchains.sh does)"
+    );
+    dir
+}
+
+/// Runs `node` with `args` in `dir`; panics with what it said unless it succeeds.
+fn node(what: &str, dir: &Path, args: &[&std::ffi::OsStr]) -> Output {
+    let output = Command::new("node")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: running node: {e}"));
+    expect_success(what, &output);
+    output
+}
+
+#[test]
+fn a_generated_typescript_client_runs_a_task_from_upload_to_output() {
+    let tools = typescript_tools();
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    // Inside the tools' folder, so that node and tsc find its node_modules.
+    let work = tempfile::Builder::new()
+        .prefix("smoke-")
+        .tempdir_in(&tools)
+        .unwrap();
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("contract/typescript");
+    for file in ["generate.mjs", "smoke.ts", "tsconfig.json"] {
+        std::fs::copy(sources.join(file), work.path().join(file)).unwrap();
+    }
+    let document = save_document(&server, work.path());
+    node(
+        "generating the types (openapi-typescript)",
+        work.path(),
+        &[
+            "generate.mjs".as_ref(),
+            document.as_os_str(),
+            "qhost-api.d.ts".as_ref(),
+        ],
+    );
+    // Type-checked against the generated types before it runs.
+    let tsc = tools.join("node_modules/typescript/bin/tsc");
+    node(
+        "compiling the client (tsc)",
+        work.path(),
+        &[tsc.as_os_str(), "-p".as_ref(), "tsconfig.json".as_ref()],
+    );
+    let echo = qhost_tests::guest("echo");
+    let output = node(
+        "the generated client",
+        work.path(),
+        &[
+            "out/smoke.js".as_ref(),
+            server.url.as_ref(),
+            server.token.as_ref(),
+            echo.as_os_str(),
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with("ok: "),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
     assert!(server.stop().success());
 }

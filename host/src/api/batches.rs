@@ -17,7 +17,7 @@ use super::AppState;
 use super::auth::{Admin, BatchCaller, SubmitCaller};
 use super::body::Upload;
 use super::error::{ApiError, ApiResult, ErrorBody};
-use super::keys::{KeyHeader, replayed};
+use super::keys::{KeyHeader, KeyParams, replayed};
 use super::whole;
 use crate::runtime::origin;
 use crate::scheduler::Keyed;
@@ -135,10 +135,17 @@ pub fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
     path = "/batches",
     operation_id = "open_batch",
     tag = "batches",
+    params(KeyParams),
     request_body = OpenBatch,
     responses(
         (status = 201, description = "The batch, and its handle", body = Opened),
-        (status = 400, description = "The server's checks refuse a field (`invalid`).", body = ErrorBody),
+        (status = 400, description = "The server's checks refuse a field (`bad-request` or \
+            `invalid`, naming it): a task, as a submission's are refused (no module has the \
+            digest or name given, more than one input, a duration or size it cannot read or \
+            beyond the server's maximum, a mount the server does not have); an `allow_http` \
+            origin or a webhook URL outside the server's `--allow-http`; a secret setting or \
+            a webhook on a server started without a secret key; a setting's name or value \
+            past its bounds.", body = ErrorBody),
     ),
     security(("admin_token" = [])),
 )]
@@ -216,7 +223,7 @@ pub async fn show(
     path = "/batches/{id}/tasks",
     operation_id = "submit_tasks",
     tag = "batches",
-    params(("id" = i64, Path, description = "The batch's id")),
+    params(("id" = i64, Path, description = "The batch's id"), KeyParams),
     request_body = Submit,
     responses(
         (status = 201, description = "The tasks' ids", body = Submitted),
@@ -280,9 +287,15 @@ pub struct SubmittedAlone {
     path = "/tasks",
     operation_id = "submit_task",
     tag = "tasks",
+    params(KeyParams),
     request_body = TaskRequest,
     responses(
-        (status = 201, description = "The task, its batch and the batch's handle", body = SubmittedAlone),
+        (status = 201, description = "The task, its batch and the batch's handle", body = SubmittedAlone, links(
+            ("task" = (operation_id = "show_task", parameters(("id" = "$response.body#/task")),
+                description = "The task, with its state and attempts")),
+            ("output" = (operation_id = "task_output", parameters(("id" = "$response.body#/task")),
+                description = "Its output, once it has succeeded")),
+        )),
         (status = 400, description = "The server's checks refuse the task (`bad-request` or \
             `invalid`, naming the field): no module has the digest or name given, more than \
             one input, a duration or size it cannot read or beyond the server's maximum, a \

@@ -89,7 +89,7 @@ impl Drop for Turn {
 fn busy() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
-        "busy",
+        super::error::ErrorCode::Busy,
         format!("{LARGE_BODIES_AT_ONCE} large uploads are being read already; try again shortly"),
     )
 }

@@ -79,7 +79,7 @@ async fn asset(Path(file): Path<String>) -> Response {
         Some((_, kind, body)) => page(kind, body),
         None => super::error::ApiError::new(
             StatusCode::NOT_FOUND,
-            "not-found",
+            super::error::ErrorCode::NotFound,
             format!("the dashboard has no file `{file}`"),
         )
         .into_response(),

@@ -5,6 +5,7 @@
 //! rejects them (the credential extractors in `auth.rs`, the parameter, body and route
 //! rejections in `error.rs` and `fallback.rs`).
 
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, Parameter, ParameterIn, PathItem};
 use utoipa::openapi::response::ResponseBuilder;
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
@@ -96,10 +97,14 @@ pub fn frame() -> OpenApi {
 
 /// Adds to every operation the failures its class shares. Where the operation documents
 /// that status itself (with its own reasons), the shared reasons are added to its
-/// description.
+/// description. An operation that takes an `Idempotency-Key` is given the
+/// `Idempotent-Replayed` header of its answer.
 pub fn finish(mut openapi: OpenApi) -> OpenApi {
     for item in openapi.paths.paths.values_mut() {
         for operation in operations(item) {
+            if takes_key(operation) {
+                add_replayed(operation);
+            }
             for (status, description) in shared_failures(operation) {
                 let responses = &mut operation.responses.responses;
                 match responses.get_mut(status) {
@@ -115,6 +120,36 @@ pub fn finish(mut openapi: OpenApi) -> OpenApi {
         }
     }
     openapi
+}
+
+/// Whether `operation` takes an `Idempotency-Key` header (see [`super::keys`]).
+fn takes_key(operation: &Operation) -> bool {
+    operation.parameters.iter().flatten().any(|p| {
+        matches!(p, RefOr::T(p) if p.parameter_in == ParameterIn::Header
+            && p.name.eq_ignore_ascii_case(super::keys::IDEMPOTENCY_KEY.as_str()))
+    })
+}
+
+/// The `Idempotent-Replayed` header on `operation`'s successes.
+fn add_replayed(operation: &mut Operation) {
+    let schema = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["true"]))
+        .build();
+    let header = HeaderBuilder::new()
+        .schema(Some(schema))
+        .description(Some(
+            "`true` when this is the answer kept for an earlier request with the same \
+             `Idempotency-Key`: nothing was done again. Absent on a first answer.",
+        ))
+        .build();
+    for (status, response) in operation.responses.responses.iter_mut() {
+        if let (true, RefOr::T(response)) = (status.starts_with('2'), response) {
+            response
+                .headers
+                .insert("Idempotent-Replayed".into(), header.clone().into());
+        }
+    }
 }
 
 /// A failure answered as [`ErrorBody`].
@@ -152,6 +187,20 @@ fn shared_failures(operation: &Operation) -> Vec<(&'static str, String)> {
             "400",
             "A path or query parameter is not of its documented type, or is unknown \
              (`bad-request`)."
+                .into(),
+        ));
+    }
+    if takes_key(operation) {
+        failures.push((
+            "400",
+            "The `Idempotency-Key` header is not 1 to 255 visible ASCII characters \
+             (`invalid`)."
+                .into(),
+        ));
+        failures.push((
+            "409",
+            "The `Idempotency-Key` was sent before with another request (`conflict`): send \
+             a new key for a new request."
                 .into(),
         ));
     }
@@ -346,10 +395,13 @@ mod tests {
         // The base64 twin of captured output is written only when the text is not UTF-8.
         let skipped = ["StdoutText.stdout_base64", "StderrText.stderr_base64"];
         let document = document();
-        let mut answered = BTreeSet::new();
+        // A schedule's plan is shown as it was given: its schema, and those it refers to,
+        // are a request's.
+        let mut answered = BTreeSet::from(["SchedulePlan".to_owned()]);
         for (_, _, operation) in operations(&document) {
             referred(&document, &operation["responses"], &mut answered);
         }
+        answered.remove("SchedulePlan");
         assert!(answered.contains("TaskInfo") && answered.contains("AttemptRecord"));
         let schemas = &document["components"]["schemas"];
         for name in &answered {
@@ -423,5 +475,182 @@ mod tests {
         for (documented, server) in bounds {
             assert_eq!(documented, Value::from(server));
         }
+    }
+
+    /// The operation of `id`: (method, path, operation).
+    fn operation(document: &Value, id: &str) -> (String, String, Value) {
+        operations(document)
+            .into_iter()
+            .find(|(_, _, o)| o["operationId"] == id)
+            .unwrap_or_else(|| panic!("no operation {id}"))
+    }
+
+    #[test]
+    fn the_idempotency_key_and_its_replay_are_documented_where_taken() {
+        let document = document();
+        let keyed = ["open_batch", "submit_tasks", "submit_task"];
+        for (method, path, operation) in operations(&document) {
+            let id = operation["operationId"].as_str().unwrap();
+            let key = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["name"] == "Idempotency-Key");
+            let Some(key) = key else {
+                assert!(!keyed.contains(&id), "{method} {path} takes no key");
+                continue;
+            };
+            assert!(keyed.contains(&id), "{method} {path} takes a key");
+            assert_eq!(key["in"], "header");
+            assert_eq!(key["required"], false);
+            assert_eq!(key["schema"]["maxLength"], crate::scheduler::MAX_KEY_LEN);
+            assert_eq!(key["schema"]["minLength"], 1);
+            let replayed = &operation["responses"]["201"]["headers"]["Idempotent-Replayed"];
+            assert_eq!(
+                replayed["schema"]["enum"],
+                serde_json::json!(["true"]),
+                "{id}"
+            );
+            for status in ["400", "409"] {
+                let said = operation["responses"][status]["description"]
+                    .as_str()
+                    .unwrap();
+                assert!(said.contains("Idempotency-Key"), "{id} {status}: {said}");
+            }
+        }
+        for id in keyed {
+            operation(&document, id);
+        }
+    }
+
+    #[test]
+    fn every_error_code_is_in_the_error_schema_and_each_failure_names_its_own() {
+        let document = document();
+        let schemas = &document["components"]["schemas"];
+        let reference = &schemas["Error"]["properties"]["error"]["$ref"];
+        assert_eq!(reference, "#/components/schemas/ErrorCode");
+        let codes: Vec<String> = crate::api::error::ErrorCode::ALL
+            .iter()
+            .map(|c| {
+                serde_json::to_value(c)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(schemas["ErrorCode"]["enum"], serde_json::json!(codes));
+        for (method, path, operation) in operations(&document) {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                if status.as_str() < "400" {
+                    continue;
+                }
+                let said = response["description"].as_str().unwrap();
+                assert!(
+                    codes.iter().any(|c| said.contains(&format!("`{c}`"))),
+                    "{method} {path} {status} names no error code: {said}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_upload_is_wasm_bytes() {
+        let document = document();
+        let (_, _, add) = operation(&document, "add_module");
+        let content = add["requestBody"]["content"].as_object().unwrap();
+        let types: Vec<&String> = content.keys().collect();
+        assert_eq!(types, ["application/wasm"]);
+        let schema = &content["application/wasm"]["schema"];
+        assert_eq!(
+            (&schema["type"], &schema["format"]),
+            (&"string".into(), &"binary".into())
+        );
+    }
+
+    #[test]
+    fn answers_link_to_what_they_name_a_task_view_to_its_output() {
+        let document = document();
+        // (operation, link, target, the target's parameter, where its value comes from)
+        let links = [
+            ("show_task", "output", "task_output", "id", "/id"),
+            ("show_task", "input", "task_input", "id", "/id"),
+            ("show_task", "batch", "show_batch", "id", "/batch"),
+            ("submit_task", "task", "show_task", "id", "/task"),
+            ("submit_task", "output", "task_output", "id", "/task"),
+            ("create_schedule", "show", "show_schedule", "name", "/name"),
+            (
+                "create_schedule",
+                "pause",
+                "pause_schedule",
+                "name",
+                "/name",
+            ),
+            (
+                "create_schedule",
+                "resume",
+                "resume_schedule",
+                "name",
+                "/name",
+            ),
+            (
+                "create_schedule",
+                "run",
+                "run_schedule_now",
+                "name",
+                "/name",
+            ),
+            (
+                "create_schedule",
+                "delete",
+                "delete_schedule",
+                "name",
+                "/name",
+            ),
+        ];
+        for (id, link, target, name, field) in links {
+            let (_, _, source) = operation(&document, id);
+            let responses = source["responses"].as_object().unwrap();
+            let success = responses
+                .iter()
+                .find(|(s, _)| s.starts_with('2'))
+                .unwrap()
+                .1;
+            let link = &success["links"][link];
+            assert_eq!(link["operationId"], target, "{id}: {link}");
+            assert_eq!(
+                link["parameters"][name],
+                format!("$response.body#{field}"),
+                "{id}: {link}"
+            );
+            // The link's target exists, and takes the parameter it is given.
+            let (_, path, _) = operation(&document, target);
+            assert!(path.contains(&format!("{{{name}}}")), "{target}: {path}");
+        }
+    }
+
+    #[test]
+    fn a_schedule_names_its_plan_and_policies() {
+        let document = document();
+        let schemas = &document["components"]["schemas"];
+        let create = &schemas["CreateSchedule"]["properties"];
+        assert_eq!(create["plan"]["$ref"], "#/components/schemas/SchedulePlan");
+        assert_eq!(create["overlap"]["$ref"], "#/components/schemas/Overlap");
+        assert_eq!(
+            schemas["Overlap"]["enum"],
+            serde_json::json!(["skip", "queue", "allow"])
+        );
+        let plan = &schemas["SchedulePlan"];
+        assert_eq!(plan["properties"]["tasks"]["minItems"], 1);
+        assert!(
+            plan["required"]
+                .as_array()
+                .unwrap()
+                .contains(&"tasks".into())
+        );
+        assert_eq!(plan["additionalProperties"], false);
+        let shown = &schemas["ScheduleInfo"]["properties"];
+        assert_eq!(shown["plan"]["$ref"], create["plan"]["$ref"]);
+        assert_eq!(shown["overlap"]["$ref"], create["overlap"]["$ref"]);
     }
 }

@@ -14,26 +14,67 @@ use crate::scheduler::Error;
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[schema(as = Error)]
 pub struct ErrorBody {
-    /// What kind of failure, for programs: `bad-request` (a malformed request, or a
-    /// parameter not of its type), `invalid` (a request the server's checks refuse),
-    /// `unauthorized`, `forbidden`, `not-found`, `no-output`, `method-not-allowed`,
-    /// `conflict`, `quota` (past one of a batch's quotas), `too-large`,
-    /// `unsupported-media-type`, `too-many-requests`, `busy`, `not-ready` (the server is
-    /// starting) or `internal`.
-    pub error: String,
+    pub error: ErrorCode,
     /// What was wrong and what is allowed, for people.
     pub detail: String,
+}
+
+/// What kind of failure, for programs: `bad-request` (a malformed request, or a parameter
+/// not of its type), `invalid` (a request the server's checks refuse), `unauthorized`,
+/// `forbidden`, `not-found`, `no-output` (a task without output), `method-not-allowed`,
+/// `conflict`, `quota` (past one of a batch's quotas), `too-large`,
+/// `unsupported-media-type`, `too-many-requests`, `busy`, `not-ready` (the server is
+/// starting) or `internal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorCode {
+    BadRequest,
+    Invalid,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    NoOutput,
+    MethodNotAllowed,
+    Conflict,
+    Quota,
+    TooLarge,
+    UnsupportedMediaType,
+    TooManyRequests,
+    Busy,
+    NotReady,
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, as the document lists them.
+    pub const ALL: [ErrorCode; 15] = [
+        ErrorCode::BadRequest,
+        ErrorCode::Invalid,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::NotFound,
+        ErrorCode::NoOutput,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::Conflict,
+        ErrorCode::Quota,
+        ErrorCode::TooLarge,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::TooManyRequests,
+        ErrorCode::Busy,
+        ErrorCode::NotReady,
+        ErrorCode::Internal,
+    ];
 }
 
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
-    error: &'static str,
+    error: ErrorCode,
     detail: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, error: &'static str, detail: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, error: ErrorCode, detail: impl Into<String>) -> Self {
         ApiError {
             status,
             error,
@@ -47,7 +88,7 @@ impl ApiError {
     }
 
     pub fn bad_request(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "bad-request", detail)
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, detail)
     }
 
     /// A request axum could not take (a malformed body or parameter, a body too large or
@@ -55,31 +96,35 @@ impl ApiError {
     /// the error that names it.
     pub fn rejected(status: StatusCode, detail: impl Into<String>) -> Self {
         let error = match status {
-            StatusCode::UNAUTHORIZED => "unauthorized",
-            StatusCode::FORBIDDEN => "forbidden",
-            StatusCode::NOT_FOUND => "not-found",
-            StatusCode::METHOD_NOT_ALLOWED => "method-not-allowed",
-            StatusCode::CONFLICT => "conflict",
-            StatusCode::PAYLOAD_TOO_LARGE => "too-large",
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type",
-            StatusCode::UNPROCESSABLE_ENTITY => "invalid",
-            StatusCode::TOO_MANY_REQUESTS => "too-many-requests",
-            StatusCode::SERVICE_UNAVAILABLE => "busy",
-            status if status.is_server_error() => "internal",
-            _ => "bad-request",
+            StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+            StatusCode::FORBIDDEN => ErrorCode::Forbidden,
+            StatusCode::NOT_FOUND => ErrorCode::NotFound,
+            StatusCode::METHOD_NOT_ALLOWED => ErrorCode::MethodNotAllowed,
+            StatusCode::CONFLICT => ErrorCode::Conflict,
+            StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::TooLarge,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorCode::UnsupportedMediaType,
+            StatusCode::UNPROCESSABLE_ENTITY => ErrorCode::Invalid,
+            StatusCode::TOO_MANY_REQUESTS => ErrorCode::TooManyRequests,
+            StatusCode::SERVICE_UNAVAILABLE => ErrorCode::Busy,
+            status if status.is_server_error() => ErrorCode::Internal,
+            _ => ErrorCode::BadRequest,
         };
         Self::new(status, error, detail)
     }
 
     /// `429`: the caller holds as much of the server as one may.
     pub fn too_many(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::TOO_MANY_REQUESTS, "too-many-requests", detail)
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::TooManyRequests,
+            detail,
+        )
     }
 
     pub fn unauthorized() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,
-            "unauthorized",
+            ErrorCode::Unauthorized,
             "send `Authorization: Bearer <admin token or batch handle>`",
         )
     }
@@ -87,7 +132,7 @@ impl ApiError {
     pub fn forbidden() -> Self {
         Self::new(
             StatusCode::FORBIDDEN,
-            "forbidden",
+            ErrorCode::Forbidden,
             "these credentials do not open this resource",
         )
     }
@@ -97,16 +142,20 @@ impl From<Error> for ApiError {
     fn from(err: Error) -> Self {
         match err {
             Error::BadRequest(detail) => Self::bad_request(detail),
-            Error::Invalid(detail) => Self::new(StatusCode::BAD_REQUEST, "invalid", detail),
-            Error::NotFound(detail) => Self::new(StatusCode::NOT_FOUND, "not-found", detail),
-            Error::Conflict(detail) => Self::new(StatusCode::CONFLICT, "conflict", detail),
-            Error::Quota(detail) => Self::new(StatusCode::CONFLICT, "quota", detail),
+            Error::Invalid(detail) => {
+                Self::new(StatusCode::BAD_REQUEST, ErrorCode::Invalid, detail)
+            }
+            Error::NotFound(detail) => {
+                Self::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, detail)
+            }
+            Error::Conflict(detail) => Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, detail),
+            Error::Quota(detail) => Self::new(StatusCode::CONFLICT, ErrorCode::Quota, detail),
             Error::Forbidden(_) => Self::forbidden(),
             Error::Internal(err) => {
                 tracing::error!("internal error: {err:#}");
                 Self::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
+                    ErrorCode::Internal,
                     "internal error; see the server log",
                 )
             }
@@ -123,7 +172,7 @@ impl From<crate::store::StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
-            error: self.error.to_owned(),
+            error: self.error,
             detail: self.detail,
         };
         let mut response = (self.status, Json(body)).into_response();

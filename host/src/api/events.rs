@@ -179,7 +179,7 @@ impl Follow {
                     tracing::error!("event stream of batch {}: {err:#}", self.batch);
                     self.ended = true;
                     let data = ErrorBody {
-                        error: "internal".into(),
+                        error: super::error::ErrorCode::Internal,
                         detail: "internal error; see the server log".into(),
                     };
                     return Some(json_event("error", &data));

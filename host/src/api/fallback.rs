@@ -18,7 +18,7 @@ const MAX_DETAIL: usize = 4096;
 pub async fn not_found(request: Request) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
-        "not-found",
+        super::error::ErrorCode::NotFound,
         format!(
             "no endpoint answers {} {}; GET /v1/openapi.json lists them",
             request.method(),

@@ -5,6 +5,7 @@ use axum::extract::FromRequestParts;
 use axum::http::HeaderName;
 use axum::http::request::Parts;
 use axum::response::AppendHeaders;
+use utoipa::IntoParams;
 
 use super::AppState;
 use super::error::ApiError;
@@ -14,6 +15,23 @@ use crate::scheduler::IdempotencyKey;
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 /// Set on the answer to a repeat: this is the first request's answer.
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// The header as the document gives it, on the operations that take one.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub struct KeyParams {
+    /// Done once per key: a repeat asking the same gets the first answer (with
+    /// `Idempotent-Replayed: true`); asking anything else under the key is refused (`409
+    /// conflict`). 1 to 255 visible ASCII characters; a random one, such as a UUID, is best.
+    #[param(
+        rename = "Idempotency-Key",
+        min_length = 1,
+        max_length = 255,
+        pattern = "^[!-~]{1,255}$"
+    )]
+    idempotency_key: Option<String>,
+}
 
 /// The request's idempotency key, if it sent one; a malformed one is refused before the
 /// body is read.

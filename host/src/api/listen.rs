@@ -246,7 +246,12 @@ const BUSY: &str = "the server has all the connections it takes, or all this add
                     hold; try again shortly";
 
 fn busy() -> Response {
-    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", BUSY).into_response()
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        super::error::ErrorCode::Busy,
+        BUSY,
+    )
+    .into_response()
 }
 
 /// Answers `503 busy` on a connection the server does not take, and closes it; within a

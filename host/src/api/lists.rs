@@ -23,8 +23,9 @@ pub struct BatchListQuery {
     /// Only batches of this exact name.
     name: Option<String>,
     /// Only batches in these states (`open`: not sealed; `sealed`: sealed, with tasks not
-    /// ended; `ended`: every task ended), repeated or comma-separated.
-    #[param(value_type = Option<String>, example = "open,sealed", pattern = "^(open|sealed|ended)(,(open|sealed|ended))*$")]
+    /// ended; `ended`: every task ended), repeated (`state=open&state=sealed`) or
+    /// comma-separated (`state=open,sealed`).
+    #[param(value_type = Option<Vec<BatchState>>)]
     state: Option<String>,
     /// Only this batch (a batch handle lists its own batch only).
     batch: Option<BatchId>,
@@ -51,8 +52,8 @@ pub struct TaskListQuery {
     /// names it or not.
     batch: Option<BatchId>,
     /// Only tasks in these states (the `TaskState` schema says what each means), repeated
-    /// or comma-separated.
-    #[param(value_type = Option<String>, example = "waiting,ready", pattern = "^(waiting|ready|held|reserved|running|succeeded|failed|cancelled)(,(waiting|ready|held|reserved|running|succeeded|failed|cancelled))*$")]
+    /// (`state=waiting&state=ready`) or comma-separated (`state=waiting,ready`).
+    #[param(value_type = Option<Vec<TaskState>>)]
     state: Option<String>,
     /// Only this group's tasks.
     group: Option<String>,
@@ -60,8 +61,8 @@ pub struct TaskListQuery {
     /// digest.
     #[param(min_length = 1)]
     module: Option<String>,
-    /// Only tasks whose outcome is one of these, comma-separated.
-    #[param(value_type = Option<String>, pattern = "^(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error)(,(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error))*$")]
+    /// Only tasks whose outcome is one of these, repeated or comma-separated.
+    #[param(value_type = Option<Vec<Outcome>>)]
     outcome: Option<String>,
     /// Only tasks submitted at or after this RFC 3339 time.
     #[param(format = DateTime)]
@@ -321,18 +322,27 @@ pub(super) fn comma_list<T>(
 mod tests {
     use crate::store::TaskState;
 
-    /// The `state` filter the document offers names every task state, and no other.
+    /// The list filters the document offers are arrays of the states and outcomes the
+    /// server reads, each named by its schema: the task states, every one and no other.
     #[test]
-    fn the_state_filter_takes_every_task_state() {
+    fn the_state_and_outcome_filters_are_arrays_of_their_enums() {
         let doc = serde_json::to_value(super::super::document()).unwrap();
-        let params = doc["paths"]["/v1/tasks"]["get"]["parameters"]
-            .as_array()
-            .expect("the task list's parameters");
-        let state = params.iter().find(|p| p["name"] == "state").unwrap();
-        let names = TaskState::names().join("|");
-        assert_eq!(
-            state["schema"]["pattern"],
-            format!("^({names})(,({names}))*$")
-        );
+        for (path, name, schema) in [
+            ("/v1/tasks", "state", "TaskState"),
+            ("/v1/tasks", "outcome", "Outcome"),
+            ("/v1/batches", "state", "BatchState"),
+        ] {
+            let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
+            let param = params.iter().find(|p| p["name"] == name).unwrap();
+            let items = &param["schema"]["items"];
+            assert_eq!(param["schema"]["type"], "array", "{path} {name}");
+            assert_eq!(
+                items["$ref"],
+                format!("#/components/schemas/{schema}"),
+                "{path} {name}"
+            );
+        }
+        let states = &doc["components"]["schemas"]["TaskState"]["enum"];
+        assert_eq!(*states, serde_json::json!(TaskState::names()));
     }
 }

@@ -171,7 +171,7 @@ impl FromRequestParts<AppState> for MetricsReader {
             Some(token) if opens(token) => Ok(MetricsReader),
             _ => Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                super::error::ErrorCode::Unauthorized,
                 "send `Authorization: Bearer <metrics token or admin token>`, or read \
                  /metrics on its own listen address (`--metrics-listen`)",
             )),

@@ -29,6 +29,8 @@ pub struct AddQuery {
 
 /// Add a component: the raw `.wasm` bytes as the body. It is compiled and checked before
 /// it is stored; adding a stored component again adds the name, or gives the new tag.
+/// The server checks what no schema can say: that the bytes are a WebAssembly component
+/// that compiles and implements the `qhost:task` world (`400 invalid` otherwise).
 #[utoipa::path(
     post,
     path = "/modules",
@@ -37,14 +39,15 @@ pub struct AddQuery {
     params(AddQuery),
     request_body(
         content = inline(Binary),
-        content_type = "application/octet-stream",
-        description = "A WebAssembly component of the `qhost:task` world",
+        content_type = "application/wasm",
+        description = "A WebAssembly component of the `qhost:task` world, as its bytes \
+            (read whatever the `Content-Type`)",
     ),
     responses(
         (status = 201, description = "The module stored, and the module the name moved \
             from, if another had it", body = ModuleAdded),
-        (status = 400, description = "The body is not a component of the `qhost:task` world, \
-            or does not compile (`invalid`).", body = ErrorBody),
+        (status = 400, description = "The body is not a WebAssembly component of the \
+            `qhost:task` world, or does not compile (`invalid`).", body = ErrorBody),
         (status = 503, description = "Four large uploads are being read already; try again \
             shortly (`busy`).", body = ErrorBody),
     ),

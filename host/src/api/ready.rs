@@ -108,7 +108,7 @@ impl App {
 fn not_ready(stage: Stage) -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
-        "not-ready",
+        super::error::ErrorCode::NotReady,
         stage.missing(),
     )
 }

@@ -13,28 +13,37 @@ use super::AppState;
 use super::auth::Admin;
 use super::batches::json_body;
 use super::error::{ApiResult, ErrorBody};
-use crate::schedules::timing::Timing;
+use crate::scheduler::SchedulePlan;
+use crate::schedules::timing::{Overlap, Timing};
 use crate::store::{Micros, ScheduleInfo, ScheduleSpec, Tick};
 
 /// `POST /v1/schedules`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSchedule {
+    /// 1 to 100 letters, digits, `-`, `_` or `.`.
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,100}$")]
     pub name: String,
-    /// `MIN HOUR DAY MONTH WEEKDAY`, with seconds first if six fields.
+    /// `MIN HOUR DAY MONTH WEEKDAY`, with seconds first if six fields, or a shorthand
+    /// such as `@daily`.
+    #[schema(min_length = 1)]
     pub cron: String,
     /// An IANA time zone name; UTC when absent.
     #[serde(default = "utc")]
+    #[schema(min_length = 1)]
     pub timezone: String,
-    /// The plan each tick opens a batch from: `priority`, `max_parallel`,
-    /// `failure_policy` and `tasks` (as a submission's).
-    #[schema(value_type = Object)]
+    /// The plan each tick opens a batch from.
+    #[schema(value_type = SchedulePlan)]
     pub plan: serde_json::Value,
-    /// `skip` (default), `queue` or `allow`.
+    /// What a tick does while the last tick's batch is open: `skip` (default), `queue` or
+    /// `allow`.
     #[serde(default = "skip")]
+    #[schema(value_type = Overlap)]
     pub overlap: String,
-    /// `none` (default), `last` or `all:N`.
+    /// Which ticks missed while no node ran fire: `none` (default), `last` or `all:N`,
+    /// the last N (1 to 100).
     #[serde(default = "none")]
+    #[schema(pattern = "^(none|last|all:(100|[1-9][0-9]?))$")]
     pub catch_up: String,
 }
 
@@ -55,12 +64,20 @@ fn none() -> String {
     tag = "schedules",
     request_body = CreateSchedule,
     responses(
-        (status = 201, description = "The schedule, with its first tick", body = ScheduleInfo),
+        (status = 201, description = "The schedule, with its first tick", body = ScheduleInfo, links(
+            ("show" = (operation_id = "show_schedule", parameters(("name" = "$response.body#/name")),
+                description = "The schedule, its last ticks and its next ones")),
+            ("pause" = (operation_id = "pause_schedule", parameters(("name" = "$response.body#/name")))),
+            ("resume" = (operation_id = "resume_schedule", parameters(("name" = "$response.body#/name")))),
+            ("run" = (operation_id = "run_schedule_now", parameters(("name" = "$response.body#/name")))),
+            ("delete" = (operation_id = "delete_schedule", parameters(("name" = "$response.body#/name")))),
+        )),
         (status = 400, description = "A field is refused (`bad-request` or `invalid`, naming \
-            it): a cron expression or time zone it cannot read, a policy it does not know, a \
-            plan that does not compile (a module unknown, say) or asks more than the server \
-            allows (a task's limits beyond the server's maxima), catching up that may open \
-            more than 100,000 tasks at once.", body = ErrorBody),
+            it): a cron expression or time zone it cannot read; a plan whose tasks a \
+            submission's checks refuse (no module has the digest or name given, more than \
+            one input, a duration or size it cannot read or beyond the server's maximum, a \
+            mount the server does not have); catching up that may open more than 100,000 \
+            tasks at once.", body = ErrorBody),
         (status = 409, description = "A schedule has this name, or there are 1,000 \
             (`conflict`).", body = ErrorBody),
     ),

@@ -44,7 +44,14 @@ pub struct TaskView {
     tag = "tasks",
     params(("id" = i64, Path, description = "The task's id")),
     responses(
-        (status = 200, description = "The task", body = TaskView),
+        (status = 200, description = "The task", body = TaskView, links(
+            ("output" = (operation_id = "task_output", parameters(("id" = "$response.body#/id")),
+                description = "Its output, once it has succeeded (`output_size` is its size)")),
+            ("input" = (operation_id = "task_input", parameters(("id" = "$response.body#/id")),
+                description = "Its input (`input_size` is its size)")),
+            ("batch" = (operation_id = "show_batch", parameters(("id" = "$response.body#/batch")),
+                description = "Its batch")),
+        )),
         (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
     ),
     security(("admin_token" = []), ("batch_handle" = [])),
@@ -103,7 +110,7 @@ pub async fn attempt(
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
-                "not-found",
+                super::error::ErrorCode::NotFound,
                 format!("task {} has no attempt {number} in the log", task.id),
             )
         })
@@ -131,7 +138,7 @@ pub async fn output(State(state): State<AppState>, caller: TaskCaller) -> ApiRes
         Some(bytes) => bytes.into_response(),
         None => ApiError::new(
             StatusCode::NOT_FOUND,
-            "no-output",
+            super::error::ErrorCode::NoOutput,
             format!("task {task} has no output: it is {}", info.state.as_str()),
         )
         .into_response(),

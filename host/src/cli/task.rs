@@ -36,6 +36,10 @@ pub enum TaskCommand {
     Output {
         /// The task's id.
         task: TaskId,
+        /// Print it as JSON: its size, and the bytes as text (`output`), with
+        /// `output_base64` beside when they are not UTF-8.
+        #[arg(long)]
+        json: bool,
     },
     /// Print what a task's attempts said: log lines, stdout and stderr, as text.
     Logs {
@@ -86,6 +90,17 @@ struct TaskView {
     /// What holds it back, as the server says (`WaitingOn`).
     waiting_on: Option<serde_json::Value>,
     log: Vec<AttemptRecord>,
+}
+
+/// `task output --json`: the bytes as text, with their base64 when they are not UTF-8,
+/// as an attempt's stdout travels.
+#[derive(serde::Serialize)]
+struct OutputJson {
+    task: TaskId,
+    /// In bytes.
+    size: usize,
+    #[serde(flatten, with = "crate::store::text::output")]
+    output: Vec<u8>,
 }
 
 pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
@@ -146,9 +161,17 @@ pub fn run(args: TaskArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
-        TaskCommand::Output { task } => {
+        TaskCommand::Output { task, json } => {
             let output = client.get_bytes(&format!("/v1/tasks/{task}/output"))?;
-            std::io::stdout().lock().write_all(&output)?;
+            if json {
+                print_json(&OutputJson {
+                    task,
+                    size: output.len(),
+                    output,
+                })?;
+            } else {
+                std::io::stdout().lock().write_all(&output)?;
+            }
         }
         TaskCommand::Logs {
             task,

@@ -39,6 +39,7 @@ pub use admit::{Admitted, MAX_ATTEMPTS, MAX_GROUP_KEY, MAX_INPUT, MAX_TASKS_PER_
 pub use keys::{IdempotencyKey, Keyed, MAX_KEY_LEN, Opened};
 pub use redrive::FAILURES;
 pub use request::TaskRequest;
+pub use schedules::SchedulePlan;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -11,19 +11,27 @@ use super::{Error, Result, Scheduler, TaskRequest};
 use crate::schedules::timing::{CatchUp, MAX_CATCH_UP_TASKS, Overlap, Timing};
 use crate::store::*;
 
-/// A schedule's plan: the settings of the batch each tick opens, and its tasks.
-#[derive(Debug, Deserialize)]
+/// A schedule's plan: the settings of the batch each tick opens, and its tasks (as a
+/// submission's).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Plan {
+pub struct SchedulePlan {
     /// Each tick's batch is named after the schedule and the tick; a name is taken and
     /// not used.
     #[serde(default, rename = "name")]
+    #[schema(max_length = 200)]
     _name: Option<String>,
+    /// The priority of its tasks that give none; higher first.
     #[serde(default)]
     priority: i32,
+    /// At most this many of each tick's tasks run at once (0 holds them all); none: no
+    /// limit.
+    #[schema(format = Int64, minimum = 0, maximum = 4294967295_u64)]
     max_parallel: Option<u32>,
     #[serde(default)]
     failure_policy: FailurePolicy,
+    /// Every tick's batch is opened with these tasks: at least one.
+    #[schema(min_items = 1, max_items = 100000)]
     tasks: Vec<TaskRequest>,
 }
 
@@ -132,7 +140,7 @@ impl Scheduler {
         plan: &serde_json::Value,
         tick: Micros,
     ) -> Result<TickBatch> {
-        let plan = Plan::deserialize(plan).map_err(|e| Error::BadRequest(e.to_string()))?;
+        let plan = SchedulePlan::deserialize(plan).map_err(|e| Error::BadRequest(e.to_string()))?;
         if plan.tasks.is_empty() {
             return Err(Error::BadRequest("it has no tasks".into()));
         }

@@ -69,7 +69,7 @@ impl Timing {
 }
 
 /// Whether a tick may fire while the batch of the schedule's last tick is still open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Overlap {
     /// The tick is recorded as skipped.

@@ -26,9 +26,12 @@ pub struct ScheduleInfo {
     pub name: String,
     pub cron: String,
     pub timezone: String,
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::scheduler::SchedulePlan)]
     pub plan: serde_json::Value,
+    #[schema(value_type = crate::schedules::timing::Overlap)]
     pub overlap: String,
+    /// `none`, `last` or `all:N`.
+    #[schema(pattern = "^(none|last|all:(100|[1-9][0-9]?))$")]
     pub catch_up: String,
     pub paused: bool,
     /// The first tick not yet handled; none once the expression matches no more.

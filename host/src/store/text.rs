@@ -1,4 +1,5 @@
-//! How an attempt's captured stdout and stderr travel in JSON: as text a person can read,
+//! How an attempt's captured stdout and stderr (and a task's output, in the command
+//! line's JSON) travel in JSON: as text a person can read,
 //! with the exact bytes in base64 beside them (`stdout_base64`) when they are not UTF-8.
 //!
 //! Used on flattened byte fields: `#[serde(flatten, with = "text::stdout")]`.
@@ -66,6 +67,21 @@ pub struct StderrText {
     base64: Option<String>,
 }
 
+/// A task's output as `qhost task output --json` prints it.
+#[derive(Serialize, Deserialize)]
+pub struct OutputText {
+    /// The output as text (bytes that are not UTF-8 replaced by U+FFFD).
+    #[serde(rename = "output", default)]
+    text: String,
+    /// The exact bytes in base64, only when `output` is not UTF-8.
+    #[serde(
+        rename = "output_base64",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    base64: Option<String>,
+}
+
 macro_rules! text_field {
     ($module:ident, $wire:ident, $name:literal) => {
         #[doc = concat!("`", $name, "` as text, with its `_base64` twin when not UTF-8.")]
@@ -87,6 +103,7 @@ macro_rules! text_field {
 
 text_field!(stdout, StdoutText, "stdout");
 text_field!(stderr, StderrText, "stderr");
+text_field!(output, OutputText, "output");
 
 #[cfg(test)]
 mod tests {
