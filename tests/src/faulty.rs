@@ -343,6 +343,9 @@ impl Store for FaultyStore {
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
         self.inner.prune(before, chunk).await
     }
+    async fn backup(&self) -> StoreResult<std::fs::File> {
+        self.inner.backup().await
+    }
     fn signals(&self) -> Option<broadcast::Receiver<Signal>> {
         self.inner.signals()
     }

@@ -514,6 +514,7 @@ fn openapi_describes_every_route() {
         ("/v1/nodes", "get"),
         ("/v1/status", "get"),
         ("/v1/status/history", "get"),
+        ("/v1/backup", "get"),
         ("/v1/schedules", "post"),
         ("/v1/schedules", "get"),
         ("/v1/schedules/{name}", "get"),

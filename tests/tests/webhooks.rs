@@ -342,3 +342,61 @@ fn an_event_pending_across_a_restart_is_delivered_after_it_postgres() {
         .block_on(TestDb::new());
     pending_across_restart(Some(&db.url));
 }
+
+/// A plan's `[webhook]` gives the batch `qhost batch submit` opens its webhook, the secret
+/// read from a file beside the plan; a plan with one is refused where it cannot apply.
+#[test]
+fn a_plans_webhook_hears_the_batch_it_opens() {
+    let receiver = HookReceiver::start(0);
+    let data = tempfile::tempdir().unwrap();
+    let server = server(&data.path().join("data"), &receiver, None, &[]);
+    let plans = data.path().join("plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    std::fs::write(plans.join("hook-secret"), format!("{SECRET}\n")).unwrap();
+    let plan = plans.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"planned\"\n\n[webhook]\nurl = \"{}\"\nsecret_file = \"hook-secret\"\n\n\
+             [[task]]\nmodule = \"misbehave\"\ninput = \"ok\"\n",
+            receiver.url("/plan")
+        ),
+    )
+    .unwrap();
+    let plan_arg = plan.to_str().unwrap();
+    let output = server.run(&["batch", "submit", plan_arg, "--wait", "--json"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let got = receiver.wait_for(1);
+    assert_eq!(got[0].path, "/plan");
+    assert_eq!(got[0].header("Qhost-Event"), Some("batch.ended"));
+    assert_eq!(got[0].json()["batch_id"], report["batch"]);
+    assert_signed(&got[0], SECRET);
+
+    // Into a batch already open, a webhook cannot be set; nor on a schedule's batches.
+    let opened = server.open_batch(json!({}));
+    let into = server.run(&[
+        "batch",
+        "submit",
+        plan_arg,
+        "--batch",
+        &opened.id.to_string(),
+    ]);
+    assert_eq!(into.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&into.stderr).contains("[webhook]"));
+    let scheduled = server.run(&[
+        "schedule",
+        "add",
+        "nightly",
+        "--cron",
+        "0 2 * * *",
+        "--plan",
+        plan_arg,
+    ]);
+    assert_eq!(scheduled.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&scheduled.stderr).contains("[webhook]"));
+}

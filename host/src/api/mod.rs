@@ -23,7 +23,8 @@
 //! - [`observe`]: the execution log, the running-now view, the nodes, health, readiness;
 //!   [`metrics`]: Prometheus metrics, with [`process_metrics`] (memory, files, threads);
 //!   [`status`]: the whole queue at a glance;
-//!   [`history`]: the queue over the last hour, sampled in memory.
+//!   [`history`]: the queue over the last hour, sampled in memory; [`backup`]: a
+//!   consistent copy of a running node's SQLite store.
 //! - [`events`]: a batch's task completions as server-sent events.
 //! - [`error`]: every error as `{"error", "detail"}` with its status; [`fallback`]: the
 //!   same for unknown routes, wrong methods and what axum rejects before a handler runs.
@@ -36,6 +37,7 @@
 
 pub mod attempt_page;
 pub mod auth;
+pub mod backup;
 pub mod batches;
 pub mod body;
 pub mod dashboard;
@@ -164,6 +166,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(groups::list_groups))
         .routes(routes!(pause::pause_group))
         .routes(routes!(pause::resume_group))
+        .routes(routes!(backup::backup))
         .routes(routes!(openapi));
     OpenApiRouter::with_openapi(doc::frame())
         .nest("/v1", v1)

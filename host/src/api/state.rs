@@ -1,8 +1,10 @@
 //! What every handler is given: the scheduler, the admin token, the permits for large
-//! bodies and long requests, who may read `/metrics`, and the queue's history.
+//! bodies and long requests, who may read `/metrics`, the queue's history, and the permit
+//! to make a backup.
 
 use std::sync::Arc;
 
+use super::backup::Backups;
 use super::body;
 use super::history::History;
 use super::long_polls::LongPolls;
@@ -20,6 +22,8 @@ pub struct AppState {
     pub metrics_open: bool,
     /// The queue's recent samples, which `qhost serve` takes.
     pub history: History,
+    /// The permit to make a backup of the store: one at a time.
+    pub backups: Backups,
 }
 
 impl AppState {
@@ -32,6 +36,7 @@ impl AppState {
             metrics_token: None,
             metrics_open: false,
             history: History::default(),
+            backups: Backups::default(),
         }
     }
 }

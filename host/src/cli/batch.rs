@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -190,10 +191,21 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
             let plan = Plan::read(&path)?;
             let base = path.parent().unwrap_or(std::path::Path::new("."));
             let tasks = plan.tasks_json(base)?;
+            let webhook = plan
+                .webhook_json(base)
+                .with_context(|| format!("in the plan {}", path.display()))?;
             // One request, under an idempotency key: sent again if it does not get
             // through, and done once.
             let (batch, ids) = match batch {
                 Some(batch) => {
+                    anyhow::ensure!(
+                        webhook.is_none(),
+                        "the plan {} has a [webhook], which is set when a batch opens: \
+                         batch {} is open already (submit the plan without --batch to open \
+                         one with it)",
+                        path.display(),
+                        batch.id
+                    );
                     let answer = batch.client(&client).call_once(
                         "POST",
                         &format!("/v1/batches/{}/tasks", batch.id),
@@ -204,6 +216,9 @@ pub fn run(args: BatchArgs) -> anyhow::Result<ExitCode> {
                 None => {
                     let mut body = plan.batch_json();
                     body["tasks"] = tasks["tasks"].clone();
+                    if let Some(webhook) = webhook {
+                        body["webhook"] = webhook;
+                    }
                     let opened = client.call_once("POST", "/v1/batches", &body)?;
                     let handle = opened["handle"].as_str().unwrap_or_default();
                     let batch: BatchRef = handle.parse().map_err(|e: String| anyhow::anyhow!(e))?;

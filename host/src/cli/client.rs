@@ -375,6 +375,18 @@ impl Client {
             .context("reading the answer")
     }
 
+    /// A GET answered with a large body, read as it comes: its length, when the server
+    /// says it, and a reader of it.
+    pub fn download(&self, path: &str) -> anyhow::Result<(Option<u64>, impl std::io::Read)> {
+        let response = self.send("GET", path, None, None)?;
+        let length = response
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        Ok((length, response.into_body().into_reader()))
+    }
+
     /// A server-sent-events stream: each event's name and data, until the server ends it.
     pub fn events(&self, path: &str) -> anyhow::Result<Events> {
         let response = self.send("GET", path, None, None)?;

@@ -6,7 +6,7 @@
 //! Clients of a server, sharing [`client`] (server address, token, errors): [`module`],
 //! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`] (its bulk actions in
 //! [`task_bulk`]), [`lists`] (`batch ls`, `task ls`), [`group`], [`status`], [`nodes`],
-//! [`log`], [`health`]; and [`completions`].
+//! [`log`], [`health`], [`backup`]; and [`completions`].
 
 /// `println!` that hands back the write's error instead of panicking, for `?`: a reader
 /// that stopped reading (`| head`) then ends the command quietly (see [`broken_pipe`]).
@@ -26,6 +26,7 @@ macro_rules! errln {
     }};
 }
 
+mod backup;
 mod batch;
 mod batch_quota;
 mod bench;
@@ -103,6 +104,8 @@ pub enum Command {
     /// Whether the server lives (exit 0) or not (exit 1); with --ready, whether it has
     /// started: for health checks.
     Health(health::HealthArgs),
+    /// Copy a running server's SQLite store into a file, consistently, while it serves.
+    Backup(backup::BackupArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write a new task project (Rust, Python, JavaScript or C) with the guest SDK, ready
@@ -125,6 +128,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Nodes(args) => nodes::run(args),
         Command::Log(args) => log::run(args),
         Command::Health(args) => health::run(args),
+        Command::Backup(args) => backup::run(args),
         Command::Completions(args) => completions::run(args),
         Command::New(args) => new::run(args),
     }

@@ -9,6 +9,11 @@
 //! input = "200000 qhost"  # or input_file = "path" (relative to the plan), or
 //! order = 1               # input_json = { any = "TOML value" }
 //! group = "hashing"
+//!
+//! [webhook]               # optional: the batch's end and its tasks' final failures
+//! url = "https://hooks.example.com/qhost"   # are posted here, signed with the secret
+//! secret_file = "hook-secret"               # read from a file (relative to the plan)
+//! # secret_env = "HOOK_SECRET"              # or from the environment
 //! ```
 //!
 //! Unknown keys are refused, with the key named.
@@ -28,8 +33,21 @@ pub struct Plan {
     pub priority: Option<i32>,
     pub max_parallel: Option<u32>,
     pub failure_policy: Option<String>,
+    /// Where the batch's end and its tasks' final failures are posted (`batch submit`
+    /// only: a schedule's batches are heard by the server's webhook).
+    pub webhook: Option<PlanWebhook>,
     #[serde(default, rename = "task")]
     pub tasks: Vec<PlanTask>,
+}
+
+/// A plan's `[webhook]`: its URL, and where its secret is read, never the secret itself,
+/// so that a plan can be shared and kept in version control.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanWebhook {
+    pub url: String,
+    pub secret_file: Option<String>,
+    pub secret_env: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -81,6 +99,30 @@ impl Plan {
             batch["failure_policy"] = json!(policy);
         }
         batch
+    }
+
+    /// The `webhook` of `POST /v1/batches`, with its secret read from where the plan says
+    /// (a file relative to `base`, or a variable); none when the plan has none.
+    pub fn webhook_json(&self, base: &Path) -> anyhow::Result<Option<Value>> {
+        let Some(hook) = &self.webhook else {
+            return Ok(None);
+        };
+        let secret = match (&hook.secret_file, &hook.secret_env) {
+            (Some(file), None) => {
+                let path = base.join(file);
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("webhook: reading secret_file {}", path.display()))?;
+                text.trim_end_matches(['\n', '\r']).to_owned()
+            }
+            (None, Some(name)) => std::env::var(name).map_err(|_| {
+                anyhow::anyhow!("webhook: secret_env names `{name}`, which is not set")
+            })?,
+            _ => anyhow::bail!(
+                "webhook: give one of `secret_file` (a file holding the secret) and \
+                 `secret_env` (a variable holding it)"
+            ),
+        };
+        Ok(Some(json!({ "url": hook.url, "secret": secret })))
     }
 
     /// The body of `POST /v1/batches/{id}/tasks`; input files are read relative to `base`.

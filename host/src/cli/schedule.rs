@@ -122,6 +122,13 @@ pub fn run(args: ScheduleArgs) -> anyhow::Result<ExitCode> {
             json: as_json,
         } => {
             let read = Plan::read(&plan)?;
+            anyhow::ensure!(
+                read.webhook.is_none(),
+                "the plan {} has a [webhook]: a schedule's batches have none of their own \
+                 (the server's, `qhost serve --webhook`, hears of their ends); remove it from \
+                 the plan, or give the server a webhook",
+                plan.display()
+            );
             let base = plan.parent().unwrap_or(std::path::Path::new("."));
             let mut body = read.batch_json();
             body["tasks"] = read

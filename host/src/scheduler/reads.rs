@@ -8,6 +8,11 @@ use super::{Access, Result, Scheduler};
 use crate::store::*;
 
 impl Scheduler {
+    /// A consistent copy of the store, as an unlinked file ([`Store::backup`]).
+    pub async fn backup(&self) -> Result<std::fs::File> {
+        Ok(self.store.backup().await?)
+    }
+
     pub async fn module_list(&self) -> Result<Vec<ModuleInfo>> {
         Ok(self.store.module_list().await?)
     }

@@ -251,6 +251,11 @@ pub trait Store: Send + Sync + 'static {
     /// returns how many of both.
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize>;
 
+    /// A consistent copy of the whole store, made while it runs, as a file already
+    /// removed from its directory (it goes when the handle closes). SQLite only: a
+    /// PostgreSQL store refuses, naming `pg_dump`.
+    async fn backup(&self) -> StoreResult<std::fs::File>;
+
     /// Creates a schedule; its name must be new.
     async fn schedule_create(
         &self,

@@ -520,6 +520,16 @@ impl Store for PostgresStore {
         log::prune(self, before, chunk).await
     }
 
+    async fn backup(&self) -> StoreResult<std::fs::File> {
+        // The database is the server's to copy, with its own tools.
+        Err(StoreError::Conflict(
+            "the store is PostgreSQL, which qhost does not copy: back it up with `pg_dump` \
+             (a consistent snapshot while the nodes run) or the database's continuous \
+             archiving"
+                .to_owned(),
+        ))
+    }
+
     async fn schedule_create(
         &self,
         spec: ScheduleSpec,

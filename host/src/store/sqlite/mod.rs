@@ -20,8 +20,8 @@
 //! (completion, retry, rescue, hand-back, lease renewal, start marks), `lists.rs` (lists of
 //! batches and tasks, what a task waits on), `log.rs` (attempt
 //! records, the running view, counts, pruning), `nodes.rs` (why there is no registry),
-//! `gate.rs` (ordering gates), `hooks.rs` (the webhook outbox) and `schema.rs` (opening,
-//! pragmas, migrations).
+//! `gate.rs` (ordering gates), `hooks.rs` (the webhook outbox), `backup.rs` (a copy made
+//! while the store runs) and `schema.rs` (opening, pragmas, migrations).
 //! Statements that change a task and so fire the schema's triggers are `OR FAIL`: SQLite
 //! keeps a journal for each statement with triggers, to undo that statement alone on an
 //! error, copying every page it touches; here every error rolls the whole transaction
@@ -31,6 +31,7 @@
 //! holds the store, its connection and transactions, and the [`Store`] methods, each a
 //! call into one of those files.
 
+mod backup;
 mod batches;
 mod claim;
 mod complete;
@@ -52,7 +53,7 @@ mod schema;
 mod stats;
 mod tasks;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -66,6 +67,8 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Conn>>,
     /// Whether the server has a webhook ([`Store::webhook_server`]).
     server_hook: AtomicBool,
+    /// The database file's directory, where a backup is written before it is read.
+    dir: PathBuf,
 }
 
 struct Conn {
@@ -91,6 +94,10 @@ impl SqliteStore {
                 durable: true,
             })),
             server_hook: AtomicBool::new(false),
+            dir: match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+                _ => PathBuf::from("."),
+            },
         })
     }
 
@@ -504,6 +511,11 @@ impl Store for SqliteStore {
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
         self.write(move |tx| Ok(log::prune(tx, before, chunk)? + keys::prune(tx, before, chunk)?))
             .await
+    }
+
+    async fn backup(&self) -> StoreResult<std::fs::File> {
+        let dir = self.dir.clone();
+        self.call(move |conn| backup::copy(conn, &dir)).await
     }
 
     async fn schedule_create(
