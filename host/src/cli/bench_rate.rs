@@ -70,10 +70,15 @@ impl Rated {
         }
         let expected =
             f64::from(self.rate.limit) * WINDOW as f64 / self.rate.period.as_micros() as f64;
-        let (mut fewest, mut most) = (usize::MAX, 0usize);
+        let (mut fewest, mut most, mut measured) = (usize::MAX, 0usize, 0usize);
         for times in starts.values_mut() {
             times.sort_unstable();
             let (low, high) = window_counts(times);
+            if high == 0 {
+                // It ran for less than a window: none lies within its run.
+                continue;
+            }
+            measured += 1;
             fewest = fewest.min(low);
             most = most.max(high);
         }
@@ -81,7 +86,7 @@ impl Rated {
             outln!("rated groups: no group ran longer than a 10 s window")?;
         } else {
             outln!(
-                "rated groups: {} groups, {} to {} starts per 10 s window, the rate lets {expected} through: {:+.1}% to {:+.1}%",
+                "rated groups: {measured} of {} ran longer than 10 s: {} to {} starts per 10 s window within their runs, the rate lets {expected} through: {:+.1}% to {:+.1}%",
                 starts.len(),
                 fewest,
                 most,

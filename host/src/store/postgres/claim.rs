@@ -49,15 +49,20 @@ pub(super) const LOCK_BATCHES_SQL: &str = "SELECT id, max_parallel - running FRO
     WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED";
 /// Locks the counters of the claim's groups with room that no other claim holds, with
 /// their rates' buckets: a group's tokens are read and spent under its lock, so a rate
-/// holds across nodes.
+/// holds across nodes. A group whose rate has no token at `$2` has no room, and is not
+/// locked.
 pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running, \
     rate_limit, rate_period, rate_burst, rate_tat FROM groups \
-    WHERE key = ANY($1) AND running < lim ORDER BY key FOR UPDATE SKIP LOCKED";
+    WHERE key = ANY($1) AND running < lim AND (rate_limit IS NULL \
+        OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2) \
+    ORDER BY key FOR UPDATE SKIP LOCKED";
 /// When the next group with a rate and ready tasks gets a token back.
 pub(super) const NEXT_RATE_SQL: &str = include_str!("sql/claim_next_rate.sql");
-/// Counts the claim's groups with room, locked or not.
-pub(super) const FREE_GROUPS_SQL: &str =
-    "SELECT COUNT(*) FROM groups WHERE key = ANY($1) AND running < lim";
+/// Counts the claim's groups with room (and a token, if they have a rate) at `$2`, locked
+/// or not.
+pub(super) const FREE_GROUPS_SQL: &str = "SELECT COUNT(*) FROM groups \
+    WHERE key = ANY($1) AND running < lim AND (rate_limit IS NULL \
+        OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2)";
 
 /// When the next ready task held back by its retry delay becomes due, or a group with a
 /// rate holding ready tasks back gets a token, if any is: after `now`, in database time.
@@ -213,13 +218,16 @@ impl Held {
                 if groups.is_empty() {
                     return Ok(Vec::new());
                 }
-                tx.query(&lock_groups, &[&groups]).await.map_err(pg)
+                tx.query(&lock_groups, &[&groups, &now]).await.map_err(pg)
             },
             async {
                 if groups.is_empty() {
                     return Ok(0);
                 }
-                let row = tx.query_one(&free_groups, &[&groups]).await.map_err(pg)?;
+                let row = tx
+                    .query_one(&free_groups, &[&groups, &now])
+                    .await
+                    .map_err(pg)?;
                 Ok(row.get::<_, i64>(0))
             },
         )?;

@@ -130,7 +130,7 @@ fn beyond(
         .map_err(internal)?;
     while let Some(group) = next_ready {
         let Some((open, counter)) = open_from
-            .query_row([&group], |r| {
+            .query_row(params![group, now], |r| {
                 let room = rate::room(r.get(1)?, rate_bucket(r, 2)?, now);
                 Ok((r.get::<_, String>(0)?, room))
             })
