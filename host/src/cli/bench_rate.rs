@@ -50,6 +50,7 @@ impl Rated {
     pub(super) async fn report(&self, store: &dyn Store, began: Micros) -> anyhow::Result<()> {
         let mut starts: BTreeMap<String, Vec<Micros>> = BTreeMap::new();
         let mut others_done: Option<Micros> = None;
+        let mut others = 0usize;
         let mut after = None;
         loop {
             let page = store
@@ -64,7 +65,10 @@ impl Rated {
             for (_, a) in page {
                 match a.group.filter(|g| self.groups.contains(g)) {
                     Some(group) => starts.entry(group).or_default().push(a.started_at),
-                    None => others_done = others_done.max(Some(a.ended_at)),
+                    None => {
+                        others += 1;
+                        others_done = others_done.max(Some(a.ended_at));
+                    }
                 }
             }
         }
@@ -93,11 +97,16 @@ impl Rated {
                 100.0 * (fewest as f64 - expected) / expected,
                 100.0 * (most as f64 - expected) / expected,
             )?;
+            let error = (fewest as f64 - expected)
+                .abs()
+                .max((most as f64 - expected).abs());
+            outln!("rate error: {:.1}%", 100.0 * error / expected)?;
         }
         if let Some(done) = others_done {
+            let seconds = (done - began) as f64 / 1e6;
             outln!(
-                "the tasks of groups without a rate were done in {:.2} s",
-                (done - began) as f64 / 1e6
+                "the {others} tasks of groups without a rate were done in {seconds:.2} s: {:.0} tasks/s",
+                others as f64 / seconds
             )?;
         }
         Ok(())
