@@ -210,6 +210,10 @@ impl Store for FaultyStore {
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()> {
         self.inner.group_set_limit(key, limit).await
     }
+
+    async fn group_set_rate(&self, key: String, rate: Option<GroupRate>) -> StoreResult<()> {
+        self.inner.group_set_rate(key, rate).await
+    }
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo> {
         self.inner.group_get(key).await
     }

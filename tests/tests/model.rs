@@ -125,6 +125,11 @@ enum Op {
     Claim {
         max: usize,
     },
+    /// A rate set on a group (tasks, period in seconds, burst), or removed.
+    SetGroupRate {
+        group: u8,
+        rate: Option<(u32, u64, u32)>,
+    },
     Succeed {
         task: Pick,
     },
@@ -269,6 +274,10 @@ enum Step {
         key: String,
         limit: u32,
     },
+    SetGroupRate {
+        key: String,
+        rate: Option<GroupRate>,
+    },
     SetGroupPaused {
         key: String,
         paused: bool,
@@ -384,6 +393,7 @@ fn describe(step: &Step) -> String {
             expect,
         } => format!("set batch {batch} priority {priority} -> {expect} tasks changed"),
         Step::SetGroupLimit { key, limit } => format!("set group {key} limit {limit}"),
+        Step::SetGroupRate { key, rate } => format!("set group {key} rate {rate:?}"),
         Step::SetGroupPaused { key, paused } => {
             format!("{} group {key}", if *paused { "pause" } else { "resume" })
         }
@@ -507,6 +517,15 @@ impl ReferenceStateMachine for Scheduling {
             (
                 1,
                 (1..=3i64).prop_map(|seconds| Op::Wait { seconds }).boxed(),
+            ),
+            (
+                1,
+                (
+                    0..GROUPS,
+                    prop::option::weighted(0.8, (1..=3u32, 1..=4u64, 1..=2u32)),
+                )
+                    .prop_map(|(group, rate)| Op::SetGroupRate { group, rate })
+                    .boxed(),
             ),
         ];
         if r.model.batches.len() < MAX_BATCHES {
@@ -809,6 +828,16 @@ impl ReferenceStateMachine for Scheduling {
                 m.set_group_limit(&key, *limit);
                 Step::SetGroupLimit { key, limit: *limit }
             }
+            Op::SetGroupRate { group, rate } => {
+                let key = group_key(*group);
+                let rate = rate.map(|(limit, seconds, burst)| GroupRate {
+                    limit,
+                    period: Duration::from_secs(seconds),
+                    burst,
+                });
+                m.set_group_rate(&key, rate);
+                Step::SetGroupRate { key, rate }
+            }
             Op::PauseGroup { group, paused } => {
                 let key = group_key(*group);
                 m.set_group_paused(&key, *paused);
@@ -1091,6 +1120,12 @@ impl Sut {
                     (group.limit, group.paused, group.running, group.pending),
                     (*limit, paused, m.group_claimed(key), m.group_pending(key)),
                     "group {key}: (limit, paused, running, waiting), store left, model right\n{}",
+                    self.history()
+                );
+                assert_eq!(
+                    group.rate.is_some(),
+                    m.rates.contains_key(key),
+                    "group {key}: has a rate, store left, model right\n{}",
                     self.history()
                 );
             }
@@ -1423,6 +1458,11 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
             Step::SetGroupLimit { key, limit } => {
                 sut.runtime
                     .block_on(store.group_set_limit(sut.group(key), *limit))
+                    .unwrap();
+            }
+            Step::SetGroupRate { key, rate } => {
+                sut.runtime
+                    .block_on(store.group_set_rate(sut.group(key), *rate))
                     .unwrap();
             }
             Step::SetGroupPaused { key, paused } => {

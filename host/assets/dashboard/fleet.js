@@ -4,22 +4,31 @@
 import { call, get } from "./api.js";
 import { act, ago, batchLink, h, more, span, table, taskLink, when } from "./view.js";
 
-/** Every group with its limit, and its ready tasks when it has some; pause, resume. */
+/** A group's rate as `5/1s`, with its burst when more than one. */
+function rate(r) {
+  return r ? `${r.limit}/${r.period}${r.burst > 1 ? ` burst ${r.burst}` : ""}` : "–";
+}
+
+/** Every group with its limit and rate, and its ready tasks and tokens left when it has
+ * some; pause, resume. */
 export async function groups(params) {
   const [page, status] = await Promise.all([
     get(`/v1/groups?limit=200${params.cursor ? `&cursor=${encodeURIComponent(params.cursor)}` : ""}`),
     get("/v1/status").catch(() => ({ groups: [] })),
   ]);
   const ready = new Map(status.groups.map((g) => [g.key, g.ready ?? g.pending]));
+  const tokens = new Map(status.groups.map((g) => [g.key, g.tokens]));
   const line = h("p", { role: "status" });
   return [
     h("h1", {}, "Groups"),
-    h("p", { class: "muted" }, "Every group with its limit, idle ones too; ready counts for the busiest."),
+    h("p", { class: "muted" }, "Every group with its limit and rate, idle ones too; ready counts and tokens left for the busiest."),
     line,
     table([
       ["Group", (g) => g.key], ["Limit", (g) => g.limit, true],
       ["Running", (g) => g.running, true],
       ["Ready", (g) => ready.get(g.key) ?? "–", true],
+      ["Rate", (g) => rate(g.rate)],
+      ["Tokens", (g) => tokens.get(g.key) ?? "–", true],
       ["Paused", (g) => (g.paused ? "yes" : "")],
       ["", (g) => h("button", { type: "button", onclick: () => act(
         `${g.paused ? "Resume" : "Pause"} group ${g.key}?`,

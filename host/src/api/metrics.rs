@@ -113,6 +113,40 @@ pub async fn metrics(
             let _ = writeln!(text, "{name}{{group=\"{}\"}} {value}", label(&group.key));
         }
     }
+    // Only the groups with a rate have these series.
+    let rated: Vec<_> = groups
+        .iter()
+        .filter_map(|g| Some((g, g.rate?, g.tokens?)))
+        .collect();
+    head(
+        &mut text,
+        "qhost_group_rate_per_second",
+        "gauge",
+        "The rate of each group with a rate and tasks ready or claimed: tasks claimed per \
+         second at most, over its period.",
+    );
+    for (g, rate, _) in &rated {
+        let per_second = f64::from(rate.limit) / rate.period.as_secs_f64();
+        let _ = writeln!(
+            text,
+            "qhost_group_rate_per_second{{group=\"{}\"}} {per_second}",
+            label(&g.key)
+        );
+    }
+    head(
+        &mut text,
+        "qhost_group_rate_tokens",
+        "gauge",
+        "Tokens left now to each group with a rate and tasks ready or claimed: how many of \
+         its tasks a claim may take now, room allowing.",
+    );
+    for (g, _, tokens) in &rated {
+        let _ = writeln!(
+            text,
+            "qhost_group_rate_tokens{{group=\"{}\"}} {tokens}",
+            label(&g.key)
+        );
+    }
     head(
         &mut text,
         "qhost_slots_busy",

@@ -18,7 +18,7 @@ use super::error::{ApiError, ApiResult, ErrorBody};
 use super::whole;
 use crate::scheduler::rules::WaitingOn;
 use crate::store::{
-    AttemptFilter, AttemptRecord, CancelResult, GroupInfo, TaskId, TaskInfo, now_micros,
+    AttemptFilter, AttemptRecord, CancelResult, GroupInfo, GroupRate, TaskId, TaskInfo, now_micros,
 };
 
 /// A task with its entries of the execution log.
@@ -241,13 +241,30 @@ pub async fn set_priority(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetLimit {
-    /// At most this many of the group's tasks run at once (0 holds them all).
-    #[serde(deserialize_with = "whole::int")]
+    /// At most this many of the group's tasks run at once (0 holds them all); none: left
+    /// as it is.
+    #[serde(default, deserialize_with = "whole::option")]
     #[schema(format = Int64, minimum = 0, maximum = 4294967295_u64)]
-    pub limit: u32,
+    pub limit: Option<u32>,
+    /// At most `rate.limit` of the group's tasks claimed per `rate.period`, `rate.burst`
+    /// at once after a quiet spell; `null` removes the rate; none: left as it is. A task
+    /// of a group out of tokens waits, holding no slot.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<GroupRate>, nullable = true)]
+    pub rate: Option<Option<GroupRate>>,
 }
 
-/// Set how many tasks of a group run at once, across batches.
+/// A field that may be absent (`None`) or `null` (`Some(None)`).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// Set how many tasks of a group run at once, across batches, and how many are claimed
+/// per period (its rate).
 #[utoipa::path(
     put,
     path = "/groups/{key}",
@@ -257,7 +274,9 @@ pub struct SetLimit {
     request_body = SetLimit,
     responses(
         (status = 200, description = "The group", body = GroupInfo),
-        (status = 400, description = "The server's checks refuse the key (`invalid`).", body = ErrorBody),
+        (status = 400, description = "The server's checks refuse the key or the rate \
+            (`invalid`), or the body sets neither `limit` nor `rate` (`bad-request`).",
+            body = ErrorBody),
     ),
     security(("admin_token" = [])),
 )]
@@ -268,10 +287,21 @@ pub async fn set_group_limit(
     body: Result<Json<SetLimit>, JsonRejection>,
 ) -> ApiResult<Json<GroupInfo>> {
     let body = json_body(body)?;
-    state
-        .scheduler
-        .group_set_limit(key.clone(), body.limit)
-        .await?;
+    if body.limit.is_none() && body.rate.is_none() {
+        return Err(ApiError::bad_request(
+            "the body sets neither `limit` nor `rate`: give one or both".to_owned(),
+        ));
+    }
+    if let Some(Some(rate)) = &body.rate {
+        // Before the limit is set: a request refused changes nothing.
+        rate.check().map_err(crate::scheduler::Error::Invalid)?;
+    }
+    if let Some(limit) = body.limit {
+        state.scheduler.group_set_limit(key.clone(), limit).await?;
+    }
+    if let Some(rate) = body.rate {
+        state.scheduler.group_set_rate(key.clone(), rate).await?;
+    }
     Ok(Json(state.scheduler.group_get(key).await?))
 }
 

@@ -59,6 +59,13 @@ pub struct BenchArgs {
     /// it; or the standard OTEL_EXPORTER_OTLP_ENDPOINT): what tracing costs the drain.
     #[arg(long)]
     pub otlp_endpoint: Option<String>,
+    /// A rate on the groups (`5/s`, `100/m`): reports how many of each group's tasks
+    /// started per 10 s window, and how soon the others were done.
+    #[arg(long, requires = "groups")]
+    pub rate: Option<String>,
+    /// Only the first this many groups get `--rate` (default: all).
+    #[arg(long, requires = "rate")]
+    pub rated_groups: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -116,8 +123,16 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         "--nodes {}: several nodes need a postgres:// database",
         args.nodes
     );
+    let rated = match &args.rate {
+        Some(rate) => Some(super::bench_rate::Rated::new(
+            rate,
+            args.groups,
+            args.rated_groups,
+        )?),
+        None => None,
+    };
     let (url, fresh) = fresh_store(&db).await?;
-    let result = drain(&args, &url, &db, temp.path()).await;
+    let result = drain(&args, &url, &db, temp.path(), rated.as_ref()).await;
     fresh.remove().await?;
     result
 }
@@ -166,6 +181,7 @@ async fn drain(
     url: &str,
     shown_db: &str,
     temp: &std::path::Path,
+    rated: Option<&super::bench_rate::Rated>,
 ) -> anyhow::Result<()> {
     let mut schedulers = Vec::new();
     for n in 1..=args.nodes {
@@ -201,6 +217,15 @@ async fn drain(
         args.groups,
         crate::store::postgres::redact(shown_db)
     )?;
+    if let Some(rated) = rated {
+        rated.set(&scheduler).await?;
+        outln!(
+            "{} of the groups claim at most {} tasks per {}",
+            rated.groups.len(),
+            rated.rate.limit,
+            humantime::format_duration(rated.rate.period)
+        )?;
+    }
     let submit_started = Instant::now();
     let mut batches = Vec::new();
     let per_batch = args.tasks.div_ceil(args.batches);
@@ -239,6 +264,7 @@ async fn drain(
     )?;
 
     let drain_started = Instant::now();
+    let drain_began = crate::store::now_micros();
     let mut nodes = Vec::new();
     for scheduler in &schedulers {
         nodes.push(Node::start(scheduler.clone()).await?);
@@ -266,6 +292,9 @@ async fn drain(
     let runs = run_times(&*store).await?;
     if let (Some(p50), Some(p99)) = (percentile(&runs, 50), percentile(&runs, 99)) {
         outln!("attempt run time: p50 {p50} µs, p99 {p99} µs")?;
+    }
+    if let Some(rated) = rated {
+        rated.report(&*store, drain_began).await?;
     }
     if args.task_ms > 0 {
         // The share of the slots' time spent running attempts, however long each ran.

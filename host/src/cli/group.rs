@@ -1,6 +1,6 @@
-//! `qhost group ls`, `qhost group limit KEY [N]`, `qhost group pause|resume KEY`: the
-//! groups and their limits, how many tasks of a group run at once, and holding them all
-//! for a while.
+//! `qhost group ls`, `qhost group limit KEY [N]`, `qhost group rate KEY [5/s] [--burst N]
+//! [--off]`, `qhost group pause|resume KEY`: the groups and their limits, how many tasks of
+//! a group run at once, how many start per period, and holding them all for a while.
 
 use std::process::ExitCode;
 
@@ -10,7 +10,7 @@ use serde_json::json;
 use super::client::{Client, ConnectArgs, print_json};
 use super::module::encode;
 use crate::api::groups::GroupListPage;
-use crate::store::{GroupInfo, GroupRow};
+use crate::store::{GroupInfo, GroupRate, GroupRow};
 
 #[derive(Debug, Args)]
 pub struct GroupArgs {
@@ -36,6 +36,24 @@ pub enum GroupCommand {
         /// At most this many tasks of the group run at once, across batches; 0 holds them
         /// all.
         limit: Option<u32>,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a group, or set how many of its tasks are claimed per period (its rate), or
+    /// remove its rate with `--off`.
+    Rate {
+        /// The group key tasks name in their `group`.
+        key: String,
+        /// Tasks per period: `5/s`, `1000/h`, `10/30s` (units s, m, h, d, or a duration).
+        #[arg(conflicts_with = "off")]
+        rate: Option<String>,
+        /// At most this many claimed at once after a quiet spell (default 1: spread evenly).
+        #[arg(long, default_value_t = 1, requires = "rate")]
+        burst: u32,
+        /// Remove the group's rate.
+        #[arg(long)]
+        off: bool,
         /// Print it as JSON.
         #[arg(long)]
         json: bool,
@@ -77,6 +95,28 @@ pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
             };
             (info, json)
         }
+        GroupCommand::Rate {
+            key,
+            rate,
+            burst,
+            off,
+            json,
+        } => {
+            let path = format!("/v1/groups/{}", encode(&key));
+            let body = match (rate, off) {
+                (Some(rate), _) => {
+                    let rate = GroupRate::parse(&rate, burst).map_err(anyhow::Error::msg)?;
+                    Some(json!({ "rate": rate }))
+                }
+                (None, true) => Some(json!({ "rate": null })),
+                (None, false) => None,
+            };
+            let info = match body {
+                Some(body) => serde_json::from_value(client.call("PUT", &path, Some(&body))?)?,
+                None => client.get(&path)?,
+            };
+            (info, json)
+        }
         GroupCommand::Pause { key, json } => {
             let path = format!("/v1/groups/{}/pause", encode(&key));
             (
@@ -98,9 +138,10 @@ pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
     } else {
         let paused = if info.paused { " (paused)" } else { "" };
         outln!(
-            "group {}: limit {}{paused}, {} running, {} pending",
+            "group {}: limit {}{paused}, rate {}, {} running, {} pending",
             info.key,
             info.limit,
+            shown_rate(info.rate.as_ref()),
             info.running,
             info.pending
         )?;
@@ -134,19 +175,35 @@ fn list(client: &Client, json: bool) -> anyhow::Result<ExitCode> {
     }
     let width = groups.iter().map(|g| g.key.len()).max().unwrap_or(5).max(5);
     outln!(
-        "{:<width$}  {:>7}  {:>7}  paused",
+        "{:<width$}  {:>7}  {:>7}  {:>14}  paused",
         "group",
         "limit",
-        "running"
+        "running",
+        "rate"
     )?;
     for g in &groups {
         let paused = if g.paused { "yes" } else { "" };
         outln!(
-            "{:<width$}  {:>7}  {:>7}  {paused}",
+            "{:<width$}  {:>7}  {:>7}  {:>14}  {paused}",
             g.key,
             g.limit,
-            g.running
+            g.running,
+            shown_rate(g.rate.as_ref())
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A rate as the commands print it: `5/1s burst 10`, or `none`.
+pub(super) fn shown_rate(rate: Option<&GroupRate>) -> String {
+    match rate {
+        None => "none".to_owned(),
+        Some(r) => {
+            let period = humantime::format_duration(r.period);
+            match r.burst {
+                1 => format!("{}/{period}", r.limit),
+                burst => format!("{}/{period} burst {burst}", r.limit),
+            }
+        }
+    }
 }

@@ -31,6 +31,7 @@ mod batch;
 mod batch_quota;
 mod bench;
 pub mod bench_fill;
+mod bench_rate;
 mod client;
 mod completions;
 pub mod exit;

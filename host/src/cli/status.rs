@@ -78,10 +78,16 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                     },
                     g.running.to_string(),
                     g.ready.to_string(),
+                    match (&g.rate, g.tokens) {
+                        (Some(rate), Some(tokens)) => {
+                            format!("{} ({tokens} left)", super::group::shown_rate(Some(rate)))
+                        }
+                        _ => "-".to_owned(),
+                    },
                 ]
             })
             .collect();
-        print_table(&["GROUP", "LIMIT", "RUNNING", "READY"], &groups)?;
+        print_table(&["GROUP", "LIMIT", "RUNNING", "READY", "RATE"], &groups)?;
     }
     if !status.batches.is_empty() {
         outln!()?;

@@ -536,6 +536,18 @@ impl Scheduler {
         self.reclaim.notify_one();
         Ok(())
     }
+
+    /// Sets a group's rate, or removes it (`None`). Claims see it at once: one removed or
+    /// raised lets tasks through now, so the claim loop looks again.
+    pub async fn group_set_rate(&self, key: String, rate: Option<GroupRate>) -> Result<()> {
+        check_group_key(&key)?;
+        if let Some(rate) = &rate {
+            rate.check().map_err(Error::Invalid)?;
+        }
+        self.store.group_set_rate(key, rate).await?;
+        self.wake.notify_one();
+        Ok(())
+    }
 }
 
 /// The store keeps only this hash of a handle.

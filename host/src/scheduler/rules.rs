@@ -26,6 +26,8 @@ pub enum WaitingOn {
     Delay { until: Micros },
     /// It waits out the backoff after its `attempts`-th attempt, until `until`.
     Retry { until: Micros, attempts: u32 },
+    /// Its group's rate has no token left until `until`.
+    Rate { group: String, until: Micros },
     /// Its group has `running` tasks claimed, its limit.
     Group {
         group: String,
@@ -43,7 +45,7 @@ pub enum WaitingOn {
 
 /// Why a task is not claimed at `now`, as the claim's rules say, in the order a person
 /// would lift them: its gate; else a pause; else its delay or backoff; else its group's
-/// limit, then its batch's. `None`: it is not pending, or a node may claim it now.
+/// limit, then its group's rate, then its batch's limit. `None`: it is not pending, or a node may claim it now.
 /// The stores' list filters state the same rules in SQL (`sql/task_list.sql`).
 pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
     match facts.state {
@@ -72,6 +74,14 @@ pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
                     group: g.key.clone(),
                     limit: g.limit,
                     running: g.running,
+                });
+            }
+            if let Some((g, bucket)) = group.and_then(|g| Some((g, g.rate?)))
+                && bucket.tokens(now) == 0
+            {
+                return Some(WaitingOn::Rate {
+                    group: g.key.clone(),
+                    until: bucket.next_token(),
                 });
             }
             match facts.batch_max_parallel {
@@ -233,6 +243,7 @@ mod tests {
                 paused: false,
                 limit: 1,
                 running: 1,
+                rate: None,
             }),
             batch_max_parallel: Some(2),
             batch_running: 2,
@@ -267,6 +278,26 @@ mod tests {
             ..ready.clone()
         };
         assert_eq!(waiting_on(&free, 10), None, "claimable now");
+        // A rate of one task per 100 µs whose last token went until 50.
+        let rated = HoldFacts {
+            group: Some(GroupFacts {
+                key: "g".into(),
+                paused: false,
+                limit: 1,
+                running: 0,
+                rate: Some(crate::store::Bucket::new(1, 100, 1, 50)),
+            }),
+            batch_max_parallel: None,
+            ..ready.clone()
+        };
+        assert_eq!(
+            waiting_on(&rated, 10),
+            Some(WaitingOn::Rate {
+                group: "g".into(),
+                until: 50
+            })
+        );
+        assert_eq!(waiting_on(&rated, 50), None, "a token back at 50");
         let running = HoldFacts { state: 2, ..ready };
         assert_eq!(waiting_on(&running, 10), None, "not pending");
     }

@@ -194,6 +194,8 @@ pub struct GroupFacts {
     /// Its limit now (0 while paused).
     pub limit: u32,
     pub running: u64,
+    /// Its rate's bucket; none: it has no rate.
+    pub rate: Option<super::Bucket>,
 }
 
 /// The page's next cursor: the position of its last row when a row follows it.

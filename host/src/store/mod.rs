@@ -7,7 +7,8 @@
 //! state, and how reads compute it; `types`, `completion`, `time`, `schedule`, `text`:
 //! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
 //! requests done exactly once, `list`: lists' filters, order and pages, `stats`: the whole
-//! queue at a glance, `webhook`: the outbox of events owed to webhooks), the policies both drivers share (`pick`: claim order and rooms;
+//! queue at a glance, `webhook`: the outbox of events owed to webhooks), the policies both drivers share (`pick`: claim order and rooms; `rate`: a group's
+//! rate as a token bucket;
 //! `admit`: what a submission may add and where it puts the gate; `quota`: what a batch
 //! may store; `fate`: retry or end;
 //! `errors`: the refusals), and `open`, which picks the driver a URL names.
@@ -31,6 +32,7 @@ mod open;
 mod pick;
 pub mod postgres;
 pub mod quota;
+mod rate;
 mod schedule;
 mod select;
 pub mod sqlite;
@@ -53,6 +55,7 @@ pub use keys::{
 pub use list::*;
 pub use open::open;
 pub use quota::{QuotaChange, Quotas, Usage};
+pub use rate::{Bucket, GroupRate};
 pub use schedule::*;
 pub use select::{BulkCancel, TaskSelect};
 pub use state::*;
@@ -149,6 +152,9 @@ pub trait Store: Send + Sync + 'static {
     /// Sets how many of a group's tasks may be claimed at once; 0 holds them all. A lower
     /// limit reaches tasks reserved beyond it on [`Signal::Reclaim`].
     async fn group_set_limit(&self, key: String, limit: u32) -> StoreResult<()>;
+    /// Sets a group's rate (`None`: removes it), creating the group if needed. A rate set
+    /// anew starts with its full burst.
+    async fn group_set_rate(&self, key: String, rate: Option<GroupRate>) -> StoreResult<()>;
     async fn group_get(&self, key: String) -> StoreResult<GroupInfo>;
     /// Up to `limit` groups after the key `after` in key order, idle ones too; only the
     /// groups `batch`'s tasks name when given.

@@ -33,6 +33,29 @@ pub struct GroupDepth {
     /// Its tasks due and not claimed: `ready`, or `held` while it or their batch is
     /// paused (delayed ones are `waiting`).
     pub ready: u64,
+    /// Its rate; none: it has no rate.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub rate: Option<super::GroupRate>,
+    /// Tokens its rate has left now: how many of its tasks a claim may take now, room
+    /// allowing; none without a rate.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub tokens: Option<u64>,
+}
+
+impl GroupDepth {
+    /// The rate and tokens at `now` of a group's stored rate columns `rate_limit`,
+    /// `rate_period`, `rate_burst` and its `tat`.
+    pub fn rate_at(
+        (limit, period, burst): (Option<i64>, Option<i64>, Option<i64>),
+        tat: Option<i64>,
+        now: super::Micros,
+    ) -> (Option<super::GroupRate>, Option<u64>) {
+        let rate = super::GroupRate::from_stored(limit, period, burst);
+        let tokens = rate.map(|r| r.bucket(tat.unwrap_or(0)).tokens(now).max(0) as u64);
+        (rate, tokens)
+    }
 }
 
 /// A batch with tasks that have not ended.

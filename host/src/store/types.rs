@@ -216,6 +216,10 @@ pub struct GroupInfo {
     pub running: u64,
     /// Its tasks not claimed nor ended: `waiting`, `ready` or `held`.
     pub pending: u64,
+    /// Its rate: how many of its tasks are claimed per period; none: no rate.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub rate: Option<super::GroupRate>,
 }
 
 /// A group in a list, idle or not: its limit and how many of its tasks are claimed.
@@ -229,6 +233,10 @@ pub struct GroupRow {
     pub paused: bool,
     /// Its tasks claimed by a node (reserved or running).
     pub running: u64,
+    /// Its rate: how many of its tasks are claimed per period; none: no rate.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub rate: Option<super::GroupRate>,
 }
 
 /// A task a node claimed, with all it needs to run it.
@@ -258,7 +266,8 @@ pub struct Claimed {
     /// wait for a wake-up. Only stores shared by several writers set it.
     pub contended: bool,
     /// When a claim took fewer tasks than it could: the earliest time a ready task held
-    /// back by its retry delay becomes due, if any is.
+    /// back by its retry delay becomes due, or a group with a rate that holds ready tasks
+    /// back gets a token again, if any is.
     pub next_due: Option<Micros>,
 }
 

@@ -30,6 +30,7 @@ pub mod modules;
 pub mod pause;
 pub mod priority;
 pub mod quotas;
+pub mod rates;
 pub mod redrive;
 pub mod schedules;
 pub mod stats;
@@ -56,6 +57,9 @@ macro_rules! conformance_tests {
             groups::groups_limit_running_tasks_without_blocking_others,
             groups::a_long_group_at_the_head_holds_up_nothing_behind_it,
             groups::batch_limits_bound_a_batch,
+            rates::a_rate_spaces_a_groups_claims_and_holds_back_nothing_else,
+            rates::a_group_out_of_tokens_at_the_head_holds_up_nothing_behind_it,
+            rates::a_rate_set_after_the_fact_and_a_paused_group_keep_their_rules,
             priority::priority_orders_claims_and_can_change,
             priority::a_later_small_batch_is_not_starved,
             claims::concurrent_claimers_skip_group_held_tasks,

@@ -163,6 +163,8 @@ pub async fn the_oldest_ready_task_is_the_oldest_claimable(store: Arc<dyn Store>
             paused: false,
             running: 0,
             ready: 2,
+            rate: None,
+            tokens: None,
         }]
     );
     // Held by a pause, the first batch's task is not claimable.

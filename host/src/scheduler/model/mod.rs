@@ -12,7 +12,8 @@
 //! its users submit tasks with a zero backoff.
 //!
 //! Beside the claim: pauses and limits changed after the fact (`pause.rs`: a pause is a
-//! limit of 0, as in the stores), and bulk actions with re-drive (`redrive.rs`).
+//! limit of 0, as in the stores), group rates as token buckets (`rate.rs`), and bulk
+//! actions with re-drive (`redrive.rs`).
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -21,11 +22,13 @@ use crate::runtime::Outcome;
 use crate::store::{BatchId, Micros, TaskId, TaskState};
 
 mod pause;
+mod rate;
 mod redrive;
 mod store;
 #[cfg(test)]
 mod tests;
 
+pub use rate::Rate;
 pub use store::{Batch, ClaimOutcome, Ending, Model, NewTask, Refused};
 
 /// Where a task is in its life. Waiting and ready are one phase here: a pending task is
@@ -112,15 +115,18 @@ pub fn is_due_at_gate(task: &Task, gates: &BTreeMap<BatchId, i64>, now: Micros) 
 /// priority descending, then `vseq`, then id. Each is taken if its group (limit from
 /// `group_limits`, [`DEFAULT_GROUP_LIMIT`] when absent) and its batch (`batch_limits`:
 /// the batches with a `max_parallel`) have fewer claimed tasks than their limit, counting
-/// those this claim took; a candidate that does not fit is passed over, and the claim
-/// stops once it has `k`.
+/// those this claim took, and its group's rate (`group_tokens`: the groups with a rate
+/// and their tokens now) has more tokens than this claim took of the group; a candidate
+/// that does not fit is passed over, and the claim stops once it has `k`.
 pub fn claim_order(
     tasks: &[Task],
     group_limits: &BTreeMap<String, u32>,
+    group_tokens: &BTreeMap<String, i64>,
     batch_limits: &BTreeMap<BatchId, u32>,
     now: Micros,
     k: usize,
 ) -> Vec<TaskId> {
+    let mut group_taken: BTreeMap<&str, i64> = BTreeMap::new();
     let mut group_claimed: BTreeMap<&str, u32> = BTreeMap::new();
     let mut batch_claimed: BTreeMap<BatchId, u32> = BTreeMap::new();
     for task in tasks.iter().filter(|t| t.phase == Phase::Claimed) {
@@ -150,6 +156,11 @@ pub fn claim_order(
             if group_claimed.get(group.as_str()).copied().unwrap_or(0) >= limit {
                 continue;
             }
+            if let Some(&tokens) = group_tokens.get(group)
+                && group_taken.get(group.as_str()).copied().unwrap_or(0) >= tokens
+            {
+                continue;
+            }
         }
         if let Some(&limit) = batch_limits.get(&task.batch)
             && batch_claimed.get(&task.batch).copied().unwrap_or(0) >= limit
@@ -158,6 +169,7 @@ pub fn claim_order(
         }
         if let Some(group) = &task.group {
             *group_claimed.entry(group).or_default() += 1;
+            *group_taken.entry(group).or_default() += 1;
         }
         *batch_claimed.entry(task.batch).or_default() += 1;
         taken.push(task.id);

@@ -66,7 +66,7 @@ pub struct ClaimOutcome {
     /// The tasks taken, in claim order, with the attempt each starts.
     pub tasks: Vec<(TaskId, u32)>,
     /// When the claim took fewer than it could: the earliest time a ready task not yet
-    /// due becomes due, if any is.
+    /// due becomes due, or a group with a rate holding tasks back gets a token, if any is.
     pub next_due: Option<Micros>,
 }
 
@@ -92,6 +92,8 @@ pub struct Model {
     pub groups: BTreeMap<String, u32>,
     /// The groups paused: none of their tasks is claimed (as if their limit were 0).
     pub paused_groups: BTreeSet<String>,
+    /// The groups with a rate, and their buckets.
+    pub rates: BTreeMap<String, super::Rate>,
     /// The fair-queueing clock: the largest `vseq` a claim has taken.
     pub vtime: i64,
     next_task: TaskId,
@@ -112,6 +114,7 @@ impl Model {
             batches: BTreeMap::new(),
             groups: BTreeMap::new(),
             paused_groups: BTreeSet::new(),
+            rates: BTreeMap::new(),
             vtime: 0,
             next_task: 1,
             next_batch: 1,
@@ -142,7 +145,7 @@ impl Model {
     }
 
     /// The limits the claim applies: a paused batch or group has a limit of 0.
-    fn limits(&self) -> (BTreeMap<String, u32>, BTreeMap<BatchId, u32>) {
+    pub(super) fn limits(&self) -> (BTreeMap<String, u32>, BTreeMap<BatchId, u32>) {
         let groups = self
             .groups
             .iter()
@@ -254,7 +257,9 @@ impl Model {
     /// Claims up to `k` tasks at `now` (see [`claim_order`]).
     pub fn claim(&mut self, now: Micros, k: usize) -> ClaimOutcome {
         let (group_limits, batch_limits) = self.limits();
-        let taken = claim_order(&self.tasks, &group_limits, &batch_limits, now, k);
+        let tokens = self.tokens(now);
+        let taken = claim_order(&self.tasks, &group_limits, &tokens, &batch_limits, now, k);
+        self.spend_tokens(&taken, now);
         let mut tasks = Vec::new();
         for &id in &taken {
             let task = self.task_mut(id).expect("a claimed task exists");
@@ -274,6 +279,7 @@ impl Model {
                 .filter(|t| t.phase == Phase::Pending && gates.get(&t.batch) == Some(&t.order))
                 .map(|t| t.not_before)
                 .filter(|&at| at > now)
+                .chain(self.next_token(now))
                 .min()
         } else {
             None

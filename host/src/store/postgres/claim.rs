@@ -22,6 +22,7 @@ use deadpool_postgres::GenericClient;
 use super::{Commit, PostgresStore, digest_of, gate, pg};
 use crate::runtime::MountGrant;
 use crate::store::pick::{Candidate, Place, Rooms, before};
+use crate::store::rate;
 use crate::store::*;
 
 /// The head of the queue, nothing locked yet.
@@ -46,18 +47,37 @@ pub(super) const NEXT_DUE_SQL: &str =
 /// Locks the counters of the claim's limited batches that no other claim holds.
 pub(super) const LOCK_BATCHES_SQL: &str = "SELECT id, max_parallel - running FROM batches \
     WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED";
-/// Locks the counters of the claim's groups with room that no other claim holds.
-pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running FROM groups \
-    WHERE key = ANY($1) AND running < lim ORDER BY key FOR UPDATE SKIP LOCKED";
-/// Counts the claim's groups with room, locked or not.
-pub(super) const FREE_GROUPS_SQL: &str =
-    "SELECT COUNT(*) FROM groups WHERE key = ANY($1) AND running < lim";
+/// Locks the counters of the claim's groups with room that no other claim holds, with
+/// their rates' buckets: a group's tokens are read and spent under its lock, so a rate
+/// holds across nodes. A group whose rate has no token at `$2` has no room, and is not
+/// locked.
+pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running, \
+    rate_limit, rate_period, rate_burst, rate_tat FROM groups \
+    WHERE key = ANY($1) AND running < lim AND (rate_limit IS NULL \
+        OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2) \
+    ORDER BY key FOR UPDATE SKIP LOCKED";
+/// When the next group with a rate and ready tasks gets a token back.
+pub(super) const NEXT_RATE_SQL: &str = include_str!("sql/claim_next_rate.sql");
+/// Counts the claim's groups with room (and a token, if they have a rate) at `$2`, locked
+/// or not.
+pub(super) const FREE_GROUPS_SQL: &str = "SELECT COUNT(*) FROM groups \
+    WHERE key = ANY($1) AND running < lim AND (rate_limit IS NULL \
+        OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2)";
 
-/// When the next ready task held back by its retry delay becomes due, if any is: after
-/// `now`, in database time.
+/// When the next ready task held back by its retry delay becomes due, or a group with a
+/// rate holding ready tasks back gets a token, if any is: after `now`, in database time.
 async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
-    let stmt = tx.prepare_cached(NEXT_DUE_SQL).await.map_err(pg)?;
-    Ok(tx.query_one(&stmt, &[&now]).await.map_err(pg)?.get(0))
+    let (due, rated) = tokio::try_join!(
+        tx.prepare_cached(NEXT_DUE_SQL),
+        tx.prepare_cached(NEXT_RATE_SQL)
+    )
+    .map_err(pg)?;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&now];
+    let (due, token) =
+        tokio::try_join!(tx.query_one(&due, &params), tx.query_one(&rated, &params)).map_err(pg)?;
+    let due: Option<Micros> = due.get(0);
+    let token: Option<Micros> = token.get(0);
+    Ok(due.into_iter().chain(token).min())
 }
 
 /// Ready tasks a claim reads in queue order at most (see [`claim_in`]).
@@ -149,7 +169,12 @@ impl Held {
     /// Takes the gates and counters `candidates` need that this claim has not tried yet.
     /// Never waits: what another transaction holds is passed over, and remembered as
     /// contention. Groups without room are not locked.
-    async fn take(&mut self, tx: &impl GenericClient, candidates: &[Candidate]) -> StoreResult<()> {
+    async fn take(
+        &mut self,
+        tx: &impl GenericClient,
+        candidates: &[Candidate],
+        now: Micros,
+    ) -> StoreResult<()> {
         let mut batches: Vec<BatchId> = Vec::new();
         let mut limited: Vec<BatchId> = Vec::new();
         let mut groups: Vec<&str> = Vec::new();
@@ -193,13 +218,16 @@ impl Held {
                 if groups.is_empty() {
                     return Ok(Vec::new());
                 }
-                tx.query(&lock_groups, &[&groups]).await.map_err(pg)
+                tx.query(&lock_groups, &[&groups, &now]).await.map_err(pg)
             },
             async {
                 if groups.is_empty() {
                     return Ok(0);
                 }
-                let row = tx.query_one(&free_groups, &[&groups]).await.map_err(pg)?;
+                let row = tx
+                    .query_one(&free_groups, &[&groups, &now])
+                    .await
+                    .map_err(pg)?;
                 Ok(row.get::<_, i64>(0))
             },
         )?;
@@ -212,11 +240,16 @@ impl Held {
                 .iter()
                 .map(|row| (row.get(0), row.get::<_, Option<i32>>(1).map(i64::from))),
         );
-        self.rooms.groups.extend(
-            group_rows
-                .iter()
-                .map(|row| (row.get(0), i64::from(row.get::<_, i32>(1)))),
-        );
+        self.rooms.groups.extend(group_rows.iter().map(|row| {
+            let counter = i64::from(row.get::<_, i32>(1));
+            let bucket = Bucket::stored(
+                row.get::<_, Option<i32>>(2).map(i64::from),
+                row.get(3),
+                row.get::<_, Option<i32>>(4).map(i64::from),
+                row.get(5),
+            );
+            (row.get(0), rate::room(counter, bucket, now))
+        }));
         Ok(())
     }
 }
@@ -292,7 +325,7 @@ async fn claim_in(
         });
     };
     let mut held = Held::default();
-    held.take(tx, &candidates).await?;
+    held.take(tx, &candidates, p.now).await?;
 
     // A full window that cannot fill the claim (busy, full groups or batches): look behind
     // it, until the claim is filled or nothing claimable is left. Each look either fills
@@ -339,7 +372,7 @@ async fn claim_in(
                 .map_err(pg)?;
             let look = Look::of(&rows);
             let read: Vec<Candidate> = look.read.iter().map(|(c, _)| c.clone()).collect();
-            held.take(tx, &read).await?;
+            held.take(tx, &read, p.now).await?;
             let open = candidates
                 .iter()
                 .chain(&read)
@@ -460,7 +493,7 @@ async fn claim_in(
             if group_keys.is_empty() {
                 return Ok(0);
             }
-            tx.execute(&count_groups, &[&group_keys, &group_counts])
+            tx.execute(&count_groups, &[&group_keys, &group_counts, &p.now])
                 .await
                 .map_err(pg)
         },

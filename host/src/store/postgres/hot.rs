@@ -76,6 +76,11 @@ pub const HOT: &[Hot] = &[
         indexes: &["ready_delayed on ready"],
     },
     Hot {
+        name: "claim: the next token of a group with a rate",
+        sql: claim::NEXT_RATE_SQL,
+        indexes: &["ready_group on ready"],
+    },
+    Hot {
         name: "start marks",
         sql: include_str!("sql/task_start.sql"),
         indexes: &[],

@@ -304,6 +304,12 @@ pub(super) async fn hold(store: &PostgresStore, ids: &[TaskId]) -> StoreResult<V
             paused: r.get::<_, Option<bool>>(9).unwrap_or(false),
             limit: r.get::<_, Option<i32>>(10).unwrap_or(1).max(0) as u32,
             running: r.get::<_, Option<i32>>(11).unwrap_or(0).max(0) as u64,
+            rate: Bucket::stored(
+                r.get::<_, Option<i32>>(12).map(i64::from),
+                r.get(13),
+                r.get::<_, Option<i32>>(14).map(i64::from),
+                r.get::<_, Option<i64>>(15).unwrap_or(0),
+            ),
         });
         facts.push(HoldFacts {
             task,

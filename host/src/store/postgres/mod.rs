@@ -378,6 +378,10 @@ impl Store for PostgresStore {
         pause::group_set_paused(self, key, paused).await
     }
 
+    async fn group_set_rate(&self, key: String, rate: Option<GroupRate>) -> StoreResult<()> {
+        pause::group_set_rate(self, key, rate).await
+    }
+
     async fn batch_set_paused(&self, batch: BatchId, paused: bool) -> StoreResult<()> {
         pause::batch_set_paused(self, batch, paused).await
     }

@@ -92,3 +92,24 @@ pub(super) async fn group_set_paused(
         Ok(())
     })
 }
+
+/// Sets or removes a group's rate, creating the group if needed; claimers look again, as
+/// a rate removed or raised may let tasks through now.
+pub(super) async fn group_set_rate(
+    store: &PostgresStore,
+    key: String,
+    rate: Option<GroupRate>,
+) -> StoreResult<()> {
+    let (limit, period, burst) = GroupRate::columns(rate);
+    let (limit, burst) = (limit.map(|l| l as i32), burst.map(|b| b as i32));
+    transaction!(store, Commit::Durable, |tx| {
+        tx.execute(
+            include_str!("sql/group_set_rate.sql"),
+            &[&key, &limit, &period, &burst],
+        )
+        .await
+        .map_err(pg)?;
+        store.notify(&tx, "w").await?;
+        Ok(())
+    })
+}

@@ -94,12 +94,22 @@ pub(super) async fn queue_stats(store: &PostgresStore, now: Micros) -> StoreResu
         .await
         .map_err(pg)?
         .iter()
-        .map(|r| GroupDepth {
-            key: r.get(0),
-            limit: r.get::<_, i32>(1).max(0) as u32,
-            paused: r.get(2),
-            running: r.get::<_, i64>(3).max(0) as u64,
-            ready: r.get::<_, i64>(4).max(0) as u64,
+        .map(|r| {
+            let columns = (
+                r.get::<_, Option<i32>>(3).map(i64::from),
+                r.get(4),
+                r.get::<_, Option<i32>>(5).map(i64::from),
+            );
+            let (rate, tokens) = GroupDepth::rate_at(columns, r.get(6), store.db_time(now));
+            GroupDepth {
+                key: r.get(0),
+                limit: r.get::<_, i32>(1).max(0) as u32,
+                paused: r.get(2),
+                running: r.get::<_, i64>(7).max(0) as u64,
+                ready: r.get::<_, i64>(8).max(0) as u64,
+                rate,
+                tokens,
+            }
         })
         .collect();
     Ok(QueueStats {

@@ -369,7 +369,8 @@ pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult
     let row = client
         // A paused group's limit is the one it gets back on resume.
         .query_opt(
-            "SELECT CASE WHEN paused THEN resume_lim ELSE lim END, running, paused
+            "SELECT CASE WHEN paused THEN resume_lim ELSE lim END, running, paused,
+                    rate_limit, rate_period, rate_burst
              FROM groups WHERE key = $1",
             &[&key],
         )
@@ -390,6 +391,7 @@ pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult
         paused: row.get(2),
         running: row.get::<_, i32>(1).max(0) as u64,
         pending: waiting as u64,
+        rate: stored_rate(&row, 3),
     })
 }
 
@@ -416,6 +418,17 @@ pub(super) async fn group_list(
             limit: r.get::<_, i32>(1) as u32,
             paused: r.get(2),
             running: r.get::<_, i32>(3).max(0) as u64,
+            rate: stored_rate(r, 4),
         })
         .collect())
+}
+
+/// A group's rate from its columns `rate_limit`, `rate_period`, `rate_burst`, read from
+/// `at` on.
+pub(super) fn stored_rate(row: &tokio_postgres::Row, at: usize) -> Option<GroupRate> {
+    GroupRate::from_stored(
+        row.get::<_, Option<i32>>(at).map(i64::from),
+        row.get(at + 1),
+        row.get::<_, Option<i32>>(at + 2).map(i64::from),
+    )
 }

@@ -7,7 +7,9 @@
 //! submission order, with the room left in each task's group and batch; skips tasks whose
 //! group or batch is full (no head-of-line blocking: a blocked task is passed over, never
 //! waited on); picks first-fit ([`crate::store::pick`]), so one claim never takes more of
-//! a group or batch than it has room for; and takes the picks by id.
+//! a group or batch than it has room for; and takes the picks by id. A group with a rate
+//! has no more room than tokens ([`crate::store::rate`]); the claim moves its bucket on
+//! with its counter.
 
 use std::collections::HashMap;
 
@@ -16,6 +18,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::internal;
 use crate::runtime::MountGrant;
 use crate::store::pick::{Candidate, Place, Rooms, before};
+use crate::store::rate;
 use crate::store::*;
 
 /// Ready tasks in claim order, with the room left in their batch and group. Tasks of full
@@ -36,14 +39,21 @@ pub(super) const OPEN_GROUP_FROM_SQL: &str = include_str!("sql/claim_open_group_
 
 /// When the next delayed ready task becomes due.
 pub(super) const NEXT_DUE_SQL: &str = include_str!("sql/claim_next_due.sql");
+/// When the next group with a rate and ready tasks gets a token back.
+pub(super) const NEXT_RATE_SQL: &str = include_str!("sql/claim_next_rate.sql");
 /// Counts a claim's tasks of one batch as running.
 pub(super) const BATCH_TAKE_SQL: &str = include_str!("sql/claim_count_batch.sql");
 
 /// A candidate row: the candidate, its batch's and group's room, and its priority.
 type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32);
 
-fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CandidateRow> {
+/// A candidate row read at `now`: its group's room is within its rate's tokens.
+fn candidate_row(r: &rusqlite::Row<'_>, now: Micros) -> rusqlite::Result<CandidateRow> {
     let batch_room: Option<i64> = r.get(4)?;
+    let bucket = rate_bucket(r, 7)?;
+    let group_room = r
+        .get::<_, Option<i64>>(5)?
+        .map(|room| rate::room(room, bucket, now));
     let candidate = Candidate {
         id: r.get(0)?,
         batch: r.get(1)?,
@@ -51,7 +61,18 @@ fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CandidateRow> {
         limited: batch_room.is_some(),
         vseq: r.get(3)?,
     };
-    Ok((candidate, batch_room, r.get(5)?, r.get(6)?))
+    Ok((candidate, batch_room, group_room, r.get(6)?))
+}
+
+/// The bucket of a group's rate columns `rate_limit`, `rate_period`, `rate_burst`,
+/// `rate_tat`, read from `at` on; none without a rate.
+fn rate_bucket(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Option<Bucket>> {
+    Ok(Bucket::stored(
+        r.get(at)?,
+        r.get(at + 1)?,
+        r.get(at + 2)?,
+        r.get::<_, Option<i64>>(at + 3)?.unwrap_or(0),
+    ))
 }
 
 fn place((c, _, _, priority): &CandidateRow) -> Place {
@@ -91,7 +112,9 @@ fn beyond(
     let mut rows: Vec<CandidateRow> = tx
         .prepare_cached(FREE_BEYOND_SQL)
         .map_err(internal)?
-        .query_map(params![now, priority, vseq, id, need, full], candidate_row)
+        .query_map(params![now, priority, vseq, id, need, full], |r| {
+            candidate_row(r, now)
+        })
         .map_err(internal)?
         .collect::<rusqlite::Result<_>>()
         .map_err(internal)?;
@@ -107,8 +130,9 @@ fn beyond(
         .map_err(internal)?;
     while let Some(group) = next_ready {
         let Some((open, counter)) = open_from
-            .query_row([&group], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            .query_row(params![group, now], |r| {
+                let room = rate::room(r.get(1)?, rate_bucket(r, 2)?, now);
+                Ok((r.get::<_, String>(0)?, room))
             })
             .optional()
             .map_err(internal)?
@@ -127,10 +151,9 @@ fn beyond(
         if room > 0 {
             let limit = room.min(need);
             let heads: Vec<CandidateRow> = group_beyond
-                .query_map(
-                    params![now, priority, vseq, id, group, limit, full],
-                    candidate_row,
-                )
+                .query_map(params![now, priority, vseq, id, group, limit, full], |r| {
+                    candidate_row(r, now)
+                })
                 .map_err(internal)?
                 .collect::<rusqlite::Result<_>>()
                 .map_err(internal)?;
@@ -175,8 +198,12 @@ fn frontier(lists: &[List], trial: &Rooms) -> Option<Place> {
 
 /// Takes the picked tasks: leases them to the node.
 pub(super) const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
-/// A group has `?` more tasks claimed.
-pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ? WHERE key = ?";
+/// A group has `?1` more tasks claimed at `?3`; its rate's bucket, if it has one, moves
+/// on by as many tokens (`Bucket::take`).
+pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ?1,
+    rate_tat = CASE WHEN rate_limit IS NULL THEN rate_tat
+                    ELSE max(rate_tat, ?3) + ?1 * max(1, rate_period / rate_limit) END
+    WHERE key = ?2";
 /// The fair-queueing clock moves to the latest position claimed.
 pub(super) const VTIME_SQL: &str = "UPDATE scheduler SET vtime = max(vtime, ?)";
 
@@ -185,10 +212,17 @@ pub(super) const VTIME_SQL: &str = "UPDATE scheduler SET vtime = max(vtime, ?)";
 pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Claimed> {
     let tasks = claim_tasks(tx, p)?;
     let next_due = if tasks.len() < p.max {
-        tx.prepare_cached(NEXT_DUE_SQL)
+        let due: Option<Micros> = tx
+            .prepare_cached(NEXT_DUE_SQL)
             .map_err(internal)?
             .query_row([p.now], |r| r.get(0))
+            .map_err(internal)?;
+        let token: Option<Micros> = tx
+            .prepare_cached(NEXT_RATE_SQL)
             .map_err(internal)?
+            .query_row([p.now], |r| r.get(0))
+            .map_err(internal)?;
+        due.into_iter().chain(token).min()
     } else {
         None
     };
@@ -221,7 +255,7 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
     for row in tx
         .prepare_cached(CANDIDATES_SQL)
         .map_err(internal)?
-        .query_map(params![p.now, scan as i64], candidate_row)
+        .query_map(params![p.now, scan as i64], |r| candidate_row(r, p.now))
         .map_err(internal)?
     {
         let row = row.map_err(internal)?;
@@ -336,7 +370,7 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
     let mut group_running = tx.prepare_cached(GROUP_TAKE_SQL).map_err(internal)?;
     for (group, count) in groups {
         group_running
-            .execute(params![count, group])
+            .execute(params![count, group, p.now])
             .map_err(internal)?;
     }
     tx.prepare_cached(VTIME_SQL)

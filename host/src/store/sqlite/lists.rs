@@ -240,6 +240,12 @@ pub(super) fn hold(conn: &Connection, ids: &[TaskId]) -> StoreResult<Vec<HoldFac
                         paused: r.get::<_, Option<bool>>(9)?.unwrap_or(false),
                         limit: r.get::<_, Option<u32>>(10)?.unwrap_or(1),
                         running: r.get::<_, Option<u64>>(11)?.unwrap_or(0),
+                        rate: Bucket::stored(
+                            r.get(12)?,
+                            r.get(13)?,
+                            r.get(14)?,
+                            r.get::<_, Option<i64>>(15)?.unwrap_or(0),
+                        ),
                     }),
                     None => None,
                 };

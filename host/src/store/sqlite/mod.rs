@@ -341,6 +341,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn group_set_rate(&self, key: String, rate: Option<GroupRate>) -> StoreResult<()> {
+        self.write(move |tx| pause::group_set_rate(tx, key, rate))
+            .await
+    }
+
     async fn batch_set_paused(&self, batch: BatchId, paused: bool) -> StoreResult<()> {
         self.write(move |tx| pause::batch_set_paused(tx, batch, paused))
             .await

@@ -1,5 +1,5 @@
 //! Pausing and limits changed after the fact: a batch paused or resumed, its
-//! `max_parallel` changed, a group paused or resumed.
+//! `max_parallel` changed, a group paused or resumed, its rate set or removed.
 //!
 //! A pause is a limit of 0 (`batches.max_parallel`, `groups.lim`), which the claim reads as
 //! no room, with the limit to restore kept beside: so the claim needs no rule of its own
@@ -54,6 +54,19 @@ pub(super) fn group_set_paused(tx: &Transaction<'_>, key: String, paused: bool) 
     tx.prepare_cached(include_str!("sql/group_set_paused.sql"))
         .map_err(internal)?
         .execute(params![key, paused])
+        .map_err(internal)?;
+    Ok(())
+}
+
+pub(super) fn group_set_rate(
+    tx: &Transaction<'_>,
+    key: String,
+    rate: Option<GroupRate>,
+) -> StoreResult<()> {
+    let (limit, period, burst) = GroupRate::columns(rate);
+    tx.prepare_cached(include_str!("sql/group_set_rate.sql"))
+        .map_err(internal)?
+        .execute(params![key, limit, period, burst])
         .map_err(internal)?;
     Ok(())
 }

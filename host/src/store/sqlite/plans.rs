@@ -89,6 +89,14 @@ const HOT: &[Hot] = &[
         plan: &["SEARCH tasks USING COVERING INDEX tasks_delayed (not_before>?)"],
     },
     Hot {
+        name: "claim: the next token of a group with a rate",
+        sql: claim::NEXT_RATE_SQL,
+        plan: &[
+            "g USING INDEX groups_rated",
+            "USING COVERING INDEX tasks_ready_group (group_key=?)",
+        ],
+    },
+    Hot {
         name: "claim: a task taken",
         sql: claim::TAKE_SQL,
         plan: &[TASK_BY_ID],
@@ -278,7 +286,7 @@ fn every_hot_statement_uses_its_index_whatever_other_indexes_there_are() {
 }
 
 /// Every statement a claim may run.
-const CLAIM_STATEMENTS: [&str; 11] = [
+const CLAIM_STATEMENTS: [&str; 12] = [
     claim::CANDIDATES_SQL,
     claim::FREE_BEYOND_SQL,
     claim::GROUP_BEYOND_SQL,
@@ -286,6 +294,7 @@ const CLAIM_STATEMENTS: [&str; 11] = [
     claim::READY_GROUP_AFTER_SQL,
     claim::OPEN_GROUP_FROM_SQL,
     claim::NEXT_DUE_SQL,
+    claim::NEXT_RATE_SQL,
     claim::TAKE_SQL,
     claim::BATCH_TAKE_SQL,
     claim::GROUP_TAKE_SQL,

@@ -74,12 +74,16 @@ pub(super) fn queue_stats(conn: &Connection, now: Micros) -> StoreResult<QueueSt
         .map_err(internal)?;
     let groups = stmt
         .query_map([MAX_LISTED as i64, now], |r| {
+            let (rate, tokens) =
+                GroupDepth::rate_at((r.get(3)?, r.get(4)?, r.get(5)?), r.get(6)?, now);
             Ok(GroupDepth {
                 key: r.get(0)?,
                 limit: r.get(1)?,
                 paused: r.get(2)?,
-                running: r.get(3)?,
-                ready: r.get(4)?,
+                running: r.get(7)?,
+                ready: r.get(8)?,
+                rate,
+                tokens,
             })
         })
         .map_err(internal)?

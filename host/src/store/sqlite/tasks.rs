@@ -194,12 +194,16 @@ pub(super) fn cancel(
 /// A group's limit, how many of its tasks are claimed, and how many are pending.
 pub(super) fn group_get(conn: &Connection, key: String) -> StoreResult<GroupInfo> {
     // A paused group's limit is the one it gets back on resume.
-    let (limit, running, paused): (u32, u64, bool) = conn
+    let (limit, running, paused, rate): (u32, u64, bool, Option<GroupRate>) = conn
         .query_row(
-            "SELECT CASE WHEN paused THEN resume_lim ELSE lim END, running, paused
+            "SELECT CASE WHEN paused THEN resume_lim ELSE lim END, running, paused,
+                    rate_limit, rate_period, rate_burst
              FROM groups WHERE key = ?",
             [&key],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| {
+                let rate = GroupRate::from_stored(r.get(3)?, r.get(4)?, r.get(5)?);
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, rate))
+            },
         )
         .optional()
         .map_err(internal)?
@@ -218,6 +222,7 @@ pub(super) fn group_get(conn: &Connection, key: String) -> StoreResult<GroupInfo
         paused,
         running,
         pending: waiting,
+        rate,
     })
 }
 
@@ -239,6 +244,7 @@ pub(super) fn group_list(
                 limit: r.get(1)?,
                 paused: r.get(2)?,
                 running: r.get::<_, i64>(3)?.max(0) as u64,
+                rate: GroupRate::from_stored(r.get(4)?, r.get(5)?, r.get(6)?),
             })
         })
         .map_err(internal)?;

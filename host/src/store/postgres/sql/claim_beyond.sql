@@ -37,6 +37,9 @@ SELECT * FROM (
        AND NOT (r.batch_id = ANY($7::bigint[]))
      ORDER BY r.priority DESC, r.vseq, r.task_id
      LIMIT least(g.lim - g.running, $5)) AS h
-   WHERE g.running < g.lim AND filled.key IS NULL)
+   WHERE g.running < g.lim AND filled.key IS NULL
+     -- A group whose rate has no token now has no room (store/rate.rs).
+     AND (g.rate_limit IS NULL
+          OR g.rate_tat - (g.rate_burst - 1) * greatest(1, g.rate_period / g.rate_limit) <= $1))
 ) AS beyond
 ORDER BY 6 DESC, 5, 1

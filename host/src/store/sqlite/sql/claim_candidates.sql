@@ -11,13 +11,16 @@
 -- ?2 how many to read
 --
 -- Columns, in the order claim.rs's candidate_row reads them: id, batch, group, vseq, the
--- batch's room (NULL: no limit), the group's room (NULL: no group), priority.
+-- batch's room (NULL: no limit), the group's room (NULL: no group), priority, and the
+-- group's rate (limit, period, burst: NULLs when it has none) and its tat, from which
+-- claim.rs takes the room its tokens leave (store/rate.rs).
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq,
        b.max_parallel - b.running AS batch_room,
        g.lim - g.running AS group_room,
-       t.priority
+       t.priority,
+       g.rate_limit, g.rate_period, g.rate_burst, g.rate_tat
 FROM tasks t INDEXED BY tasks_ready
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN groups g ON g.key = t.group_key
