@@ -61,7 +61,7 @@ pub struct TaskListQuery {
     #[param(min_length = 1)]
     module: Option<String>,
     /// Only tasks whose outcome is one of these, comma-separated.
-    #[param(value_type = Option<String>, pattern = "^(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error)(,(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error))*$")]
+    #[param(value_type = Option<String>, pattern = "^(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped)(,(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped))*$")]
     outcome: Option<String>,
     /// Only tasks submitted at or after this RFC 3339 time.
     #[param(format = DateTime)]

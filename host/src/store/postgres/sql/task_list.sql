@@ -19,7 +19,8 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        c.list_code,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, octet_length(t.output),
-       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input)
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input),
+       t.task_key
 FROM /* source */
 -- A lateral read, so that a page read along an index keeps its order (a hash join would
 -- not, and the planner sorts).

@@ -23,7 +23,8 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
             ELSE t.state END AS list_code,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, length(t.output),
-       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input)
+       CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
+       t.task_key
 FROM tasks t /* index */
 LEFT JOIN modules m ON m.digest = t.module
 WHERE t.listed = (CASE ?1 WHEN 2 THEN 1 ELSE ?1 END) AND t.state = ?1
