@@ -5,7 +5,7 @@
 #   guest-examples/build-languages.sh [OUT_DIR]    (default guest-examples/target/languages)
 #
 # writes wordcount-python.wasm, wordcount-js.wasm (QuickJS), wordcount-js-spidermonkey.wasm,
-# wordcount-c.wasm and fetch-python.wasm. The toolchains come from
+# wordcount-c.wasm, fetch-python.wasm and wordsum-python.wasm. The toolchains come from
 # scripts/guest-toolchains.sh. A component newer than all of its sources is kept; the
 # languages build in parallel.
 set -euo pipefail
@@ -35,6 +35,7 @@ fresh() {
 build_python() {
     build_python_wordcount
     build_python_fetch
+    build_python_wordsum
 }
 
 build_python_wordcount() {
@@ -51,6 +52,15 @@ build_python_fetch() {
     local target="$out/fetch-python.wasm"
     fresh "$target" "$here/python/fetch.py" "$wit" && return
     "$componentize" -d "$wit" -w qhost:task/task-http componentize -p "$here/python" fetch \
+        -o "$target.tmp"
+    mv "$target.tmp" "$target"
+}
+
+build_python_wordsum() {
+    local componentize="$here/python/.venv/bin/componentize-py"
+    local target="$out/wordsum-python.wasm"
+    fresh "$target" "$here/python/wordsum.py" "$wit" && return
+    "$componentize" -d "$wit" -w qhost:task/task-graph componentize -p "$here/python" wordsum \
         -o "$target.tmp"
     mv "$target.tmp" "$target"
 }

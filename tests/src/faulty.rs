@@ -148,6 +148,13 @@ impl Store for FaultyStore {
     async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
         self.inner.batch_set_handle(batch, handle_hash).await
     }
+    async fn batch_edges(
+        &self,
+        batch: BatchId,
+        limit: usize,
+    ) -> StoreResult<Vec<(TaskId, TaskId)>> {
+        self.inner.batch_edges(batch, limit).await
+    }
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
         self.inner.batch_get(batch).await
     }
@@ -200,6 +207,9 @@ impl Store for FaultyStore {
     }
     async fn task_input(&self, task: TaskId) -> StoreResult<Vec<u8>> {
         self.inner.task_input(task).await
+    }
+    async fn task_inputs(&self, task: TaskId) -> StoreResult<Vec<Input>> {
+        self.inner.task_inputs(task).await
     }
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
         self.inner.task_set_priority(task, priority).await

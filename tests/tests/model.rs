@@ -9,7 +9,8 @@
 //! batch), so the drivers' bounded scans and their look behind a full scan are exercised.
 //! Groups and batches are paused and resumed and their limits changed (0 included);
 //! failed and cancelled tasks are re-driven, and tasks cancelled and reprioritized in
-//! bulk, by task, batch or group and by outcome.
+//! bulk, by task, batch or group and by outcome. Tasks run after earlier ones of their
+//! submission or stored ones of their batch, with every failure policy.
 //!
 //! A failure prints the shortest sequence proptest shrank it to, with what each step did,
 //! and saves the case's seed in `target/tmp/proptest-regressions/model.txt`, which later
@@ -54,6 +55,32 @@ struct Spec {
     max_attempts: u32,
     /// Due this many seconds after its submission.
     delay: Option<i64>,
+    /// Tasks it runs after, each with its edge's policy: an earlier task of the same
+    /// submission, or a stored one of its batch (of an order no higher than its own).
+    after: Vec<(After, OnFailure)>,
+}
+
+/// A task a generated task runs after.
+#[derive(Debug, Clone, Copy)]
+enum After {
+    Earlier(Pick),
+    Stored(Pick),
+}
+
+fn after() -> impl Strategy<Value = Vec<(After, OnFailure)>> {
+    let dep = prop_oneof![
+        3 => pick().prop_map(After::Earlier),
+        1 => pick().prop_map(After::Stored),
+    ];
+    let policy = prop_oneof![
+        3 => Just(OnFailure::Cancel),
+        2 => Just(OnFailure::Run),
+        2 => Just(OnFailure::Skip),
+    ];
+    prop_oneof![
+        3 => Just(Vec::new()),
+        2 => prop::collection::vec((dep, policy), 1..=2),
+    ]
 }
 
 /// Which one of the tasks or batches that qualify an operation acts on: the n-th, counting
@@ -416,6 +443,38 @@ fn describe(step: &Step) -> String {
     }
 }
 
+/// The tasks the `index`-th of `specs`, submitted to `batch`, runs after: earlier ones of
+/// the submission and stored ones of the batch, each of an order no higher than its own
+/// (a higher one is refused, which the conformance tests check), each once.
+fn deps(
+    m: &Model,
+    batch: BatchId,
+    specs: &[Spec],
+    index: usize,
+) -> Vec<(model::NewDep, OnFailure)> {
+    let order = specs[index].order;
+    let earlier: Vec<usize> = (0..index).filter(|&i| specs[i].order <= order).collect();
+    let stored: Vec<TaskId> = m
+        .tasks
+        .iter()
+        .filter(|t| t.batch == batch && t.order <= order)
+        .map(|t| t.id)
+        .collect();
+    let mut deps: Vec<(model::NewDep, OnFailure)> = Vec::new();
+    for &(dep, policy) in &specs[index].after {
+        let dep = match dep {
+            After::Earlier(pick) => pick.of(&earlier).map(model::NewDep::Earlier),
+            After::Stored(pick) => pick.of(&stored).map(model::NewDep::Stored),
+        };
+        if let Some(dep) = dep
+            && !deps.iter().any(|&(d, _)| d == dep)
+        {
+            deps.push((dep, policy));
+        }
+    }
+    deps
+}
+
 /// The reference: the model, the clock, and the last operation resolved.
 #[derive(Debug, Clone)]
 struct Reference {
@@ -446,14 +505,18 @@ fn spec() -> impl Strategy<Value = Spec> {
         prop::option::weighted(0.3, -1..=2i32),
         1..=3u32,
         prop::option::weighted(0.15, 1..=3i64),
+        after(),
     )
-        .prop_map(|(order, group, priority, max_attempts, delay)| Spec {
-            order,
-            group,
-            priority,
-            max_attempts,
-            delay,
-        })
+        .prop_map(
+            |(order, group, priority, max_attempts, delay, after)| Spec {
+                order,
+                group,
+                priority,
+                max_attempts,
+                delay,
+                after,
+            },
+        )
 }
 
 fn claim_size() -> impl Strategy<Value = usize> {
@@ -679,12 +742,14 @@ impl ReferenceStateMachine for Scheduling {
                 Some(batch) => {
                     let tasks: Vec<NewTask> = tasks
                         .iter()
-                        .map(|s| NewTask {
+                        .enumerate()
+                        .map(|(index, s)| NewTask {
                             order: s.order,
                             group: s.group.map(group_key),
                             priority: s.priority,
                             max_attempts: s.max_attempts,
                             not_before: s.delay.map(|d| now + d * SECOND),
+                            after: deps(m, batch, tasks, index),
                         })
                         .collect();
                     let expect = m.submit(batch, &tasks);
@@ -709,6 +774,7 @@ impl ReferenceStateMachine for Scheduling {
                         priority: None,
                         max_attempts: 1,
                         not_before: None,
+                        after: Vec::new(),
                     };
                     let tasks = vec![task; *count];
                     let expect = m.submit(batch, &tasks);
@@ -1297,15 +1363,38 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                 tasks,
                 expect,
             } => {
+                // Earlier tasks of the submission are named by keys, the model's ids.
+                let keyed = tasks.iter().any(|t| {
+                    t.after
+                        .iter()
+                        .any(|(d, _)| matches!(d, model::NewDep::Earlier(_)))
+                });
+                let key = |index: usize| match expect {
+                    Ok(ids) => format!("t{}", ids[index]),
+                    Err(_) => format!("refused-{index}"),
+                };
                 let specs = tasks
                     .iter()
-                    .map(|t| TaskSpec {
+                    .enumerate()
+                    .map(|(index, t)| TaskSpec {
                         order: t.order,
                         group: t.group.as_deref().map(|key| sut.group(key)),
                         priority: t.priority,
                         max_attempts: t.max_attempts,
                         backoff: Duration::ZERO,
                         not_before: t.not_before,
+                        key: keyed.then(|| key(index)),
+                        after: t
+                            .after
+                            .iter()
+                            .map(|&(dep, policy)| Dep {
+                                on: match dep {
+                                    model::NewDep::Earlier(at) => DepRef::Key(key(at)),
+                                    model::NewDep::Stored(id) => DepRef::Task(sut.tasks[&id]),
+                                },
+                                on_failure: Some(policy),
+                            })
+                            .collect(),
                         ..TaskSpec::new(sut.module, Vec::new())
                     })
                     .collect();
@@ -1330,7 +1419,14 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                             sut.task_batch.insert(model, sut.batch(*batch));
                         }
                     }
-                    (Err(StoreError::Invalid(_)), Err(Refused::BelowStarted { .. })) => {}
+                    (
+                        Err(StoreError::Invalid(_)),
+                        Err(
+                            Refused::BelowStarted { .. }
+                            | Refused::UnknownDep { .. }
+                            | Refused::DepAbove { .. },
+                        ),
+                    ) => {}
                     (got, expected) => {
                         panic!("submit answered {got:?}, the model {expected:?}\n{at}")
                     }
@@ -1604,6 +1700,7 @@ fn replay<D: Driver>(ops: &[Op]) {
 
 fn task(order: i64, max_attempts: u32) -> Spec {
     Spec {
+        after: Vec::new(),
         order,
         group: None,
         priority: None,

@@ -10,6 +10,7 @@ import { tasksTable } from "./tasks.js";
 import {
   act, batchLink, filters, h, link, more, progressBar, query, stateCell, STATES, table, when,
 } from "./view.js";
+import { graphView } from "./graph.js";
 import { timeline } from "./timeline.js";
 
 export { groups, nodes } from "./fleet.js";
@@ -69,14 +70,16 @@ export async function batches(params) {
   ];
 }
 
-/** A batch: its settings and progress, actions, its timeline and its tasks by order. */
+/** A batch: its settings and progress, actions, its graph, its timeline and its tasks by order. */
 export async function batch({ id }) {
-  const [info, page, log, running] = await Promise.all([
+  const [info, page, log, running, edges] = await Promise.all([
     get(`/v1/batches/${id}`),
     get(`/v1/tasks${query({ batch: id, limit: 500 })}`),
     get(`/v1/attempts${query({ batch: id, limit: 1000 })}`),
     get("/v1/running").catch(() => []),
+    get(`/v1/batches/${id}/graph`),
   ]);
+  const drawn = graphView(edges, page.tasks);
   const status = h("p", { role: "status" });
   const rows = [...page.tasks].sort((a, b) => a.order - b.order || a.id - b.id);
   const simple = (label, path, question) => h("button", { type: "button", onclick: () => act(
@@ -97,6 +100,8 @@ export async function batch({ id }) {
         () => call("POST", `/v1/batches/${id}/cancel`),
         (r) => `${r.cancelled} cancelled; running ones are asked to stop`, status) }, "Cancel batch")),
     status,
+    drawn && h("h2", {}, "Graph"),
+    drawn,
     h("h2", {}, "Timeline"),
     timeline(log.attempts, running.filter((r) => r.batch === Number(id)), Date.now() * 1000),
     h("h2", {}, "Tasks by order"),

@@ -90,6 +90,7 @@ export function waitingOn(w) {
   if (!w) return "";
   switch (w.kind) {
     case "gate": return `order ${w.order} (${w.open} not ended)`;
+    case "after": return `${w.open} task(s) it runs after: ${w.tasks.map((t) => t.key ?? `#${t.id}`).join(", ")}${w.open > w.tasks.length ? ", …" : ""}`;
     case "batch_paused": return "its batch is paused";
     case "group_paused": return `group ${w.group} is paused`;
     case "delay": return `delayed until ${when(w.until)}`;

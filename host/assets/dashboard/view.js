@@ -51,6 +51,7 @@ const OUTCOMES = {
   "cancelled": "cancelled",
   "lost": "lost with its node",
   "host-error": "failed in the host",
+  "skipped": "skipped: a task it runs after did not succeed",
 };
 export const outcomeText = (outcome) => (outcome ? OUTCOMES[outcome] ?? outcome : "");
 

@@ -20,8 +20,8 @@ use super::error::{ApiError, ApiResult, ErrorBody};
 use super::keys::{KeyHeader, KeyParams, replayed};
 use super::whole;
 use crate::runtime::origin;
-use crate::scheduler::Keyed;
 pub use crate::scheduler::TaskRequest;
+use crate::scheduler::{BatchGraph, Keyed};
 use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, QuotaChange, TaskId};
 use crate::units::parse_duration;
 
@@ -215,6 +215,27 @@ pub async fn show(
     caller: BatchCaller,
 ) -> ApiResult<Json<BatchInfo>> {
     Ok(Json(state.scheduler.batch_get(caller.batch).await?))
+}
+
+/// The batch's dependency edges (`after`), for drawing its graph.
+#[utoipa::path(
+    get,
+    path = "/batches/{id}/graph",
+    operation_id = "show_batch_graph",
+    tag = "batches",
+    params(("id" = i64, Path, description = "The batch's id")),
+    responses(
+        (status = 200, description = "Its edges, at most 20,000 (`cut` when more)", body = BatchGraph),
+        (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = []), ("batch_handle" = [])),
+)]
+pub async fn graph(
+    State(state): State<AppState>,
+    caller: BatchCaller,
+) -> ApiResult<Json<BatchGraph>> {
+    state.scheduler.batch_get(caller.batch).await?;
+    Ok(Json(state.scheduler.batch_graph(caller.batch).await?))
 }
 
 /// Submit tasks into a batch, all or none.

@@ -130,6 +130,7 @@ fn routes() -> OpenApiRouter<AppState> {
                 .layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)),
         )
         .routes(routes!(batches::show, batches::release))
+        .routes(routes!(batches::graph))
         .routes(routes!(batches::submit).layer(DefaultBodyLimit::max(MAX_SUBMIT_BYTES)))
         .routes(routes!(batches::set_priority))
         .routes(routes!(batches::seal))

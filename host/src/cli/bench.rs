@@ -13,7 +13,7 @@ use tracing::Instrument as _;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Access, Scheduler, SchedulerConfig};
-use crate::store::{AttemptFilter, BatchSpec, Store, TaskSpec};
+use crate::store::{AttemptFilter, BatchSpec, Dep, Store, TaskSpec};
 
 /// The `echo` guest, built from guest-examples/echo.
 pub(super) const ECHO: &[u8] = include_bytes!("../../assets/echo.wasm");
@@ -40,6 +40,10 @@ pub struct BenchArgs {
     /// Orders per batch: each batch's tasks in this many consecutive orders.
     #[arg(long, default_value_t = 1)]
     pub orders: usize,
+    /// Lay each batch's tasks out as a graph: diamonds one after another, each this many
+    /// tasks wide, after the join of the one before, and a join after them (0: no edges).
+    #[arg(long, default_value_t = 0)]
+    pub graph: usize,
     /// At most this many tasks claimed ahead of free slots (default: as `qhost serve`).
     #[arg(long)]
     pub prefetch: Option<usize>,
@@ -207,8 +211,12 @@ async fn drain(
         .await?
         .digest;
 
+    let graph = match args.graph {
+        0 => String::new(),
+        width => format!(", diamonds {width} wide"),
+    };
     outln!(
-        "qhost bench: {} {name} tasks, {} node(s) of {} worker(s), {} batch(es), {} order(s) per batch, {} group(s), {}",
+        "qhost bench: {} {name} tasks, {} node(s) of {} worker(s), {} batch(es), {} order(s) per batch, {} group(s){graph}, {}",
         args.tasks,
         args.nodes,
         args.workers,
@@ -234,10 +242,13 @@ async fn drain(
         let (info, _) = scheduler.batch_open(BatchSpec::default()).await?;
         let count = per_batch.min(args.tasks - next);
         let tasks: Vec<TaskSpec> = (0..count)
-            .map(|i| TaskSpec {
-                order: (i * args.orders / count.max(1)) as i64,
-                group: (args.groups > 0).then(|| format!("g{}", (next + i) % args.groups)),
-                ..TaskSpec::new(module, input.clone())
+            .map(|i| {
+                let spec = TaskSpec {
+                    order: (i * args.orders / count.max(1)) as i64,
+                    group: (args.groups > 0).then(|| format!("g{}", (next + i) % args.groups)),
+                    ..TaskSpec::new(module, input.clone())
+                };
+                diamond(spec, i, args.graph)
             })
             .collect();
         next += count;
@@ -312,6 +323,25 @@ async fn drain(
         )?;
     }
     Ok(())
+}
+
+/// Task `i` of a batch laid out as diamonds `width` wide (none: `spec` as it is): the
+/// sides of diamond `d` run after the join of diamond `d - 1`, its join after its sides.
+fn diamond(mut spec: TaskSpec, i: usize, width: usize) -> TaskSpec {
+    if width == 0 {
+        return spec;
+    }
+    let (d, at) = (i / (width + 1), i % (width + 1));
+    if at == width {
+        spec.key = Some(format!("j{d}"));
+        spec.after = (0..width).map(|w| Dep::key(format!("s{d}-{w}"))).collect();
+    } else {
+        spec.key = Some(format!("s{d}-{at}"));
+        if d > 0 {
+            spec.after = vec![Dep::key(format!("j{}", d - 1))];
+        }
+    }
+    spec
 }
 
 /// How long each attempt ran, in microseconds, from the execution log; shortest first.

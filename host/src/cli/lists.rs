@@ -213,6 +213,7 @@ pub fn task_ls(client: &Client, args: TaskLsArgs) -> anyhow::Result<()> {
                 t.module_name
                     .clone()
                     .unwrap_or_else(|| t.module.to_hex()[..12].to_owned()),
+                t.key.clone().unwrap_or_else(|| "-".into()),
                 t.group.clone().unwrap_or_else(|| "-".into()),
                 t.order.to_string(),
                 format!("{}/{}", t.attempts, t.max_attempts),
@@ -230,6 +231,7 @@ pub fn task_ls(client: &Client, args: TaskLsArgs) -> anyhow::Result<()> {
             "BATCH",
             "STATE",
             "MODULE",
+            "KEY",
             "GROUP",
             "ORDER",
             "ATTEMPTS",
@@ -259,6 +261,7 @@ pub(super) fn outcome_text(outcome: crate::runtime::Outcome) -> String {
         Cancelled => "cancelled",
         Lost => "lost with its node",
         HostError => "failed in the host",
+        Skipped => "skipped: a task it runs after did not succeed",
     }
     .to_owned()
 }
@@ -269,6 +272,26 @@ pub(super) fn waiting_text(on: &Value) -> String {
     let s = |key: &str| on[key].as_str().unwrap_or_default().to_owned();
     match on["kind"].as_str().unwrap_or_default() {
         "gate" => format!("gate: order {} has {} open", n("order"), n("open")),
+        "after" => {
+            let named: Vec<String> = on["tasks"]
+                .as_array()
+                .map(|tasks| {
+                    tasks
+                        .iter()
+                        .map(|t| match t["key"].as_str() {
+                            Some(key) => key.to_owned(),
+                            None => format!("#{}", t["id"]),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let more = if n("open") as usize > named.len() {
+                ", ..."
+            } else {
+                ""
+            };
+            format!("after {} open: {}{more}", n("open"), named.join(", "))
+        }
         "batch_paused" => "batch paused".into(),
         "group_paused" => format!("group {} paused", s("group")),
         "delay" => format!("delayed, due {}", super::client::when(n("until"))),

@@ -9,6 +9,8 @@
 //! input = "200000 qhost"  # or input_file = "path" (relative to the plan), or
 //! order = 1               # input_json = { any = "TOML value" }
 //! group = "hashing"
+//! key = "hash"            # its name in the batch; after = ["fetch"] runs it after the
+//!                         # task keyed "fetch" (or after = "*": after every other task)
 //!
 //! [webhook]               # optional: the batch's end and its tasks' final failures
 //! url = "https://hooks.example.com/qhost"   # are posted here, signed with the secret
@@ -67,6 +69,13 @@ pub struct PlanTask {
     /// A TOML date-time with an offset, or RFC 3339 text.
     pub run_at: Option<toml::Value>,
     pub delay: Option<String>,
+    /// Its name in the batch, by which other tasks name it in `after`.
+    pub key: Option<String>,
+    /// The tasks it runs after: keys, task ids, `{ task = "key", on_failure = "run" }`
+    /// tables, or `"*"` (every other task of the batch).
+    pub after: Option<toml::Value>,
+    /// `cancel` (the default), `run` or `skip`: what a dependency's failure does to it.
+    pub on_failure: Option<String>,
 }
 
 impl Plan {
@@ -165,6 +174,15 @@ impl Plan {
                     ),
                 },
                 delay: task.delay.clone(),
+                key: task.key.clone(),
+                after: match &task.after {
+                    None => None,
+                    Some(after) => Some(
+                        serde_json::to_value(after)
+                            .with_context(|| format!("task {index}: after"))?,
+                    ),
+                },
+                on_failure: task.on_failure.clone(),
             };
             tasks.push(fields.to_json());
         }

@@ -89,6 +89,11 @@ pub struct TaskFields {
     pub run_at: Option<String>,
     /// How long after submission the task is due.
     pub delay: Option<String>,
+    /// Its key in its batch, the tasks it runs after (as the API takes `after`) and what
+    /// their failure does to it: a plan's graph.
+    pub key: Option<String>,
+    pub after: Option<Value>,
+    pub on_failure: Option<String>,
 }
 
 impl TaskFields {
@@ -125,6 +130,15 @@ impl TaskFields {
         if let Some(delay) = &self.delay {
             task["delay"] = json!(delay);
         }
+        if let Some(key) = &self.key {
+            task["key"] = json!(key);
+        }
+        if let Some(after) = &self.after {
+            task["after"] = after.clone();
+        }
+        if let Some(policy) = &self.on_failure {
+            task["on_failure"] = json!(policy);
+        }
         task
     }
 }
@@ -152,6 +166,9 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         memory: args.memory,
         run_at: args.run_at,
         delay: args.delay,
+        key: None,
+        after: None,
+        on_failure: None,
     }
     .to_json();
     let (task_id, batch, answer) = match &args.batch {

@@ -9,6 +9,7 @@
 //! - [`digest`]: what names a module; [`producers`]: what a module says made it;
 //!   [`slots`]: the instance slots.
 //! - [`settings`]: what a task reads through `wasi:config/store`.
+//! - [`graph`]: what a task reads of the tasks it runs after (`qhost:task/graph`).
 //! - [`origin`], [`address`], [`http_gate`], [`http_send`], [`http_metrics`]: outbound
 //!   HTTP, under the operator's allow-list and the batch's grant.
 
@@ -19,6 +20,7 @@ mod capture;
 mod digest;
 mod engine;
 mod epoch;
+pub mod graph;
 pub(crate) mod http_gate;
 mod http_metrics;
 pub(crate) mod http_send;
@@ -43,11 +45,12 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 
 use artifacts::ArtifactCache;
 pub use artifacts::create_private_dir;
-use bindings::TaskPre;
+use bindings::TaskGraphPre as TaskPre;
 use capture::{LogCapture, OutputCapture};
 pub use digest::Digest;
 use engine::MemoryInit;
 use epoch::EpochTicker;
+pub use graph::{DepEnded, Dependency, Inputs};
 use http_gate::{HttpGate, HttpLedger};
 use limits::MemoryLimiter;
 pub use limits::TaskLimits;
@@ -108,7 +111,8 @@ pub enum LoadError {
     Invalid(String),
     #[error(
         "the component imports something qhost does not provide: {0}; a task may import \
-         qhost:task/host@0.1.x and WASI 0.2 interfaces (wasi:http included) only"
+         qhost:task/host@0.1.x, qhost:task/graph@0.1.x and WASI 0.2 interfaces (wasi:http \
+         included) only"
     )]
     UnsupportedImport(String),
     #[error("the component does not export the qhost:task world's `run` function: {0}")]
@@ -155,6 +159,9 @@ pub struct RunRequest {
     pub settings: Arc<[GrantedSetting]>,
     /// Cancelling it stops the run promptly with outcome `cancelled`.
     pub cancel: CancellationToken,
+    /// Where the task reads the tasks it runs after (`qhost:task/graph`); none: it runs
+    /// after none.
+    pub inputs: Option<Inputs>,
 }
 
 /// Components up to this size get their memory's data copied in at instantiation, larger
@@ -178,7 +185,7 @@ impl Flavor {
             wasmtime_wasi_config::WasiConfig::new(&state.config)
         })?;
         links::guard_symlinks(&mut linker)?;
-        bindings::Task::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+        bindings::TaskGraph::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
             &mut linker,
             |state: &mut HostState| state,
         )?;
@@ -353,6 +360,7 @@ impl Runtime {
                 http: wasmtime_wasi_http::WasiHttpCtx::new(),
                 gate,
                 config: settings::variables(&request.settings),
+                inputs: request.inputs.clone(),
             },
         );
         store.limiter(|state| &mut state.limiter);

@@ -36,10 +36,13 @@ pub enum Outcome {
     /// batch's grant): no fault of the task's, so the attempt is given back and the task
     /// runs again after a backoff (see `crate::store::fate`).
     HostError,
+    /// The task never ran: a task it runs after did not succeed, and its `on_failure` is
+    /// `skip`. A task's outcome only, never an attempt's.
+    Skipped,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Succeeded,
         Outcome::GuestError,
         Outcome::Trap,
@@ -50,6 +53,7 @@ impl Outcome {
         Outcome::Cancelled,
         Outcome::Lost,
         Outcome::HostError,
+        Outcome::Skipped,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -64,6 +68,7 @@ impl Outcome {
             Outcome::Cancelled => "cancelled",
             Outcome::Lost => "lost",
             Outcome::HostError => "host-error",
+            Outcome::Skipped => "skipped",
         }
     }
 

@@ -157,6 +157,8 @@ pub(crate) struct HostState {
     pub(crate) gate: HttpGate,
     /// What `wasi:config/store` answers: the settings its batch was granted.
     pub(crate) config: wasmtime_wasi_config::WasiConfigVariables,
+    /// Where `qhost:task/graph` reads the tasks it runs after.
+    pub(crate) inputs: Option<super::Inputs>,
 }
 
 impl WasiHttpView for HostState {

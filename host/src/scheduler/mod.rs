@@ -37,6 +37,7 @@ mod schedules;
 
 pub use admit::{Admitted, MAX_ATTEMPTS, MAX_GROUP_KEY, MAX_INPUT, MAX_TASKS_PER_SUBMIT};
 pub use keys::{IdempotencyKey, Keyed, MAX_KEY_LEN, Opened};
+pub use reads::{BatchGraph, GraphEdge, MAX_GRAPH_EDGES};
 pub use redrive::FAILURES;
 pub use request::TaskRequest;
 pub use schedules::SchedulePlan;

@@ -4,8 +4,30 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
 use super::{Access, Result, Scheduler};
 use crate::store::*;
+
+/// Most edges a batch's graph is read with.
+pub const MAX_GRAPH_EDGES: usize = 20_000;
+
+/// A batch's dependency edges.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BatchGraph {
+    /// In dependent, then dependency, order.
+    pub edges: Vec<GraphEdge>,
+    /// More edges than [`MAX_GRAPH_EDGES`] (20,000): those past it are left out.
+    pub cut: bool,
+}
+
+/// Task `task` runs after task `dep`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GraphEdge {
+    pub dep: TaskId,
+    pub task: TaskId,
+}
 
 impl Scheduler {
     /// A consistent copy of the store, as an unlinked file ([`Store::backup`]).
@@ -19,6 +41,20 @@ impl Scheduler {
 
     pub async fn batch_get(&self, batch: BatchId) -> Result<BatchInfo> {
         Ok(self.store.batch_get(batch).await?)
+    }
+
+    /// The batch's edges, at most [`MAX_GRAPH_EDGES`] of them.
+    pub async fn batch_graph(&self, batch: BatchId) -> Result<BatchGraph> {
+        let mut edges = self.store.batch_edges(batch, MAX_GRAPH_EDGES + 1).await?;
+        let cut = edges.len() > MAX_GRAPH_EDGES;
+        edges.truncate(MAX_GRAPH_EDGES);
+        Ok(BatchGraph {
+            edges: edges
+                .into_iter()
+                .map(|(dep, task)| GraphEdge { dep, task })
+                .collect(),
+            cut,
+        })
     }
 
     /// How many of the batch's tasks have not ended: cheaper than its progress.

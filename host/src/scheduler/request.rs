@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::{Error, Result, Scheduler, module_ref};
 use crate::runtime::{Digest, MountGrant};
-use crate::store::{TaskSpec, now_micros};
+use crate::store::{Dep, DepRef, OnFailure, TaskSpec, now_micros};
 use crate::units::{parse_bytes, parse_duration, parse_time};
 use crate::whole;
 
@@ -77,6 +77,82 @@ pub struct TaskRequest {
     pub run_at: Option<String>,
     /// Not due before this long after submission, such as `90s`.
     pub delay: Option<String>,
+    /// Its name in its batch (1 to 200 characters, unique there), by which other tasks
+    /// name it in `after`.
+    #[schema(min_length = 1, max_length = 200)]
+    pub key: Option<String>,
+    /// The tasks of its batch it runs after: it is ready once each has ended, and reads
+    /// their outputs (`qhost:task/graph`). A list whose items are a key (text), a task id
+    /// (a number), or `{"task": key or id, "on_failure": "cancel" | "run" | "skip"}`; or
+    /// `"*"`: every other task of its batch, those submitted later too (a fan-in).
+    #[schema(value_type = Option<Value>)]
+    pub after: Option<serde_json::Value>,
+    /// What a task it runs after that did not succeed does to it, unless its edge says:
+    /// `cancel` it (the default), `run` it anyway, or `skip` it (it ends with outcome
+    /// `skipped`, and tasks after it run as if it had succeeded).
+    pub on_failure: Option<OnFailure>,
+}
+
+/// The dependencies `after` names, or whether it is `"*"`.
+fn read_after(after: serde_json::Value) -> Result<(Vec<Dep>, bool), String> {
+    use serde_json::Value;
+    let name = |value: &Value| -> Result<DepRef, String> {
+        match value {
+            Value::String(key) => Ok(DepRef::Key(key.clone())),
+            Value::Number(n) => n
+                .as_i64()
+                .filter(|id| *id > 0)
+                .map(DepRef::Task)
+                .ok_or_else(|| format!("{n} is not a task id")),
+            other => Err(format!("{other} is neither a key nor a task id")),
+        }
+    };
+    let items = match after {
+        Value::String(star) if star == "*" => return Ok((Vec::new(), true)),
+        Value::Array(items) => items,
+        other => {
+            return Err(format!(
+                "{other} is neither \"*\" nor a list of keys, task ids and \
+                 {{\"task\": ..., \"on_failure\": ...}}"
+            ));
+        }
+    };
+    let mut deps = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let Value::Object(edge) = item else {
+            let on = name(item).map_err(|e| format!("item {index}: {e}"))?;
+            deps.push(Dep {
+                on,
+                on_failure: None,
+            });
+            continue;
+        };
+        if let Some(unknown) = edge
+            .keys()
+            .find(|k| !["task", "on_failure"].contains(&k.as_str()))
+        {
+            return Err(format!(
+                "item {index}: unknown field `{unknown}`; expected `task` or `on_failure`"
+            ));
+        }
+        let on = edge
+            .get("task")
+            .ok_or_else(|| format!("item {index}: field `task` is missing"))?;
+        let on_failure = match edge.get("on_failure") {
+            None | Some(Value::Null) => None,
+            Some(policy) => Some(serde_json::from_value(policy.clone()).map_err(|_| {
+                format!(
+                    "item {index}: `on_failure` is {policy}; expected \"cancel\", \"run\" \
+                     or \"skip\""
+                )
+            })?),
+        };
+        deps.push(Dep {
+            on: name(on).map_err(|e| format!("item {index}: {e}"))?,
+            on_failure,
+        });
+    }
+    Ok((deps, false))
 }
 
 impl Scheduler {
@@ -178,6 +254,12 @@ impl Scheduler {
                 parse_duration(&timeout).map_err(|e| format!("field `http_timeout`: {e}"))?;
         }
         let mut spec = TaskSpec::new(module, input);
+        if let Some(after) = task.after {
+            (spec.after, spec.fan_in) =
+                read_after(after).map_err(|e| format!("field `after`: {e}"))?;
+        }
+        spec.key = task.key;
+        spec.on_failure = task.on_failure.unwrap_or_default();
         spec.order = task.order;
         spec.group = task.group;
         spec.priority = task.priority;

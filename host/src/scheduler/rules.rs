@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::store::{AttemptRecord, BatchId, HoldFacts, Micros};
+use crate::store::{AttemptRecord, BatchId, HoldFacts, Micros, OpenDep};
 
 /// What holds a pending task back: why no node claims it now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -18,6 +18,9 @@ use crate::store::{AttemptRecord, BatchId, HoldFacts, Micros};
 pub enum WaitingOn {
     /// Its batch's gate: a lower order, `order`, still has `open` tasks not ended.
     Gate { order: i64, open: u64 },
+    /// Tasks it runs after (`after`): `open` of them have not ended; `tasks` names the
+    /// first of them by id (at most 10), with their keys.
+    After { open: u64, tasks: Vec<OpenDep> },
     /// Its batch is paused.
     BatchPaused,
     /// Its group is paused.
@@ -49,9 +52,14 @@ pub enum WaitingOn {
 /// The stores' list filters state the same rules in SQL (`sql/task_list.sql`).
 pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
     match facts.state {
-        0 => facts
-            .gate
-            .map(|(order, open)| WaitingOn::Gate { order, open }),
+        0 => match facts.gate {
+            Some((order, open)) => Some(WaitingOn::Gate { order, open }),
+            None if facts.deps_open > 0 => Some(WaitingOn::After {
+                open: facts.deps_open,
+                tasks: facts.deps.clone(),
+            }),
+            None => None,
+        },
         1 => {
             let group = facts.group.as_ref();
             if facts.batch_paused {

@@ -174,6 +174,21 @@ pub struct HoldFacts {
     pub batch_max_parallel: Option<u32>,
     pub batch_running: u64,
     pub group: Option<GroupFacts>,
+    /// How many tasks it runs after have not ended, and the first of them (at most
+    /// [`OPEN_DEPS_SHOWN`]).
+    pub deps_open: u64,
+    pub deps: Vec<OpenDep>,
+}
+
+/// How many of a task's open dependencies `waiting_on` names.
+pub const OPEN_DEPS_SHOWN: usize = 10;
+
+/// A task another waits for: its id and key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OpenDep {
+    pub id: TaskId,
+    #[schema(required = true)]
+    pub key: Option<String>,
 }
 
 impl HoldFacts {

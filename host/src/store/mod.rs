@@ -25,6 +25,7 @@ mod cut;
 mod errors;
 mod fate;
 mod grant;
+pub mod graph;
 mod keys;
 pub(crate) mod limits;
 mod list;
@@ -49,6 +50,7 @@ pub use crate::scheduler::Admitted;
 pub use completion::*;
 pub use errors::{StoreError, StoreResult};
 pub use grant::*;
+pub use graph::{Dep, DepRef, Input, OnFailure};
 pub use keys::{
     Answer, Created, HandleHasher, MAX_KEYS_PER_BATCH, NewBatch, NewHandle, RequestKey,
 };
@@ -111,6 +113,10 @@ pub trait Store: Send + Sync + 'static {
     /// only once it is open).
     async fn batch_set_handle(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()>;
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo>;
+    /// The batch's edges, (dependency, dependent), in dependent then dependency order: at
+    /// most `limit`.
+    async fn batch_edges(&self, batch: BatchId, limit: usize)
+    -> StoreResult<Vec<(TaskId, TaskId)>>;
     /// What the batch was granted when opened ([`BatchSpec::allow_http`] and
     /// [`BatchSpec::settings`]); nothing for a batch granted nothing, or one that does
     /// not exist.
@@ -146,6 +152,9 @@ pub trait Store: Send + Sync + 'static {
     async fn task_output(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>>;
     /// A task's input, as it was submitted.
     async fn task_input(&self, task: TaskId) -> StoreResult<Vec<u8>>;
+    /// What the tasks `task` runs after ended with, their outputs included, for its
+    /// attempt; refused past [`graph::MAX_INPUTS`] bytes of outputs.
+    async fn task_inputs(&self, task: TaskId) -> StoreResult<Vec<Input>>;
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()>;
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult>;
 

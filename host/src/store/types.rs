@@ -59,6 +59,15 @@ pub struct TaskSpec {
     pub limits: TaskLimits,
     pub mounts: Vec<MountGrant>,
     pub not_before: Option<Micros>,
+    /// Its name in its batch, unique there, by which other tasks name it in `after`.
+    pub key: Option<String>,
+    /// The tasks of its batch it runs after: it is ready once each has ended, and reads
+    /// their outputs (see [`super::graph`]).
+    pub after: Vec<super::Dep>,
+    /// It runs after every other task of its batch (`after: "*"`): a fan-in.
+    pub fan_in: bool,
+    /// What a dependency that did not succeed does to it, unless its edge says.
+    pub on_failure: super::OnFailure,
 }
 
 impl TaskSpec {
@@ -74,6 +83,10 @@ impl TaskSpec {
             limits: TaskLimits::default(),
             mounts: Vec::new(),
             not_before: None,
+            key: None,
+            after: Vec::new(),
+            fan_in: false,
+            on_failure: super::OnFailure::Cancel,
         }
     }
 }
@@ -201,6 +214,10 @@ pub struct TaskInfo {
     #[serde(default)]
     #[schema(required = true)]
     pub input_size: u64,
+    /// Its name in its batch, by which other tasks name it in `after`.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

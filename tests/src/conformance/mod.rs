@@ -22,6 +22,7 @@ pub mod completions;
 pub mod delays;
 pub mod gates;
 pub mod grants;
+pub mod graph;
 pub mod groups;
 pub mod keys;
 pub mod lists;
@@ -53,6 +54,13 @@ macro_rules! conformance_tests {
             batches::ids_are_never_reused,
             gates::gates_hold_back_higher_orders,
             gates::a_lower_order_than_one_started_is_refused,
+            graph::edges_hold_dependents_until_their_dependencies_end,
+            graph::a_failed_dependency_cancels_runs_or_skips_as_its_edge_says,
+            graph::edges_and_orders_combine,
+            graph::a_graph_with_a_cycle_an_unknown_key_or_another_batch_is_refused,
+            graph::a_fan_in_runs_after_the_rest_of_its_batch,
+            graph::edges_to_stored_tasks_settle_as_they_ended,
+            graph::a_retried_dependency_holds_its_dependents_again,
             grants::a_batch_keeps_its_grant_until_released,
             groups::groups_limit_running_tasks_without_blocking_others,
             groups::a_long_group_at_the_head_holds_up_nothing_behind_it,

@@ -12,15 +12,17 @@
 //! its users submit tasks with a zero backoff.
 //!
 //! Beside the claim: pauses and limits changed after the fact (`pause.rs`: a pause is a
-//! limit of 0, as in the stores), group rates as token buckets (`rate.rs`), and bulk
-//! actions with re-drive (`redrive.rs`).
+//! limit of 0, as in the stores), group rates as token buckets (`rate.rs`), bulk actions
+//! with re-drive (`redrive.rs`), and dependency edges with their failure policies
+//! (`graph.rs`; fan-ins, `after: "*"`, are left to the conformance tests).
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::runtime::Outcome;
-use crate::store::{BatchId, Micros, TaskId, TaskState};
+use crate::store::{BatchId, Micros, OnFailure, TaskId, TaskState};
 
+mod graph;
 mod pause;
 mod rate;
 mod redrive;
@@ -29,7 +31,7 @@ mod store;
 mod tests;
 
 pub use rate::Rate;
-pub use store::{Batch, ClaimOutcome, Ending, Model, NewTask, Refused};
+pub use store::{Batch, ClaimOutcome, Ending, Model, NewDep, NewTask, Refused};
 
 /// Where a task is in its life. Waiting and ready are one phase here: a pending task is
 /// ready exactly when its order is its batch's gate (see [`gates`]).
@@ -75,6 +77,11 @@ pub struct Task {
     /// Claimed and started on its node's slot: `running`; claimed and not started:
     /// `reserved`.
     pub started: bool,
+    /// The tasks it runs after, each with what its failure does to this one.
+    pub after: Vec<(TaskId, OnFailure)>,
+    /// Those of them it waits for: not ended since it was submitted or re-driven, or run
+    /// again since (see `graph.rs`). It is claimable only when none is left.
+    pub waits: BTreeSet<TaskId>,
 }
 
 /// Pending, or claimed and not yet started: a change of priority still reaches it.
@@ -106,6 +113,7 @@ pub fn gates(tasks: &[Task]) -> BTreeMap<BatchId, i64> {
 pub fn is_due_at_gate(task: &Task, gates: &BTreeMap<BatchId, i64>, now: Micros) -> bool {
     task.phase == Phase::Pending
         && gates.get(&task.batch) == Some(&task.order)
+        && task.waits.is_empty()
         && task.not_before <= now
 }
 
@@ -181,6 +189,7 @@ pub fn claim_order(
 /// group holds it (a limit of 0).
 fn state_at(task: &Task, gates: &BTreeMap<BatchId, i64>, held: bool) -> TaskState {
     match task.phase {
+        Phase::Pending if !task.waits.is_empty() => TaskState::Waiting,
         Phase::Pending if gates.get(&task.batch) == Some(&task.order) && held => TaskState::Held,
         Phase::Pending if gates.get(&task.batch) == Some(&task.order) => TaskState::Ready,
         Phase::Pending => TaskState::Waiting,

@@ -44,6 +44,8 @@ impl Model {
             task.redriven_after = task.attempts;
             task.cancel_requested = false;
         }
+        let ids: Vec<TaskId> = chosen.iter().map(|&(id, _)| id).collect();
+        self.wait_again(&ids);
         chosen.len() as u64
     }
 
@@ -51,11 +53,13 @@ impl Model {
     /// stopped.
     pub fn cancel_where(&mut self, select: &TaskSelect) -> BulkCancel {
         let mut result = BulkCancel::default();
+        let mut cancelled = Vec::new();
         for task in self.tasks.iter_mut().filter(|t| selects(select, t)) {
             match task.phase {
                 Phase::Pending => {
                     task.phase = Phase::Cancelled;
                     task.outcome = Some(Outcome::Cancelled);
+                    cancelled.push(task.id);
                     result.cancelled += 1;
                 }
                 Phase::Claimed => {
@@ -64,6 +68,9 @@ impl Model {
                 }
                 _ => {}
             }
+        }
+        for id in cancelled {
+            self.settle(id);
         }
         result
     }

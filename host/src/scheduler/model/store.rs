@@ -33,6 +33,16 @@ pub struct NewTask {
     pub max_attempts: u32,
     /// `None`: due at once.
     pub not_before: Option<Micros>,
+    /// The tasks it runs after, each with what its failure does to it.
+    pub after: Vec<(NewDep, OnFailure)>,
+}
+
+/// A task a new task runs after: an earlier one of the same submission, by its index, or
+/// a stored one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewDep {
+    Earlier(usize),
+    Stored(TaskId),
 }
 
 /// How an attempt ended, as its node reports it.
@@ -78,6 +88,14 @@ pub enum Refused {
     BelowStarted {
         order: i64,
         started: i64,
+    },
+    /// A task runs after one that does not exist, or is of another batch.
+    UnknownDep {
+        index: usize,
+    },
+    /// A task runs after one of a higher order: a cycle through the gate.
+    DepAbove {
+        index: usize,
     },
 }
 
@@ -221,9 +239,10 @@ impl Model {
                 started,
             });
         }
-        let first_vseq = b.next_vseq.max(vtime);
+        let (first_vseq, batch_priority) = (b.next_vseq.max(vtime), b.priority);
+        let deps = self.resolve(batch, new)?;
+        let b = self.batches.get_mut(&batch).expect("checked above");
         b.next_vseq = first_vseq + new.len() as i64;
-        let batch_priority = b.priority;
         let mut ids = Vec::new();
         for (index, spec) in new.iter().enumerate() {
             let id = self.next_task;
@@ -248,9 +267,12 @@ impl Model {
                 outcome: None,
                 cancel_requested: false,
                 started: false,
+                after: Vec::new(),
+                waits: BTreeSet::new(),
             });
             ids.push(id);
         }
+        self.add_edges(&ids, deps);
         Ok(ids)
     }
 
@@ -317,6 +339,9 @@ impl Model {
         task.outcome = Some(outcome);
         task.phase = phase;
         let batch = task.batch;
+        if phase.is_ended() {
+            self.settle(id);
+        }
         if phase == Phase::Failed && self.batches[&batch].failure_policy == FailurePolicy::Halt {
             self.cancel_pending(batch);
         }
@@ -343,7 +368,11 @@ impl Model {
         } else {
             Phase::Pending
         };
-        Some(task.phase)
+        let phase = task.phase;
+        if phase.is_ended() {
+            self.settle(id);
+        }
+        Some(phase)
     }
 
     /// Cancels a pending task; asks for a claimed one to be stopped.
@@ -353,6 +382,7 @@ impl Model {
             Phase::Pending => {
                 task.phase = Phase::Cancelled;
                 task.outcome = Some(Outcome::Cancelled);
+                self.settle(id);
                 CancelResult::Cancelled
             }
             Phase::Claimed => {

@@ -12,6 +12,7 @@ fn new_task(order: i64, group: Option<&str>) -> NewTask {
         priority: None,
         max_attempts: 1,
         not_before: None,
+        after: Vec::new(),
     }
 }
 
@@ -273,4 +274,76 @@ fn a_retried_task_gets_its_budget_again_and_reopens_its_gate() {
         "one attempt again, used up"
     );
     assert_eq!(m.task(t[0]).unwrap().outcome, Some(Outcome::Lost));
+}
+
+fn after(order: i64, deps: &[(NewDep, OnFailure)]) -> NewTask {
+    NewTask {
+        after: deps.to_vec(),
+        ..new_task(order, None)
+    }
+}
+
+#[test]
+fn a_task_waits_for_the_tasks_it_runs_after() {
+    use crate::store::OnFailure::Cancel;
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let (e0, e1, e2) = (NewDep::Earlier(0), NewDep::Earlier(1), NewDep::Earlier(2));
+    let t = m
+        .submit(
+            b,
+            &[
+                new_task(0, None),
+                after(0, &[(e0, Cancel)]),
+                after(0, &[(e0, Cancel)]),
+                after(0, &[(e1, Cancel), (e2, Cancel)]),
+            ],
+        )
+        .unwrap();
+    assert_eq!(m.state(t[3]), Some(TaskState::Waiting));
+    assert_eq!(ids(m.claim(NOW, 10)), vec![t[0]]);
+    m.complete(t[0], Ending::Success, NOW);
+    assert_eq!(ids(m.claim(NOW, 10)), vec![t[1], t[2]]);
+    m.complete(t[1], Ending::Success, NOW);
+    assert!(ids(m.claim(NOW, 10)).is_empty(), "t3 waits for t2 still");
+    m.complete(t[2], Ending::Success, NOW);
+    assert_eq!(ids(m.claim(NOW, 10)), vec![t[3]]);
+    let err = m.submit(b, &[after(0, &[(NewDep::Stored(99), Cancel)])]);
+    assert_eq!(err, Err(Refused::UnknownDep { index: 0 }));
+    let err = m.submit(b, &[new_task(2, None), after(1, &[(e0, Cancel)])]);
+    assert_eq!(err, Err(Refused::DepAbove { index: 1 }));
+}
+
+#[test]
+fn a_failed_dependency_cancels_runs_or_skips_and_a_retry_waits_again() {
+    use crate::store::OnFailure::{Cancel, Run, Skip};
+    let mut m = Model::new();
+    let b = m.open_batch(0, None, FailurePolicy::Continue);
+    let e0 = NewDep::Earlier(0);
+    let t = m
+        .submit(
+            b,
+            &[
+                new_task(0, None),
+                after(0, &[(e0, Cancel)]),
+                after(0, &[(e0, Run)]),
+                after(0, &[(e0, Skip)]),
+                after(0, &[(NewDep::Earlier(3), Cancel)]),
+                after(0, &[(NewDep::Earlier(1), Run)]),
+            ],
+        )
+        .unwrap();
+    m.claim(NOW, 10);
+    m.complete(t[0], Ending::Failure, NOW);
+    let outcome = |m: &Model, i: usize| m.task(t[i]).unwrap().outcome;
+    assert_eq!(outcome(&m, 1), Some(Outcome::Cancelled));
+    assert_eq!(outcome(&m, 3), Some(Outcome::Skipped));
+    assert_eq!(ids(m.claim(NOW, 10)), vec![t[2], t[4], t[5]]);
+    // Run again, t0 holds back nothing that has started; t1, cancelled, stays so.
+    let select = crate::store::TaskSelect {
+        task: Some(t[0]),
+        ..Default::default()
+    };
+    assert_eq!(m.retry(&select), 1);
+    assert_eq!(m.state(t[1]), Some(TaskState::Cancelled));
 }

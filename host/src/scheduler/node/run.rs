@@ -14,7 +14,7 @@ use tracing::Instrument as _;
 
 use super::Ctx;
 use super::writer::Done;
-use crate::runtime::{Outcome, RunInfo, RunRequest, Slot};
+use crate::runtime::{DepEnded, Dependency, Inputs, Outcome, RunInfo, RunRequest, Slot};
 use crate::scheduler::LocalRun;
 use crate::scheduler::module_labels::Shown;
 use crate::store::*;
@@ -126,6 +126,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             allow_http: grant.allow_http.clone(),
             settings: grant.settings.clone(),
             cancel,
+            inputs: Some(inputs(&scheduler.store, task.id)),
         };
         scheduler.runtime.run_in(slot, &module, request).await
     };
@@ -286,4 +287,36 @@ fn ended_as(
         error,
         "attempt ended"
     );
+}
+
+/// Where task `task`'s attempt reads the tasks it runs after: from `store`, when it asks.
+fn inputs(store: &Arc<dyn Store>, task: TaskId) -> Inputs {
+    let store = store.clone();
+    Inputs::new(move || {
+        let store = store.clone();
+        Box::pin(async move {
+            let read = store
+                .task_inputs(task)
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            Ok(read.into_iter().map(dependency).collect())
+        })
+    })
+}
+
+/// A dependency as the store keeps it, as the runtime gives it.
+fn dependency(input: crate::store::Input) -> Dependency {
+    let ended = match (input.state, input.outcome) {
+        (TaskState::Succeeded, _) => DepEnded::Succeeded,
+        (_, Some(Outcome::Skipped)) => DepEnded::Skipped,
+        (TaskState::Cancelled, _) => DepEnded::Cancelled,
+        _ => DepEnded::Failed,
+    };
+    Dependency {
+        name: input.key.unwrap_or_else(|| input.task.to_string()),
+        task: input.task as u64,
+        ended,
+        output: input.output,
+        error: input.error,
+    }
 }

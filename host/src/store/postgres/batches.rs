@@ -197,6 +197,8 @@ pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResul
         }
         for sql in [
             "DELETE FROM attempts WHERE batch_id = $1",
+            "DELETE FROM task_edges WHERE task_id IN (SELECT id FROM tasks WHERE batch_id = $1)",
+            "DELETE FROM batch_fan_ins WHERE batch_id = $1",
             "DELETE FROM tasks WHERE batch_id = $1",
             "DELETE FROM batch_orders WHERE batch_id = $1",
             "DELETE FROM request_keys WHERE batch_id = $1",

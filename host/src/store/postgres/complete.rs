@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use deadpool_postgres::GenericClient;
 
 use super::log::AttemptRows;
-use super::{Commit, PostgresStore, gate, hooks, pg};
+use super::{Commit, PostgresStore, gate, graph, hooks, pg};
 use crate::runtime::Outcome;
 use crate::store::*;
 
@@ -197,6 +197,8 @@ struct Ending<'a> {
     hooked: Vec<BatchId>,
     /// Final failures someone listens to: batch, task, outcome, error.
     failed: Vec<(BatchId, TaskId, Outcome, Option<String>)>,
+    /// Tasks ended that others may run after, each with whether it succeeded.
+    leading: Vec<(TaskId, bool)>,
 }
 
 impl<'a> Ending<'a> {
@@ -238,6 +240,7 @@ impl<'a> Ending<'a> {
         if let Some((state, outcome, error)) = finish(tx, task, outcome, error, now, result).await?
         {
             self.closed.push((task.batch, task.order, 1));
+            self.leading.push((task.id, state == TaskState::Succeeded));
             self.listen(task);
             if state == TaskState::Failed && task.halts {
                 self.halted.push((task.batch, task.id));
@@ -273,6 +276,9 @@ impl<'a> Ending<'a> {
             )
             .await?;
         }
+        let mut settled = CompleteResult::default();
+        graph::settle(tx, self.leading, now, self.server, &mut settled).await?;
+        hooked |= settled.hooked;
         let mut ends: Vec<BatchId> = closed
             .into_iter()
             .filter(|b| self.hooked.contains(b))
@@ -341,6 +347,9 @@ async fn end_attempts(
                 halts: false,
                 hooked: r.get(6),
             };
+            if r.get::<_, bool>(7) {
+                ending.leading.push((task.id, true));
+            }
             ending.succeeded(&task, AttemptEnd::of(c), &mut result);
         }
         result.stale += by_id.len();
@@ -581,5 +590,7 @@ async fn put_back(
     )?;
     let ends: Vec<BatchId> = closed.into_iter().filter(|b| hooked.contains(b)).collect();
     result.hooked = hooks::batch_ends(tx, &ends, server, now).await?;
+    let cancelled: Vec<(TaskId, bool)> = cancelled.iter().map(|&id| (id, false)).collect();
+    graph::settle(tx, cancelled, now, server, &mut result).await?;
     Ok(result)
 }

@@ -321,7 +321,26 @@ pub(super) async fn hold(store: &PostgresStore, ids: &[TaskId]) -> StoreResult<V
             batch_max_parallel: r.get::<_, Option<i32>>(6).map(|n| n.max(0) as u32),
             batch_running: r.get::<_, i32>(7).max(0) as u64,
             group,
+            deps_open: r.get::<_, i32>(16).max(0) as u64,
+            deps: Vec::new(),
         });
+    }
+    for fact in facts.iter_mut().filter(|f| f.deps_open > 0) {
+        let rows = client
+            .query(
+                "SELECT d.id, d.task_key FROM task_edges e JOIN tasks d ON d.id = e.dep_id
+                 WHERE e.task_id = $1 AND d.state < 3 ORDER BY d.id LIMIT $2",
+                &[&fact.task, &(OPEN_DEPS_SHOWN as i64)],
+            )
+            .await
+            .map_err(pg)?;
+        fact.deps = rows
+            .iter()
+            .map(|r| OpenDep {
+                id: r.get(0),
+                key: r.get(1),
+            })
+            .collect();
     }
     Ok(facts)
 }

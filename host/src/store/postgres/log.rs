@@ -163,6 +163,7 @@ pub(super) async fn prune(
         tx.execute("DELETE FROM attempts WHERE task_id = ANY($1)", &[&ids])
             .await
             .map_err(pg)?;
+        super::graph::prune(&tx, &ids).await?;
         let deleted = tx
             .execute("DELETE FROM tasks WHERE id = ANY($1)", &[&ids])
             .await

@@ -115,6 +115,7 @@ mod claim;
 mod complete;
 mod gate;
 mod grants;
+mod graph;
 mod hooks;
 #[doc(hidden)]
 pub mod hot;
@@ -294,6 +295,14 @@ impl Store for PostgresStore {
         batches::set_handle(self, batch, handle_hash).await
     }
 
+    async fn batch_edges(
+        &self,
+        batch: BatchId,
+        limit: usize,
+    ) -> StoreResult<Vec<(TaskId, TaskId)>> {
+        graph::edges(self, batch, limit).await
+    }
+
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
         batches::get(self, batch).await
     }
@@ -360,6 +369,10 @@ impl Store for PostgresStore {
 
     async fn task_input(&self, task: TaskId) -> StoreResult<Vec<u8>> {
         tasks::input(self, task).await
+    }
+
+    async fn task_inputs(&self, task: TaskId) -> StoreResult<Vec<Input>> {
+        graph::inputs(self, task).await
     }
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {

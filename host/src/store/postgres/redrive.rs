@@ -121,6 +121,8 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
         for (batch, tasks) in by_batch {
             again(&tx, batch, &tasks, vtime).await?;
         }
+        let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
+        super::graph::redrive(&tx, &ids).await?;
         // Reserved tasks above a gate that moved down go back, and wait.
         store.notify(&tx, "r").await?;
         Ok(tasks.len() as u64)
@@ -198,6 +200,10 @@ pub(super) async fn cancel(
             let closed = gate::close(&tx, &closed).await?;
             super::hooks::batch_ends(&tx, &closed, store.server_hook(), now).await?;
             let ended: Vec<(TaskId, BatchId)> = pending.iter().map(|t| (t.id, t.batch)).collect();
+            let settled: Vec<(TaskId, bool)> = pending.iter().map(|t| (t.id, false)).collect();
+            let server = store.server_hook();
+            let mut result = CompleteResult::default();
+            super::graph::settle(&tx, settled, now, server, &mut result).await?;
             store.notify_batches(&tx, &ended).await?;
         }
         if !claimed.is_empty() {

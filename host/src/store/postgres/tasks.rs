@@ -40,27 +40,29 @@ pub(super) async fn submit_in(
     modules.sort_unstable();
     modules.dedup();
     let lowest = specs.iter().map(|s| s.order).min();
-    let (quota, lock, batch_row, known_modules, gate_now, started, vtime) = tokio::try_join!(
-        tx.prepare_cached(super::quotas::LOCK_SQL),
-        tx.prepare_cached(gate::LOCK_SQL),
-        tx.prepare_cached(
-            "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE"
-        ),
-        tx.prepare_cached("SELECT digest FROM modules WHERE digest = ANY($1)"),
-        tx.prepare_cached(gate::CURRENT_SQL),
-        // A task ever claimed counts as started (a hand-back keeps its claim time): it may
-        // have run in part. Orders above the gate may have started too (a re-drive reopens
-        // a lower order under them), so every submission looks, above its lowest order only.
-        tx.prepare_cached(
-            "SELECT MAX(ord) FROM tasks
+    let (quota, lock, batch_row, known_modules, gate_now, started, vtime, fan_ins) =
+        tokio::try_join!(
+            tx.prepare_cached(super::quotas::LOCK_SQL),
+            tx.prepare_cached(gate::LOCK_SQL),
+            tx.prepare_cached(
+                "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE"
+            ),
+            tx.prepare_cached("SELECT digest FROM modules WHERE digest = ANY($1)"),
+            tx.prepare_cached(gate::CURRENT_SQL),
+            // A task ever claimed counts as started (a hand-back keeps its claim time): it may
+            // have run in part. Orders above the gate may have started too (a re-drive reopens
+            // a lower order under them), so every submission looks, above its lowest order only.
+            tx.prepare_cached(
+                "SELECT MAX(ord) FROM tasks
              WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL"
-        ),
-        tx.prepare_cached("SELECT vtime FROM scheduler"),
-    )
-    .map_err(pg)?;
+            ),
+            tx.prepare_cached("SELECT vtime FROM scheduler"),
+            tx.prepare_cached(super::graph::FAN_INS_SQL),
+        )
+        .map_err(pg)?;
     let key = gate::key(batch);
     let above = lowest.unwrap_or(i64::MAX);
-    let (quota, _, batch_row, known, old_gate, started, vtime) = tokio::try_join!(
+    let (quota, _, batch_row, known, old_gate, started, vtime, fan_ins) = tokio::try_join!(
         async { tx.query_opt(&quota, &[&batch]).await },
         async { tx.execute(&lock, &[&key]).await },
         async { tx.query_opt(&batch_row, &[&batch]).await },
@@ -68,6 +70,7 @@ pub(super) async fn submit_in(
         async { tx.query_one(&gate_now, &[&batch]).await },
         async { tx.query_one(&started, &[&batch, &above]).await },
         async { tx.query_one(&vtime, &[]).await },
+        async { tx.query(&fan_ins, &[&batch]).await },
     )
     .map_err(pg)?;
     let row = batch_row.ok_or_else(|| not_found("batch", batch))?;
@@ -88,6 +91,16 @@ pub(super) async fn submit_in(
     }
     let old_gate: Option<i64> = old_gate.get(0);
     admit::check_orders(specs, started.get(0), batch)?;
+    let reads = crate::store::graph::reads(specs);
+    let edges = if reads.is_empty() && fan_ins.is_empty() {
+        crate::store::graph::Graph {
+            deps: vec![0; specs.len()],
+            ..Default::default()
+        }
+    } else {
+        let stored = super::graph::read(tx, batch, &reads, &fan_ins).await?;
+        crate::store::graph::plan(batch, specs, &stored)?
+    };
     let first_vseq = next_vseq.max(vtime.get(0));
     let new_gate = admit::gate_after(old_gate, specs);
     let hold = match (old_gate, new_gate) {
@@ -108,8 +121,14 @@ pub(super) async fn submit_in(
         c.group.push(spec.group.as_deref());
         c.priority.push(spec.priority.unwrap_or(batch_priority));
         c.vseq.push(first_vseq + index as i64);
-        c.state
-            .push(admit::first_state(spec.order, new_gate).code() as i32);
+        let state = if edges.deps[index] > 0 {
+            TaskState::Waiting
+        } else {
+            admit::first_state(spec.order, new_gate)
+        };
+        c.state.push(state.code() as i32);
+        c.key.push(spec.key.as_deref());
+        c.deps_open.push(edges.deps[index] as i32);
         c.max_attempts.push(to_i32(spec.max_attempts));
         c.backoff_ms
             .push(i64::try_from(spec.backoff.as_millis()).unwrap_or(i64::MAX));
@@ -170,6 +189,8 @@ pub(super) async fn submit_in(
                     &c.mounts,
                     &c.not_before,
                     &tasks.trace(),
+                    &c.key,
+                    &c.deps_open,
                 ],
             )
             .await
@@ -192,6 +213,11 @@ pub(super) async fn submit_in(
         let vseq: i64 = row.get(1);
         ids[(vseq - first_vseq) as usize] = row.get(0);
     }
+    if !edges.edges.is_empty() || specs.iter().any(|s| s.fan_in) {
+        // No server webhook here: a submission ends a batch only when each task it adds
+        // is after one that already failed; the batch's own webhook still hears of it.
+        super::graph::write(tx, batch, specs, &ids, &edges, now, false).await?;
+    }
     Ok(ids)
 }
 
@@ -209,6 +235,8 @@ struct TaskColumns<'a> {
     limits: Vec<String>,
     mounts: Vec<String>,
     not_before: Vec<i64>,
+    key: Vec<Option<&'a str>>,
+    deps_open: Vec<i32>,
 }
 
 impl TaskColumns<'_> {
@@ -226,6 +254,8 @@ impl TaskColumns<'_> {
             limits: Vec::with_capacity(n),
             mounts: Vec::with_capacity(n),
             not_before: Vec::with_capacity(n),
+            key: Vec::with_capacity(n),
+            deps_open: Vec::with_capacity(n),
         }
     }
 }
@@ -265,6 +295,7 @@ pub(super) fn row(r: &tokio_postgres::Row) -> TaskInfo {
         error_size: r.get::<_, Option<i32>>(17).map(|n| n as u64),
         output_size: r.get::<_, Option<i32>>(13).map(|n| n as u64),
         input_size: r.get::<_, i32>(16) as u64,
+        key: r.get(18),
     }
 }
 
@@ -345,6 +376,9 @@ pub(super) async fn cancel(
                     .map_err(pg)?;
                 let closed = gate::close(&tx, &[(info.batch, info.order, 1)]).await?;
                 super::hooks::batch_ends(&tx, &closed, store.server_hook(), now).await?;
+                let mut settled = CompleteResult::default();
+                let server = store.server_hook();
+                super::graph::settle(&tx, vec![(task, false)], now, server, &mut settled).await?;
                 store.notify_batches(&tx, &[(task, info.batch)]).await?;
                 Ok(CancelResult::Cancelled)
             }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::{gate, hooks, internal, log};
+use super::{gate, graph, hooks, internal, log};
 use crate::runtime::Outcome;
 use crate::store::*;
 
@@ -121,9 +121,13 @@ fn complete_successes(
     let mut batches: HashMap<BatchId, i64> = HashMap::new();
     let mut groups: HashMap<String, i64> = HashMap::new();
     let mut orders: HashMap<(BatchId, i64), i64> = HashMap::new();
+    let mut leading: Vec<(TaskId, bool)> = Vec::new();
     for c in succeeded {
         let ended = end
             .query_row(params![now, c.output, c.task, c.lease_token], |r| {
+                if r.get::<_, bool>(5)? {
+                    leading.push((c.task, true));
+                }
                 Ok(Running {
                     id: c.task,
                     batch: r.get(0)?,
@@ -172,6 +176,9 @@ fn complete_successes(
         if ended && (server || hooked[&batch]) {
             result.hooked |= hooks::batch_ended(tx, batch, server, now)?;
         }
+    }
+    if !leading.is_empty() {
+        graph::settle(tx, leading, now, server, result)?;
     }
     Ok(())
 }
@@ -256,6 +263,7 @@ pub(super) fn hand_back(
                 result.hooked |= hooks::batch_ended(tx, task.batch, server, now)?;
             }
             result.ended.push((task.id, task.batch));
+            graph::settle(tx, vec![(task.id, false)], now, server, &mut result)?;
             continue;
         }
         tx.prepare_cached(include_str!("sql/hand_back.sql"))
@@ -381,6 +389,13 @@ fn finish(
     if ended && hooked {
         result.hooked |= hooks::batch_ended(tx, task.batch, server, now)?;
     }
+    graph::settle(
+        tx,
+        vec![(task.id, state == TaskState::Succeeded)],
+        now,
+        server,
+        result,
+    )?;
     Ok(())
 }
 

@@ -11,9 +11,10 @@ use crate::store::{BatchId, Micros, StoreResult};
 /// The batch's gate: its lowest order with open tasks.
 pub(super) const CURRENT_SQL: &str = "SELECT MIN(ord) FROM batch_orders WHERE batch_id = ?";
 /// A batch's tasks of one order in one state move to another, along tasks_batch: the list
-/// index that leads with the batch would read the batch's tasks of every order.
+/// index that leads with the batch would read the batch's tasks of every order. Tasks
+/// that still wait for a dependency stay (see graph.rs).
 pub(super) const MOVE_SQL: &str = "UPDATE tasks INDEXED BY tasks_batch SET state = ?1, listed = ?1 \
-    WHERE batch_id = ?2 AND ord = ?3 AND state = ?4";
+    WHERE batch_id = ?2 AND ord = ?3 AND state = ?4 AND deps_open = 0";
 /// One order of a batch has `?` fewer open tasks.
 pub(super) const CLOSE_SQL: &str =
     "UPDATE batch_orders SET open = open - ? WHERE batch_id = ? AND ord = ? RETURNING open";

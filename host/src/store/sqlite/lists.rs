@@ -5,7 +5,7 @@
 //! time and merges them.
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use super::{batches, internal, tasks};
 use crate::runtime::Digest;
@@ -259,11 +259,30 @@ pub(super) fn hold(conn: &Connection, ids: &[TaskId]) -> StoreResult<Vec<HoldFac
                     batch_max_parallel: r.get(6)?,
                     batch_running: r.get(7)?,
                     group,
+                    deps_open: r.get(16)?,
+                    deps: Vec::new(),
                 })
             })
             .optional()
             .map_err(internal)?;
         facts.extend(found);
+    }
+    let mut open = conn
+        .prepare_cached(
+            "SELECT d.id, d.task_key FROM task_edges e JOIN tasks d ON d.id = e.dep_id \
+             WHERE e.task_id = ? AND d.state < 3 ORDER BY d.id LIMIT ?",
+        )
+        .map_err(internal)?;
+    for fact in facts.iter_mut().filter(|f| f.deps_open > 0) {
+        let rows = open
+            .query_map(params![fact.task, OPEN_DEPS_SHOWN as i64], |r| {
+                Ok(OpenDep {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                })
+            })
+            .map_err(internal)?;
+        fact.deps = rows.collect::<Result<_, _>>().map_err(internal)?;
     }
     Ok(facts)
 }

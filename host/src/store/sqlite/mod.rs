@@ -37,6 +37,7 @@ mod claim;
 mod complete;
 mod gate;
 mod grants;
+mod graph;
 mod hooks;
 mod keys;
 mod lists;
@@ -244,6 +245,15 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn batch_edges(
+        &self,
+        batch: BatchId,
+        limit: usize,
+    ) -> StoreResult<Vec<(TaskId, TaskId)>> {
+        self.call(move |conn| graph::edges(conn, batch, limit))
+            .await
+    }
+
     async fn batch_get(&self, batch: BatchId) -> StoreResult<BatchInfo> {
         self.call(move |conn| batches::get(conn, batch)).await
     }
@@ -318,6 +328,10 @@ impl Store for SqliteStore {
 
     async fn task_input(&self, task: TaskId) -> StoreResult<Vec<u8>> {
         self.call(move |conn| tasks::input(conn, task)).await
+    }
+
+    async fn task_inputs(&self, task: TaskId) -> StoreResult<Vec<Input>> {
+        self.call(move |conn| graph::inputs(conn, task)).await
     }
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {

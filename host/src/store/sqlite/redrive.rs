@@ -122,6 +122,8 @@ pub(super) fn retry(tx: &Transaction<'_>, which: &TaskSelect) -> StoreResult<u64
             .execute(params![first_vseq + tasks.len() as i64, batch])
             .map_err(internal)?;
     }
+    let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
+    super::graph::redrive(tx, &ids)?;
     Ok(tasks.len() as u64)
 }
 
@@ -161,6 +163,12 @@ pub(super) fn cancel(
             super::hooks::write(tx, batch, None, kind, None, None, server, now)?;
         }
     }
+    let ended: Vec<(TaskId, bool)> = tasks
+        .iter()
+        .filter(|t| t.state != 2)
+        .map(|t| (t.id, false))
+        .collect();
+    super::graph::settle(tx, ended, now, server, &mut CompleteResult::default())?;
     Ok(result)
 }
 

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::{digest_of, gate, internal, modules, not_found};
+use super::{digest_of, gate, graph, internal, modules, not_found};
 use crate::store::*;
 
 /// Adds tasks to a batch, at its gate or behind it; lowers the gate when a task comes in
@@ -38,6 +38,10 @@ pub(super) fn submit(
         })
     })?;
     admit::check_orders(&specs, max_started, batch)?;
+    let edges = {
+        let stored = graph::read(tx, batch, &crate::store::graph::reads(&specs))?;
+        crate::store::graph::plan(batch, &specs, &stored)?
+    };
     let vtime: i64 = tx
         .query_row("SELECT vtime FROM scheduler", [], |r| r.get(0))
         .map_err(internal)?;
@@ -60,8 +64,13 @@ pub(super) fn submit(
         let mut group = tx
             .prepare_cached("INSERT OR IGNORE INTO groups (key) VALUES (?)")
             .map_err(internal)?;
-        for (index, spec) in specs.into_iter().enumerate() {
-            let state = admit::first_state(spec.order, new_gate);
+        for (index, spec) in specs.iter().enumerate() {
+            let deps = edges.deps[index];
+            let state = if deps > 0 {
+                TaskState::Waiting
+            } else {
+                admit::first_state(spec.order, new_gate)
+            };
             if let Some(key) = &spec.group {
                 group.execute([key]).map_err(internal)?;
             }
@@ -70,9 +79,9 @@ pub(super) fn submit(
                 .execute(params![
                     batch,
                     spec.module.to_hex(),
-                    spec.input,
+                    &spec.input,
                     spec.order,
-                    spec.group,
+                    &spec.group,
                     spec.priority.unwrap_or(batch_priority),
                     first_vseq + index as i64,
                     state.code(),
@@ -84,6 +93,8 @@ pub(super) fn submit(
                     spec.not_before.unwrap_or(0),
                     now,
                     trace,
+                    &spec.key,
+                    deps,
                 ])
                 .map_err(internal)?;
             ids.push(tx.last_insert_rowid());
@@ -94,6 +105,11 @@ pub(super) fn submit(
         params![first_vseq + ids.len() as i64, batch],
     )
     .map_err(internal)?;
+    if !edges.edges.is_empty() || specs.iter().any(|s| s.fan_in) {
+        // No server webhook here: a submission ends a batch only when each task it adds
+        // is after one that already failed; the batch's own webhook still hears of it.
+        graph::write(tx, batch, &specs, &ids, &edges, now, false)?;
+    }
     Ok(ids)
 }
 
@@ -128,6 +144,7 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskInfo> {
         error_size: r.get(17)?,
         output_size: r.get(13)?,
         input_size: r.get(16)?,
+        key: r.get(18)?,
     })
 }
 
@@ -180,6 +197,8 @@ pub(super) fn cancel(
             if gate::close(tx, info.batch, info.order)? {
                 super::hooks::batch_ended(tx, info.batch, server, now)?;
             }
+            let mut ended = CompleteResult::default();
+            graph::settle(tx, vec![(task, false)], now, server, &mut ended)?;
             Ok(CancelResult::Cancelled)
         }
         TaskState::Reserved | TaskState::Running => {

@@ -20,7 +20,8 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, octet_length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input),
-       octet_length(t.error)
+       octet_length(t.error),
+       t.task_key
 FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.id
 LEFT JOIN modules m ON m.digest = t.module

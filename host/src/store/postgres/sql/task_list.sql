@@ -14,7 +14,7 @@
 -- $8 batch, $9 group, $10 module digests, $11 outcomes; each NULL for any
 --
 -- The error is read cut to 1,024 characters, the most a list gives (LIST_CUT in
--- api/attempt_page.rs), with its whole length in bytes last, so that a page of tasks that
+-- api/attempt_page.rs), with its whole length in bytes (after the input's size), so that a page of tasks that
 -- failed with long errors is not read whole into memory.
 --
 -- list_code: the state as reads report it (task_get.sql, TaskState::shown), which the
@@ -24,7 +24,8 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        left(t.error, 1024), octet_length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input),
-       octet_length(t.error)
+       octet_length(t.error),
+       t.task_key
 FROM /* source */
 -- A lateral read, so that a page read along an index keeps its order (a hash join would
 -- not, and the planner sorts).

@@ -16,7 +16,10 @@
 --     enter the index tasks_delayed, see migrations/0002_claim_indexes.sql)
 -- ?14 now (submitted_at)
 -- ?15 the trace context it was submitted in (`traceparent`), or NULL
+-- ?16 its key in the batch, or NULL
+-- ?17 how many tasks it runs after (deps_open): waiting (0) while any
 -- OR FAIL: no statement journal (see the driver's mod.rs).
 INSERT OR FAIL INTO tasks (batch_id, module, input, ord, group_key, priority, vseq, state,
-    listed, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, trace_parent)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15);
+    listed, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, trace_parent,
+    task_key, deps_open)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17);

@@ -19,7 +19,8 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        t.error, length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
-       length(CAST(t.error AS BLOB))
+       length(CAST(t.error AS BLOB)),
+       t.task_key
 FROM tasks t
 LEFT JOIN modules m ON m.digest = t.module
 WHERE t.id = ?1;

@@ -13,7 +13,7 @@
 -- ?6, ?7 the position a page ended at: rows strictly before it, newest first
 --
 -- The error is read cut to 1,024 characters, the most a list gives (LIST_CUT in
--- api/attempt_page.rs), with its whole length in bytes last, so that a page of tasks that
+-- api/attempt_page.rs), with its whole length in bytes (after the input's size), so that a page of tasks that
 -- failed with long errors is not read whole into memory.
 --
 -- list_code: the state as reads report it (task_get.sql, TaskState::shown), which the
@@ -28,7 +28,8 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
        substr(t.error, 1, 1024), length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
-       length(CAST(t.error AS BLOB))
+       length(CAST(t.error AS BLOB)),
+       t.task_key
 FROM tasks t /* index */
 LEFT JOIN modules m ON m.digest = t.module
 WHERE t.listed = (CASE ?1 WHEN 2 THEN 1 ELSE ?1 END) AND t.state = ?1
