@@ -13,8 +13,8 @@
 -- ?6, ?7 the position a page ended at: rows strictly before it, newest first
 --
 -- The error is read cut to 1,024 characters, the most a list gives (LIST_CUT in
--- api/attempt_page.rs), with its whole length in bytes (after the input's size), so that a page of tasks that
--- failed with long errors is not read whole into memory.
+-- api/attempt_page.rs), with its whole length in bytes (after the input's size), so that
+-- a page of tasks that failed with long errors is not read whole into memory.
 --
 -- list_code: the state as reads report it (task_get.sql, TaskState::shown), which the
 -- list filters by.
