@@ -41,8 +41,9 @@ pub(crate) struct HttpGate {
     own_addresses: Arc<[SocketAddr]>,
     limits: TaskLimits,
     ledger: Arc<HttpLedger>,
-    /// The attempt's `traceparent`, when traces are on.
-    trace: Option<http::HeaderValue>,
+    /// The attempt's span, when traces are on: its `traceparent` is made at the first
+    /// request, not at every attempt, since most send none.
+    trace: Option<tracing::Span>,
 }
 
 impl HttpGate {
@@ -52,7 +53,7 @@ impl HttpGate {
         own_addresses: Arc<[SocketAddr]>,
         limits: TaskLimits,
         started: Instant,
-        trace: Option<http::HeaderValue>,
+        trace: Option<tracing::Span>,
     ) -> Self {
         HttpGate {
             operator,
@@ -157,11 +158,13 @@ impl WasiHttpHooks for HttpGate {
                 Box::new(http_send::refused(error))
             }
             Ok((origin, forbidden)) => {
-                if let Some(trace) = &self.trace {
-                    request
-                        .headers_mut()
-                        .entry(crate::telemetry::context::TRACEPARENT)
-                        .or_insert_with(|| trace.clone());
+                let header = crate::telemetry::context::TRACEPARENT;
+                if let Some(span) = &self.trace
+                    && !request.headers().contains_key(header)
+                    && let Some(trace) = crate::telemetry::context::traceparent(span)
+                        .and_then(|trace| http::HeaderValue::from_str(&trace).ok())
+                {
+                    request.headers_mut().insert(header, trace);
                 }
                 Box::new(http_send::send(
                     request,

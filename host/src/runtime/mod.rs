@@ -345,9 +345,11 @@ impl Runtime {
             self.own_addresses.clone(),
             limits,
             started,
-            // The attempt's trace context, when traces are on, for the requests it sends.
-            crate::telemetry::context::current()
-                .and_then(|trace| http::HeaderValue::from_str(&trace).ok()),
+            // The attempt's span, when traces are on, whose context the requests it sends
+            // carry.
+            crate::telemetry::on()
+                .then(tracing::Span::current)
+                .filter(|span| !span.is_none()),
         );
         let ledger = gate.ledger();
         let mut store = Store::new(

@@ -42,9 +42,25 @@ pub fn parse(traceparent: &str) -> Option<Context> {
     context.span().span_context().is_valid().then_some(context)
 }
 
+thread_local! {
+    /// The last `traceparent` parsed on this thread, and its context: the tasks of one
+    /// submission share one, and a claim takes them together, so most attempts parse
+    /// none.
+    static LAST_PARENT: std::cell::RefCell<Option<(String, Context)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Parents `span` on `traceparent` (a remote parent), when it is one.
 pub fn set_parent(span: &tracing::Span, traceparent: &str) {
-    if let Some(parent) = parse(traceparent) {
+    let parent = LAST_PARENT.with_borrow_mut(|last| match last {
+        Some((text, context)) if text == traceparent => Some(context.clone()),
+        _ => {
+            let context = parse(traceparent)?;
+            *last = Some((traceparent.to_owned(), context.clone()));
+            Some(context)
+        }
+    });
+    if let Some(parent) = parent {
         let _ = span.set_parent(parent);
     }
 }
