@@ -250,8 +250,45 @@ pub struct SetLimit {
     /// at once after a quiet spell; `null` removes the rate; none: left as it is. A task
     /// of a group out of tokens waits, holding no slot.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<GroupRate>, nullable = true)]
-    pub rate: Option<Option<GroupRate>>,
+    #[schema(value_type = Option<SetRate>, nullable = true)]
+    pub rate: Option<Option<SetRate>>,
+}
+
+/// A group's rate as a request sets it: at most `limit` of its tasks claimed per `period`,
+/// `burst` at once after a quiet spell.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetRate {
+    /// Tasks claimed per period.
+    #[serde(deserialize_with = "whole::int")]
+    #[schema(format = Int64, minimum = 1, maximum = 1000000)]
+    pub limit: u32,
+    /// The period: a whole number of `ms`, `s`, `m`, `h` or `d`, 1ms to 366d.
+    #[schema(
+        example = "1s",
+        pattern = "^([1-9][0-9]{0,5}ms|[1-9][0-9]{0,4}s|[1-9][0-9]{0,3}m|[1-9][0-9]{0,2}h|([1-9][0-9]?|[12][0-9]{2}|3[0-5][0-9]|36[0-6])d)$"
+    )]
+    pub period: String,
+    /// Most tasks claimed at once after a quiet spell; none: 1, which spreads the tasks
+    /// evenly over the period.
+    #[serde(default, deserialize_with = "whole::option")]
+    #[schema(format = Int64, minimum = 1, maximum = 1000000)]
+    pub burst: Option<u32>,
+}
+
+impl SetRate {
+    /// The rate it names, checked.
+    fn rate(&self) -> Result<GroupRate, crate::scheduler::Error> {
+        let period = crate::units::parse_duration(&self.period)
+            .map_err(|e| crate::scheduler::Error::Invalid(format!("`rate.period`: {e}")))?;
+        let rate = GroupRate {
+            limit: self.limit,
+            period,
+            burst: self.burst.unwrap_or(1),
+        };
+        rate.check().map_err(crate::scheduler::Error::Invalid)?;
+        Ok(rate)
+    }
 }
 
 /// A field that may be absent (`None`) or `null` (`Some(None)`).
@@ -264,7 +301,7 @@ where
 }
 
 /// Set how many tasks of a group run at once, across batches, and how many are claimed
-/// per period (its rate).
+/// per period (its rate). A field left out is left as it is.
 #[utoipa::path(
     put,
     path = "/groups/{key}",
@@ -275,8 +312,9 @@ where
     responses(
         (status = 200, description = "The group", body = GroupInfo),
         (status = 400, description = "The server's checks refuse the key or the rate \
-            (`invalid`), or the body sets neither `limit` nor `rate` (`bad-request`).",
-            body = ErrorBody),
+            (`invalid`), or the body is not an object (`bad-request`).", body = ErrorBody),
+        (status = 404, description = "The body sets nothing and no task has named this \
+            group (`not-found`).", body = ErrorBody),
     ),
     security(("admin_token" = [])),
 )]
@@ -284,22 +322,21 @@ pub async fn set_group_limit(
     State(state): State<AppState>,
     _: Admin,
     Path(key): Path<String>,
-    body: Result<Json<SetLimit>, JsonRejection>,
+    body: Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
 ) -> ApiResult<Json<GroupInfo>> {
-    let body = json_body(body)?;
-    if body.limit.is_none() && body.rate.is_none() {
-        return Err(ApiError::bad_request(
-            "the body sets neither `limit` nor `rate`: give one or both".to_owned(),
-        ));
-    }
-    if let Some(Some(rate)) = &body.rate {
-        // Before the limit is set: a request refused changes nothing.
-        rate.check().map_err(crate::scheduler::Error::Invalid)?;
-    }
+    // An object, read field by field: serde would take a struct from an array too.
+    let body: SetLimit = serde_json::from_value(json_body(body)?.into())
+        .map_err(|e| ApiError::bad_request(format!("the body: {e}")))?;
+    // Checked before the limit is set: a request refused changes nothing.
+    let rate = match &body.rate {
+        Some(Some(rate)) => Some(Some(rate.rate()?)),
+        Some(None) => Some(None),
+        None => None,
+    };
     if let Some(limit) = body.limit {
         state.scheduler.group_set_limit(key.clone(), limit).await?;
     }
-    if let Some(rate) = body.rate {
+    if let Some(rate) = rate {
         state.scheduler.group_set_rate(key.clone(), rate).await?;
     }
     Ok(Json(state.scheduler.group_get(key).await?))

@@ -106,6 +106,11 @@ pub fn run(args: GroupArgs) -> anyhow::Result<ExitCode> {
             let body = match (rate, off) {
                 (Some(rate), _) => {
                     let rate = GroupRate::parse(&rate, burst).map_err(anyhow::Error::msg)?;
+                    let rate = json!({
+                        "limit": rate.limit,
+                        "period": period_text(rate.period),
+                        "burst": rate.burst,
+                    });
                     Some(json!({ "rate": rate }))
                 }
                 (None, true) => Some(json!({ "rate": null })),
@@ -192,6 +197,18 @@ fn list(client: &Client, json: bool) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A period as the API takes it: a whole number of its largest unit that divides it.
+fn period_text(period: std::time::Duration) -> String {
+    let ms = period.as_millis();
+    match ms {
+        _ if ms.is_multiple_of(86_400_000) => format!("{}d", ms / 86_400_000),
+        _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
+        _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
+        _ if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
+        _ => format!("{ms}ms"),
+    }
 }
 
 /// A rate as the commands print it: `5/1s burst 10`, or `none`.
