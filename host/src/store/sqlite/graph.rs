@@ -9,7 +9,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{gate, hooks, internal};
 use crate::runtime::Outcome;
-use crate::store::graph::{self, Edge, Graph, Node, Reads, Stored, StoredTasks};
+use crate::store::graph::{self, Graph, Node, Reads, Stored, StoredTasks};
 use crate::store::*;
 
 /// The columns of a stored task as [`stored_row`] reads it, from `tasks` as `t`.
@@ -165,32 +165,41 @@ pub(super) fn write(
             reopen.execute(params![more, fan_in]).map_err(internal)?;
         }
     }
+    // As if the dependencies that had ended ended now, one after another in id order,
+    // each with all it ends in turn (the order in which a task after two of them that
+    // failed sees them, and so whether it is cancelled or skipped).
     let mut result = CompleteResult::default();
-    for &(
-        Edge {
-            dep,
-            dependent,
-            on_failure,
-        },
-        well,
-    ) in &graph.settled
-    {
-        settle_edge(
-            tx,
-            id(dep),
-            id(dependent),
-            well,
-            on_failure,
-            now,
-            server,
-            &mut result,
-        )?;
+    let mut settled: Vec<(TaskId, TaskId, bool, OnFailure)> = graph
+        .settled
+        .iter()
+        .map(|&(e, well)| (id(e.dep), id(e.dependent), well, e.on_failure))
+        .collect();
+    settled.sort_by_key(|&(dep, dependent, ..)| (dep, dependent));
+    for chunk in settled.chunk_by(|a, b| a.0 == b.0) {
+        let mut ended = Vec::new();
+        for &(dep, dependent, well, on_failure) in chunk {
+            let settled = settle_edge(
+                tx,
+                dep,
+                dependent,
+                well,
+                on_failure,
+                now,
+                server,
+                &mut result,
+            )?;
+            if let Some(skipped) = settled {
+                ended.push((dependent, skipped));
+            }
+        }
+        settle(tx, ended, now, server, &mut result)?;
     }
     Ok(())
 }
 
-/// Settles the edges from tasks that ended, each with whether it ended well; tasks this
-/// ends in turn are added to `result.ended`.
+/// Settles the edges from tasks that ended, each with whether it ended well. Tasks this
+/// ends in turn are of the same batches as those: `result.ended` already names them
+/// (their webhooks are told through `result.hooked`).
 pub(super) fn settle(
     tx: &Transaction<'_>,
     ended: Vec<(TaskId, bool)>,
@@ -202,7 +211,9 @@ pub(super) fn settle(
     while let Some((dep, well)) = work.pop() {
         let dependents: Vec<(TaskId, i64)> = {
             let mut stmt = tx
-                .prepare_cached("SELECT task_id, on_failure FROM task_edges WHERE dep_id = ?")
+                .prepare_cached(
+                    "SELECT task_id, on_failure FROM task_edges WHERE dep_id = ? ORDER BY task_id",
+                )
                 .map_err(internal)?;
             let rows = stmt
                 .query_map([dep], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -275,7 +286,6 @@ fn settle_edge(
     let Some((batch, order)) = ended else {
         return Ok(None);
     };
-    result.ended.push((task, batch));
     if gate::close(tx, batch, order)? {
         result.hooked |= hooks::batch_ended(tx, batch, server, now)?;
     }
