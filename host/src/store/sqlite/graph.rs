@@ -209,10 +209,17 @@ pub(super) fn settle(
 ) -> StoreResult<()> {
     let mut work = ended;
     while let Some((dep, well)) = work.pop() {
-        let dependents: Vec<(TaskId, i64)> = {
+        count_down(tx, dep, well)?;
+        if well {
+            continue;
+        }
+        // The dependents its failure ends (those whose edge does not say `run`), in id
+        // order, each with what it ends in turn, the last first: as the model does.
+        let doomed: Vec<(TaskId, i64)> = {
             let mut stmt = tx
                 .prepare_cached(
-                    "SELECT task_id, on_failure FROM task_edges WHERE dep_id = ? ORDER BY task_id",
+                    "SELECT task_id, on_failure FROM task_edges \
+                     WHERE dep_id = ? AND on_failure <> 1 ORDER BY task_id",
                 )
                 .map_err(internal)?;
             let rows = stmt
@@ -220,15 +227,60 @@ pub(super) fn settle(
                 .map_err(internal)?;
             rows.collect::<Result<_, _>>().map_err(internal)?
         };
-        for (task, on_failure) in dependents {
+        for (task, on_failure) in doomed {
             let on_failure = OnFailure::from_code(on_failure);
             if let Some(skipped) =
-                settle_edge(tx, dep, task, well, on_failure, now, server, result)?
+                settle_edge(tx, dep, task, false, on_failure, now, server, result)?
             {
                 work.push((task, skipped));
             }
         }
     }
+    Ok(())
+}
+
+/// Counts down, in one statement whatever their number, the dependents of `dep` that
+/// its end lets go on (all when it ended `well`, else those whose edge says `run`), and
+/// makes those at zero ready (a second) when their order is the gate of their batch (the batch of
+/// `dep`: edges stay within one).
+fn count_down(tx: &Transaction<'_>, dep: TaskId, well: bool) -> StoreResult<()> {
+    // Whether one reached zero: only then is the gate read.
+    let zero = {
+        let mut stmt = tx
+            .prepare_cached(
+                "UPDATE tasks SET deps_open = deps_open - 1 WHERE id IN \
+                     (SELECT task_id FROM task_edges WHERE dep_id = ?1 AND (?2 OR on_failure = 1)) \
+                 AND state = 0 AND deps_open > 0 RETURNING deps_open = 0",
+            )
+            .map_err(internal)?;
+        let rows = stmt
+            .query_map(params![dep, well], |r| r.get::<_, bool>(0))
+            .map_err(internal)?;
+        let mut zero = false;
+        for row in rows {
+            zero |= row.map_err(internal)?;
+        }
+        zero
+    };
+    if !zero {
+        return Ok(());
+    }
+    let batch: BatchId = tx
+        .prepare_cached("SELECT batch_id FROM tasks WHERE id = ?")
+        .map_err(internal)?
+        .query_row([dep], |r| r.get(0))
+        .map_err(internal)?;
+    let Some(gate) = gate::current(tx, batch)? else {
+        return Ok(());
+    };
+    tx.prepare_cached(
+        "UPDATE tasks SET state = 1, listed = 1 WHERE id IN \
+             (SELECT task_id FROM task_edges WHERE dep_id = ?1 AND (?2 OR on_failure = 1)) \
+         AND state = 0 AND deps_open = 0 AND ord = ?3",
+    )
+    .map_err(internal)?
+    .execute(params![dep, well, gate])
+    .map_err(internal)?;
     Ok(())
 }
 
