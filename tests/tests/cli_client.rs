@@ -499,6 +499,7 @@ fn openapi_describes_every_route() {
         ("/v1/batches/{id}/resume", "post"),
         ("/v1/batches/{id}/max_parallel", "put"),
         ("/v1/batches/{id}/quotas", "patch"),
+        ("/v1/batches/{id}/graph", "get"),
         ("/v1/tasks/{id}/input", "get"),
         ("/v1/tasks/{id}/retry", "post"),
         ("/v1/tasks/retry", "post"),

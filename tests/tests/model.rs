@@ -368,8 +368,8 @@ fn describe(step: &Step) -> String {
                 .take(6)
                 .map(|t| {
                     format!(
-                        "[order {} group {:?} priority {:?} attempts {} not_before {:?}]",
-                        t.order, t.group, t.priority, t.max_attempts, t.not_before
+                        "[order {} group {:?} priority {:?} attempts {} not_before {:?} after {:?}]",
+                        t.order, t.group, t.priority, t.max_attempts, t.not_before, t.after
                     )
                 })
                 .collect();

@@ -299,6 +299,8 @@ impl Model {
             self.tasks
                 .iter()
                 .filter(|t| t.phase == Phase::Pending && gates.get(&t.batch) == Some(&t.order))
+                // One waiting for tasks it runs after is due at no set time.
+                .filter(|t| t.waits.is_empty())
                 .map(|t| t.not_before)
                 .filter(|&at| at > now)
                 .chain(self.next_token(now))

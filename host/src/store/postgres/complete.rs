@@ -197,7 +197,7 @@ struct Ending<'a> {
     hooked: Vec<BatchId>,
     /// Final failures someone listens to: batch, task, outcome, error.
     failed: Vec<(BatchId, TaskId, Outcome, Option<String>)>,
-    /// Tasks ended that others may run after, each with whether it succeeded.
+    /// Successes that tasks run after, settled once the gates are closed.
     leading: Vec<(TaskId, bool)>,
 }
 
@@ -240,7 +240,12 @@ impl<'a> Ending<'a> {
         if let Some((state, outcome, error)) = finish(tx, task, outcome, error, now, result).await?
         {
             self.closed.push((task.batch, task.order, 1));
-            self.leading.push((task.id, state == TaskState::Succeeded));
+            // At once, in the order reported, as a halt (below) reaches what follows it:
+            // a batch a previous end halted has nothing pending left to settle.
+            if !self.halted.iter().any(|&(batch, _)| batch == task.batch) {
+                let well = state == TaskState::Succeeded;
+                graph::settle(tx, vec![(task.id, well)], now, self.server, result).await?;
+            }
             self.listen(task);
             if state == TaskState::Failed && task.halts {
                 self.halted.push((task.batch, task.id));
@@ -390,7 +395,7 @@ async fn end_attempts(
                 .await?;
         }
     }
-    result.hooked = ending.write(tx, now).await?;
+    result.hooked |= ending.write(tx, now).await?;
     Ok(result)
 }
 
@@ -516,7 +521,7 @@ async fn end_lost(
         };
         ending.other(tx, task, end, now, &mut result).await?;
     }
-    result.hooked = ending.write(tx, now).await?;
+    result.hooked |= ending.write(tx, now).await?;
     Ok(result)
 }
 

@@ -14,7 +14,7 @@ use deadpool_postgres::GenericClient;
 
 use super::{gate, hooks, pg};
 use crate::runtime::Outcome;
-use crate::store::graph::{self, Edge, Graph, Node, Reads, Stored, StoredTasks};
+use crate::store::graph::{self, Graph, Node, Reads, Stored, StoredTasks};
 use crate::store::*;
 
 /// The columns of a stored task as [`stored_row`] reads it, from `tasks` as `t`.
@@ -184,26 +184,26 @@ pub(super) async fn write(
         .await
         .map_err(pg)?;
     }
+    // As if the dependencies that had ended ended now, one after another in id order,
+    // each with all it ends in turn (the order in which a task after two of them that
+    // failed sees them, and so whether it is cancelled or skipped).
     let mut result = CompleteResult::default();
-    let mut settled = Vec::new();
-    for &(
-        Edge {
-            dep,
-            dependent,
-            on_failure,
-        },
-        ended_well,
-    ) in &graph.settled
-    {
-        settled.push((id(dep), id(dependent), ended_well, on_failure));
+    let mut settled: Vec<(TaskId, TaskId, bool, OnFailure)> = graph
+        .settled
+        .iter()
+        .map(|&(e, well)| (id(e.dep), id(e.dependent), well, e.on_failure))
+        .collect();
+    settled.sort_by_key(|&(dep, dependent, ..)| (dep, dependent));
+    for chunk in settled.chunk_by(|a, b| a.0 == b.0) {
+        let next = settle_edges(tx, chunk.to_vec(), now, server, &mut result).await?;
+        settle(tx, next, now, server, &mut result).await?;
     }
-    let next = settle_edges(tx, settled, now, server, &mut result).await?;
-    settle(tx, next, now, server, &mut result).await?;
     Ok(result)
 }
 
-/// Settles the edges from tasks that ended, each with whether it ended well; tasks this
-/// ends in turn are added to `result.ended`.
+/// Settles the edges from tasks that ended, each with whether it ended well. Tasks this
+/// ends in turn are of the same batches as those: `result.ended` already names them
+/// (their webhooks are told through `result.hooked`).
 pub(super) async fn settle(
     tx: &impl GenericClient,
     ended: Vec<(TaskId, bool)>,
@@ -211,28 +211,27 @@ pub(super) async fn settle(
     server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
+    // One dependency at a time, the last one ended first, each dependency's dependents in
+    // id order: the order the model (`scheduler/model/graph.rs`) and SQLite settle in.
     let mut work = ended;
-    while !work.is_empty() {
-        let well: HashMap<TaskId, bool> = work.iter().copied().collect();
-        let ids: Vec<i64> = work.iter().map(|&(id, _)| id).collect();
-        let stmt = tx
-            .prepare_cached(
-                "SELECT dep_id, task_id, on_failure FROM task_edges WHERE dep_id = ANY($1)",
-            )
-            .await
-            .map_err(pg)?;
+    let stmt = tx
+        .prepare_cached(
+            "SELECT task_id, on_failure FROM task_edges WHERE dep_id = $1 ORDER BY task_id",
+        )
+        .await
+        .map_err(pg)?;
+    while let Some((dep, well)) = work.pop() {
         let edges: Vec<(TaskId, TaskId, bool, OnFailure)> = tx
-            .query(&stmt, &[&ids])
+            .query(&stmt, &[&dep])
             .await
             .map_err(pg)?
             .iter()
             .map(|r| {
-                let dep: i64 = r.get(0);
-                let policy = OnFailure::from_code(r.get::<_, i32>(2).into());
-                (dep, r.get(1), well[&dep], policy)
+                let policy = OnFailure::from_code(r.get::<_, i32>(1).into());
+                (dep, r.get(0), well, policy)
             })
             .collect();
-        work = settle_edges(tx, edges, now, server, result).await?;
+        work.extend(settle_edges(tx, edges, now, server, result).await?);
     }
     Ok(())
 }
@@ -287,7 +286,6 @@ async fn settle_edges(
     }
     let mut next: Vec<(TaskId, bool)> = Vec::new();
     let mut closed = Vec::new();
-    doomed.sort_unstable();
     for (task, dep, skip) in doomed {
         let outcome = if skip {
             Outcome::Skipped
@@ -306,7 +304,6 @@ async fn settle_edges(
         if let Some(row) = row {
             let batch: i64 = row.get(0);
             closed.push((batch, row.get::<_, i64>(1), 1));
-            result.ended.push((task, batch));
             next.push((task, skip));
         }
     }

@@ -375,6 +375,9 @@ fn finish(
     }
     let mut ended = gate::close(tx, task.batch, task.order)?;
     result.ended.push((task.id, task.batch));
+    // Before a halt, as the tasks after it would see its end first.
+    let well = state == TaskState::Succeeded;
+    graph::settle(tx, vec![(task.id, well)], now, server, result)?;
     if state == TaskState::Failed {
         let halts: bool = tx
             .prepare_cached("SELECT halt_on_failure FROM batches WHERE id = ?")
@@ -389,13 +392,6 @@ fn finish(
     if ended && hooked {
         result.hooked |= hooks::batch_ended(tx, task.batch, server, now)?;
     }
-    graph::settle(
-        tx,
-        vec![(task.id, state == TaskState::Succeeded)],
-        now,
-        server,
-        result,
-    )?;
     Ok(())
 }
 

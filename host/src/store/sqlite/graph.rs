@@ -9,7 +9,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{gate, hooks, internal};
 use crate::runtime::Outcome;
-use crate::store::graph::{self, Edge, Graph, Node, Reads, Stored, StoredTasks};
+use crate::store::graph::{self, Graph, Node, Reads, Stored, StoredTasks};
 use crate::store::*;
 
 /// The columns of a stored task as [`stored_row`] reads it, from `tasks` as `t`.
@@ -165,32 +165,41 @@ pub(super) fn write(
             reopen.execute(params![more, fan_in]).map_err(internal)?;
         }
     }
+    // As if the dependencies that had ended ended now, one after another in id order,
+    // each with all it ends in turn (the order in which a task after two of them that
+    // failed sees them, and so whether it is cancelled or skipped).
     let mut result = CompleteResult::default();
-    for &(
-        Edge {
-            dep,
-            dependent,
-            on_failure,
-        },
-        well,
-    ) in &graph.settled
-    {
-        settle_edge(
-            tx,
-            id(dep),
-            id(dependent),
-            well,
-            on_failure,
-            now,
-            server,
-            &mut result,
-        )?;
+    let mut settled: Vec<(TaskId, TaskId, bool, OnFailure)> = graph
+        .settled
+        .iter()
+        .map(|&(e, well)| (id(e.dep), id(e.dependent), well, e.on_failure))
+        .collect();
+    settled.sort_by_key(|&(dep, dependent, ..)| (dep, dependent));
+    for chunk in settled.chunk_by(|a, b| a.0 == b.0) {
+        let mut ended = Vec::new();
+        for &(dep, dependent, well, on_failure) in chunk {
+            let settled = settle_edge(
+                tx,
+                dep,
+                dependent,
+                well,
+                on_failure,
+                now,
+                server,
+                &mut result,
+            )?;
+            if let Some(skipped) = settled {
+                ended.push((dependent, skipped));
+            }
+        }
+        settle(tx, ended, now, server, &mut result)?;
     }
     Ok(())
 }
 
-/// Settles the edges from tasks that ended, each with whether it ended well; tasks this
-/// ends in turn are added to `result.ended`.
+/// Settles the edges from tasks that ended, each with whether it ended well. Tasks this
+/// ends in turn are of the same batches as those: `result.ended` already names them
+/// (their webhooks are told through `result.hooked`).
 pub(super) fn settle(
     tx: &Transaction<'_>,
     ended: Vec<(TaskId, bool)>,
@@ -200,24 +209,78 @@ pub(super) fn settle(
 ) -> StoreResult<()> {
     let mut work = ended;
     while let Some((dep, well)) = work.pop() {
-        let dependents: Vec<(TaskId, i64)> = {
+        count_down(tx, dep, well)?;
+        if well {
+            continue;
+        }
+        // The dependents its failure ends (those whose edge does not say `run`), in id
+        // order, each with what it ends in turn, the last first: as the model does.
+        let doomed: Vec<(TaskId, i64)> = {
             let mut stmt = tx
-                .prepare_cached("SELECT task_id, on_failure FROM task_edges WHERE dep_id = ?")
+                .prepare_cached(
+                    "SELECT task_id, on_failure FROM task_edges \
+                     WHERE dep_id = ? AND on_failure <> 1 ORDER BY task_id",
+                )
                 .map_err(internal)?;
             let rows = stmt
                 .query_map([dep], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(internal)?;
             rows.collect::<Result<_, _>>().map_err(internal)?
         };
-        for (task, on_failure) in dependents {
+        for (task, on_failure) in doomed {
             let on_failure = OnFailure::from_code(on_failure);
             if let Some(skipped) =
-                settle_edge(tx, dep, task, well, on_failure, now, server, result)?
+                settle_edge(tx, dep, task, false, on_failure, now, server, result)?
             {
                 work.push((task, skipped));
             }
         }
     }
+    Ok(())
+}
+
+/// Counts down, in one statement whatever their number, the dependents of `dep` that
+/// its end lets go on (all when it ended `well`, else those whose edge says `run`), and
+/// makes those at zero ready (a second) when their order is the gate of their batch (the batch of
+/// `dep`: edges stay within one).
+fn count_down(tx: &Transaction<'_>, dep: TaskId, well: bool) -> StoreResult<()> {
+    // Whether one reached zero: only then is the gate read.
+    let zero = {
+        let mut stmt = tx
+            .prepare_cached(
+                "UPDATE tasks SET deps_open = deps_open - 1 WHERE id IN \
+                     (SELECT task_id FROM task_edges WHERE dep_id = ?1 AND (?2 OR on_failure = 1)) \
+                 AND state = 0 AND deps_open > 0 RETURNING deps_open = 0",
+            )
+            .map_err(internal)?;
+        let rows = stmt
+            .query_map(params![dep, well], |r| r.get::<_, bool>(0))
+            .map_err(internal)?;
+        let mut zero = false;
+        for row in rows {
+            zero |= row.map_err(internal)?;
+        }
+        zero
+    };
+    if !zero {
+        return Ok(());
+    }
+    let batch: BatchId = tx
+        .prepare_cached("SELECT batch_id FROM tasks WHERE id = ?")
+        .map_err(internal)?
+        .query_row([dep], |r| r.get(0))
+        .map_err(internal)?;
+    let Some(gate) = gate::current(tx, batch)? else {
+        return Ok(());
+    };
+    tx.prepare_cached(
+        "UPDATE tasks SET state = 1, listed = 1 WHERE id IN \
+             (SELECT task_id FROM task_edges WHERE dep_id = ?1 AND (?2 OR on_failure = 1)) \
+         AND state = 0 AND deps_open = 0 AND ord = ?3",
+    )
+    .map_err(internal)?
+    .execute(params![dep, well, gate])
+    .map_err(internal)?;
     Ok(())
 }
 
@@ -275,7 +338,6 @@ fn settle_edge(
     let Some((batch, order)) = ended else {
         return Ok(None);
     };
-    result.ended.push((task, batch));
     if gate::close(tx, batch, order)? {
         result.hooked |= hooks::batch_ended(tx, batch, server, now)?;
     }
