@@ -99,6 +99,8 @@ impl Model {
                         t.phase == Phase::Pending
                             && t.group.as_deref() == Some(key.as_str())
                             && gates.get(&t.batch) == Some(&t.order)
+                            // One waiting for tasks it runs after waits on them, not on tokens.
+                            && t.waits.is_empty()
                     })
             })
             .map(|(_, rate)| rate.next_token())
