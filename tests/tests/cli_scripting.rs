@@ -185,7 +185,7 @@ fn writes_answer_in_json_with_times_beside_and_text_reads_as_words() {
     json_of(&server, &["group", "limit", "idle", "2", "--json"]);
     assert_eq!(
         json_of(&server, &["group", "ls", "--json"]),
-        json!([{ "key": "idle", "limit": 2, "paused": false, "running": 0 }])
+        json!([{ "key": "idle", "limit": 2, "paused": false, "rate": null, "running": 0 }])
     );
 
     // Times in JSON: the microseconds, and RFC 3339 beside them.
