@@ -584,11 +584,12 @@ fn save_document(server: &Server, dir: &Path) -> PathBuf {
     document
 }
 
-/// openapi-python-client's settings: an upload's `application/wasm` is bytes sent as
-/// they are, which it knows as `application/octet-stream` (the request still says
-/// `application/wasm`).
-const PYTHON_CLIENT_CONFIG: &str =
-    r#"{"content_type_overrides": {"application/wasm": "application/octet-stream"}}"#;
+/// openapi-python-client's settings: an upload's `application/wasm` and a backup's
+/// `application/vnd.sqlite3` are bytes as they are, which it knows as
+/// `application/octet-stream` (the requests and answers still say their own type).
+const PYTHON_CLIENT_CONFIG: &str = r#"{"content_type_overrides": {
+    "application/wasm": "application/octet-stream",
+    "application/vnd.sqlite3": "application/octet-stream"}}"#;
 
 #[test]
 fn a_generated_python_client_runs_a_task_from_upload_to_output() {
