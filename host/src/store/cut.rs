@@ -35,6 +35,8 @@ impl AttemptRecord {
             && error.len() > max
         {
             error.truncate(error.floor_char_boundary(max));
+            // A page holds many cut records: each gives back what it no longer holds.
+            error.shrink_to_fit();
             self.cut.push("error".into());
         }
         let mut spent = 0;
@@ -48,11 +50,13 @@ impl AttemptRecord {
             .count();
         if kept < self.logs.len() {
             self.logs.truncate(kept);
+            self.logs.shrink_to_fit();
             self.cut.push("logs".into());
         }
         for (name, bytes) in [("stdout", &mut self.stdout), ("stderr", &mut self.stderr)] {
             if bytes.len() > max {
                 bytes.truncate(text_boundary(bytes, max));
+                bytes.shrink_to_fit();
                 self.cut.push(name.into());
             }
         }
