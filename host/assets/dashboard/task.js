@@ -100,7 +100,7 @@ async function bytesShown(size, path, id, label, tooLarge) {
  * when one was, a button reads the attempt whole in its place.
  */
 function attemptSection(id, a) {
-  const section = h("section", { id: `attempt-${a.attempt}` }, attemptParts(a));
+  const section = h("section", { id: `attempt-${a.attempt}` }, ...attemptParts(a));
   if (a.cut.length > 0) {
     const status = h("span", { role: "status" });
     section.append(h("p", { class: "muted cut-note" }, `Cut to 4 KiB: ${a.cut.join(", ")}. `,
