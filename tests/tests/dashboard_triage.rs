@@ -259,7 +259,7 @@ async fn schedules_groups_and_the_nodes_slots_have_pages() {
     let listed = admin("GET", "/v1/groups", None);
     assert_eq!(
         listed["groups"][1],
-        json!({ "key": "idle", "limit": 3, "paused": false, "running": 0 })
+        json!({ "key": "idle", "limit": 3, "paused": false, "rate": null, "running": 0 })
     );
     screenshot(&browser, "groups-idle").await;
 

@@ -52,7 +52,7 @@ fn check(server: &Server) {
     assert_eq!(keys, ["idle", "mine"], "{groups}");
     assert_eq!(
         groups["groups"][0],
-        json!({ "key": "idle", "limit": 4, "paused": false, "running": 0 })
+        json!({ "key": "idle", "limit": 4, "paused": false, "rate": null, "running": 0 })
     );
     assert_eq!(groups["next_cursor"], Value::Null);
     let (status, page) = api(server, "GET", "/v1/groups?limit=1", &server.token, None);
