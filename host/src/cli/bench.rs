@@ -13,7 +13,7 @@ use tracing::Instrument as _;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scheduler::node::Node;
 use crate::scheduler::{Access, Scheduler, SchedulerConfig};
-use crate::store::{AttemptFilter, BatchSpec, Dep, Store, TaskSpec};
+use crate::store::{AttemptFilter, AttemptRecord, BatchSpec, Dep, Store, TaskSpec};
 
 /// The `echo` guest, built from guest-examples/echo.
 pub(super) const ECHO: &[u8] = include_bytes!("../../assets/echo.wasm");
@@ -347,6 +347,17 @@ fn diamond(mut spec: TaskSpec, i: usize, width: usize) -> TaskSpec {
 /// How long each attempt ran, in microseconds, from the execution log; shortest first.
 async fn run_times(store: &dyn Store) -> anyhow::Result<Vec<i64>> {
     let mut runs = Vec::new();
+    each_attempt(store, |a| runs.push(a.ended_at - a.started_at)).await?;
+    runs.sort_unstable();
+    Ok(runs)
+}
+
+/// Calls `each` with every attempt of the execution log, oldest first, read a page at a
+/// time.
+pub(super) async fn each_attempt(
+    store: &dyn Store,
+    mut each: impl FnMut(AttemptRecord),
+) -> anyhow::Result<()> {
     let mut after = None;
     loop {
         let page = store
@@ -356,12 +367,12 @@ async fn run_times(store: &dyn Store) -> anyhow::Result<Vec<i64>> {
                 ..Default::default()
             })
             .await?;
-        let Some(&(last, _)) = page.last() else { break };
+        let Some(&(last, _)) = page.last() else {
+            return Ok(());
+        };
         after = Some(last);
-        runs.extend(page.iter().map(|(_, a)| a.ended_at - a.started_at));
+        page.into_iter().for_each(|(_, a)| each(a));
     }
-    runs.sort_unstable();
-    Ok(runs)
 }
 
 /// The `p`th percentile of sorted `values`.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::scheduler::Scheduler;
-use crate::store::{AttemptFilter, GroupRate, Micros, Store};
+use crate::store::{GroupRate, Micros, Store};
 
 /// The span over which a rate is read.
 const WINDOW: Micros = 10_000_000;
@@ -51,27 +51,16 @@ impl Rated {
         let mut starts: BTreeMap<String, Vec<Micros>> = BTreeMap::new();
         let mut others_done: Option<Micros> = None;
         let mut others = 0usize;
-        let mut after = None;
-        loop {
-            let page = store
-                .attempt_list(AttemptFilter {
-                    after,
-                    limit: Some(10_000),
-                    ..Default::default()
-                })
-                .await?;
-            let Some(&(last, _)) = page.last() else { break };
-            after = Some(last);
-            for (_, a) in page {
-                match a.group.filter(|g| self.groups.contains(g)) {
-                    Some(group) => starts.entry(group).or_default().push(a.started_at),
-                    None => {
-                        others += 1;
-                        others_done = others_done.max(Some(a.ended_at));
-                    }
+        super::bench::each_attempt(store, |a| {
+            match a.group.filter(|g| self.groups.contains(g)) {
+                Some(group) => starts.entry(group).or_default().push(a.started_at),
+                None => {
+                    others += 1;
+                    others_done = others_done.max(Some(a.ended_at));
                 }
             }
-        }
+        })
+        .await?;
         let expected =
             f64::from(self.rate.limit) * WINDOW as f64 / self.rate.period.as_micros() as f64;
         let (mut fewest, mut most, mut measured) = (usize::MAX, 0usize, 0usize);
