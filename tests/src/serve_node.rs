@@ -65,12 +65,17 @@ impl ServeNode {
     /// Adds the guest `guest` through this node, which compiles it now rather than at its
     /// first run here.
     pub fn upload(&self, guest: &str) {
-        let bytes = std::fs::read(crate::guest(guest)).unwrap();
-        let response = ureq::post(format!("{}/v1/modules?name={guest}", self.server.url))
+        self.upload_as(guest, &crate::guest(guest));
+    }
+
+    /// Adds the component at `path` through this node as the module `name`.
+    pub fn upload_as(&self, name: &str, path: &std::path::Path) {
+        let bytes = std::fs::read(path).unwrap();
+        let response = ureq::post(format!("{}/v1/modules?name={name}", self.server.url))
             .header("Authorization", format!("Bearer {TOKEN}"))
             .send(&bytes[..])
             .unwrap();
-        assert_eq!(response.status().as_u16(), 201, "uploading {guest}");
+        assert_eq!(response.status().as_u16(), 201, "uploading {name}");
     }
 
     /// Opens a batch and submits `tasks` into it; returns the batch and the task ids in

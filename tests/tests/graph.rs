@@ -10,6 +10,7 @@ use qhost::runtime::Outcome;
 use qhost::store::AttemptRecord;
 use qhost_tests::pg::TestDb;
 use qhost_tests::serve_node::{ServeNode, TOKEN};
+use qhost_tests::language_guest;
 use qhost_tests::server::call;
 use serde_json::{Value, json};
 
@@ -163,5 +164,30 @@ fn a_fan_in_reads_the_outputs_of_the_tasks_it_runs_after() {
     );
     let cancelled = node.call("GET", &format!("/v1/tasks/{}", ids[4]), None);
     assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert!(node.stop().success());
+}
+
+#[test]
+fn the_python_fan_in_sums_as_the_rust_one_does() {
+    let data = tempfile::tempdir().unwrap();
+    let node = node(data.path(), "n1", None);
+    node.upload("wordcount");
+    node.upload("misbehave");
+    node.upload_as("wordsum-python", &language_guest("wordsum-python"));
+    let (batch, ids) = node.submit_batch(vec![
+        json!({"module": "wordcount", "key": "first", "input": "one two three"}),
+        json!({"module": "wordcount", "key": "second", "input": "four five\nsix"}),
+        json!({"module": "misbehave", "key": "broken", "input": "error", "max_attempts": 1}),
+        json!({"module": "wordsum-python", "after": "*", "on_failure": "run"}),
+    ]);
+    node.wait(batch, PATIENCE);
+    let url = format!("{}/v1/tasks/{}/output", node.server.url, ids[3]);
+    let (status, body) = call("GET", &url, Some(TOKEN), None);
+    assert_eq!(status, 200, "the Python fan-in's output: {body}");
+    // Byte for byte the Rust wordsum's answer to the same batch (the test above).
+    assert_eq!(
+        body,
+        json!({"lines": 1, "words": 6, "bytes": 26, "summed": 2, "failed": 1})
+    );
     assert!(node.stop().success());
 }
