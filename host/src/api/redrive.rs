@@ -31,22 +31,18 @@ pub struct SelectQuery {
     pub group: Option<String>,
     /// Outcomes, comma-separated (`trap,lost`): of an ended task, how it ended; of one that
     /// will run again, how its last attempt ended.
-    #[param(
-        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped) *)*$"
-    )]
+    #[param(value_type = Option<Vec<Outcome>>, style = Form, explode = false)]
     pub outcome: Option<String>,
     /// States, comma-separated (`failed`, `waiting,ready`): the tasks shown in one of them
     /// when the action runs.
-    #[param(
-        pattern = "^ *(waiting|ready|held|reserved|running|succeeded|failed|cancelled) *(, *(waiting|ready|held|reserved|running|succeeded|failed|cancelled) *)*$"
-    )]
+    #[param(value_type = Option<Vec<TaskState>>, style = Form, explode = false)]
     pub state: Option<String>,
     /// The tasks of this module: one of its names, its digest, or the start of its digest.
     #[param(min_length = 1)]
     pub module: Option<String>,
     /// Task ids, comma-separated (`4,7,9`): a selection, within which the other filters
     /// apply.
-    #[param(pattern = "^ *[0-9]+ *(, *[0-9]+ *)*$")]
+    #[param(value_type = Option<Vec<TaskId>>, style = Form, explode = false)]
     pub tasks: Option<String>,
 }
 
@@ -154,9 +150,7 @@ pub async fn retry_task(
 pub struct RetryQuery {
     /// Outcomes, comma-separated (`trap,lost`, or `cancelled`): run again the tasks that
     /// ended so. Without it, every failed task.
-    #[param(
-        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped) *)*$"
-    )]
+    #[param(value_type = Option<Vec<Outcome>>, style = Form, explode = false)]
     pub outcome: Option<String>,
 }
 
@@ -278,27 +272,25 @@ pub async fn priority_where(
 mod tests {
     use super::*;
 
-    /// The documented pattern of `outcome` names exactly the outcomes the parser reads, in
-    /// the bulk actions, as the outcome schema of the task list's filter does.
+    /// The bulk actions document `outcome` as a comma-separated list of the outcome
+    /// schema, which names exactly the outcomes the parser reads.
     #[test]
-    fn the_outcome_pattern_names_every_outcome() {
+    fn the_outcome_filter_names_every_outcome() {
         let document = serde_json::to_value(crate::api::document()).unwrap();
-        let pattern_of = |path: &str, method: &str| {
-            let parameters = document["paths"][path][method]["parameters"]
+        for path in ["/v1/tasks/retry", "/v1/batches/{id}/retry", "/v1/tasks/cancel"] {
+            let parameters = document["paths"][path]["post"]["parameters"]
                 .as_array()
                 .unwrap();
             let outcome = parameters.iter().find(|p| p["name"] == "outcome").unwrap();
-            outcome["schema"]["pattern"].as_str().unwrap().to_owned()
-        };
-        let pattern = |path: &str| pattern_of(path, "post");
-        let pattern_ = pattern("/v1/tasks/retry");
-        assert_eq!(pattern_, pattern("/v1/batches/{id}/retry"));
-        let alternatives = &pattern_[pattern_.find('(').unwrap() + 1..pattern_.find(')').unwrap()];
-        let mut documented: Vec<&str> = alternatives.split('|').collect();
-        let mut known: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
-        documented.sort();
-        known.sort();
-        assert_eq!(documented, known);
+            assert_eq!(
+                (&outcome["style"], &outcome["explode"]),
+                (&serde_json::json!("form"), &serde_json::json!(false)),
+                "{path}: {outcome}"
+            );
+            let items = &outcome["schema"]["items"];
+            let reference = items["$ref"].as_str().or(items["allOf"][0]["$ref"].as_str());
+            assert_eq!(reference, Some("#/components/schemas/Outcome"), "{path}: {outcome}");
+        }
         let listed = &document["components"]["schemas"]["Outcome"]["enum"];
         let mut listed: Vec<&str> = listed
             .as_array()
@@ -306,11 +298,10 @@ mod tests {
             .iter()
             .map(|o| o.as_str().unwrap())
             .collect();
+        let mut known: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
         listed.sort();
-        assert_eq!(
-            listed, known,
-            "the outcome schema, of the task list's filter"
-        );
+        known.sort();
+        assert_eq!(listed, known, "the outcome schema");
         for name in known {
             assert!(
                 outcomes(Some(&format!(" {name} ,{name}"))).is_ok(),
