@@ -9,7 +9,7 @@ import re
 import wit_world
 from componentize_py_types import Err
 from wit_world.imports import graph
-from wit_world.imports.qhost_task_types import TaskInfo
+from wit_world.imports.types import TaskInfo
 
 FIELDS = ("lines", "words", "bytes")
 

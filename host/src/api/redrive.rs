@@ -32,7 +32,7 @@ pub struct SelectQuery {
     /// Outcomes, comma-separated (`trap,lost`): of an ended task, how it ended; of one that
     /// will run again, how its last attempt ended.
     #[param(
-        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped) *)*$"
+        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped|suspended) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped|suspended) *)*$"
     )]
     pub outcome: Option<String>,
     /// States, comma-separated (`failed`, `waiting,ready`): the tasks shown in one of them
@@ -155,7 +155,7 @@ pub struct RetryQuery {
     /// Outcomes, comma-separated (`trap,lost`, or `cancelled`): run again the tasks that
     /// ended so. Without it, every failed task.
     #[param(
-        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped) *)*$"
+        pattern = "^ *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped|suspended) *(, *(succeeded|guest-error|trap|timeout|memory-limit|output-too-large|http-limit|cancelled|lost|host-error|skipped|suspended) *)*$"
     )]
     pub outcome: Option<String>,
 }
