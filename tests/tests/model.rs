@@ -426,7 +426,9 @@ fn describe(step: &Step) -> String {
             after,
             expect,
             ..
-        } => format!("task {parent} spawns `{key}` priority {priority} after {after:?} -> {expect:?}"),
+        } => format!(
+            "task {parent} spawns `{key}` priority {priority} after {after:?} -> {expect:?}"
+        ),
         Step::Rescue { ended, retried, .. } => {
             format!("rescue the node's leases as lost -> ended {ended:?}, {retried} retried")
         }
@@ -852,7 +854,8 @@ impl ReferenceStateMachine for Scheduling {
                         .filter(|((of, _), _)| *of == parent)
                         .map(|(_, &id)| id)
                         .collect();
-                    let after: Vec<TaskId> = after.and_then(|a| a.of(&siblings)).into_iter().collect();
+                    let after: Vec<TaskId> =
+                        after.and_then(|a| a.of(&siblings)).into_iter().collect();
                     let p = m.task(parent).expect("a picked task exists");
                     let (order, priority) = (p.order, priority.unwrap_or(p.priority));
                     let key = format!("k{key}");

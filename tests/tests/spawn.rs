@@ -27,7 +27,8 @@ fn output(node: &ServeNode, task: i64) -> String {
     let url = format!("{}/v1/tasks/{task}/output", node.server.url);
     let (status, body) = call("GET", &url, Some(TOKEN), None);
     assert_eq!(status, 200, "the output of task {task}: {body}");
-    body.as_str().map_or_else(|| body.to_string(), str::to_owned)
+    body.as_str()
+        .map_or_else(|| body.to_string(), str::to_owned)
 }
 
 fn attempts_of(log: &[AttemptRecord], task: i64) -> Vec<&AttemptRecord> {
@@ -39,7 +40,10 @@ fn attempts_of(log: &[AttemptRecord], task: i64) -> Vec<&AttemptRecord> {
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !check() {
-        assert!(Instant::now() < deadline, "{what} did not happen in a minute");
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen in a minute"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -52,7 +56,10 @@ fn a_reducer_fans_out_mappers_on_its_own_slot_and_merges_their_counts() {
     let text = "the cat sat\n\nthe dog sat down\nA cat, a dog; THE end";
     let (batch, ids) = node.submit_batch(vec![json!({"module": "mapreduce", "input": text})]);
     let progress = node.wait(batch, PATIENCE);
-    assert_eq!(progress["succeeded"], 4, "the reducer and 3 mappers: {progress}");
+    assert_eq!(
+        progress["succeeded"], 4,
+        "the reducer and 3 mappers: {progress}"
+    );
     assert_eq!(
         output(&node, ids[0]),
         "the 3\na 2\ncat 2\ndog 2\nsat 2\ndown 1\nend 1\nparts 3\n"
@@ -89,8 +96,7 @@ fn a_reducer_fans_out_mappers_on_its_own_slot_and_merges_their_counts() {
 fn a_parent_waiting_on_its_child_holds_no_slot() {
     let data = tempfile::tempdir().unwrap();
     let node = node(data.path(), 2);
-    let (batch, ids) =
-        node.submit_batch(vec![json!({"module": "spawner", "input": "wait:2000"})]);
+    let (batch, ids) = node.submit_batch(vec![json!({"module": "spawner", "input": "wait:2000"})]);
     let running = || -> Vec<i64> {
         let list = node.call("GET", "/v1/running", None);
         list.as_array()
@@ -113,7 +119,10 @@ fn a_parent_waiting_on_its_child_holds_no_slot() {
     // ended, and its second began after.
     let log = node.log();
     let parent = attempts_of(&log, ids[0]);
-    let child = log.iter().find(|a| a.batch == batch && a.task != ids[0]).unwrap();
+    let child = log
+        .iter()
+        .find(|a| a.batch == batch && a.task != ids[0])
+        .unwrap();
     assert_eq!(parent[0].outcome, Outcome::Suspended);
     assert!(parent[0].ended_at <= child.ended_at && parent[1].started_at >= child.ended_at);
     assert!(node.stop().success());
@@ -127,7 +136,10 @@ fn a_parent_that_crashes_mid_fan_out_gets_its_children_back_not_new_ones() {
         "module": "spawner", "input": "crash", "max_attempts": 2, "backoff": "0s"
     })]);
     let progress = node.wait(batch, PATIENCE);
-    assert_eq!(progress["succeeded"], 4, "the parent and 3 children: {progress}");
+    assert_eq!(
+        progress["succeeded"], 4,
+        "the parent and 3 children: {progress}"
+    );
     assert_eq!(output(&node, ids[0]), "read 3");
     let log = node.log();
     let outcomes: Vec<Outcome> = attempts_of(&log, ids[0])
@@ -184,7 +196,10 @@ fn hostile_parents_are_refused_and_slow_nothing_else() {
     refused("mount", "mount `data`, which its parent does not have");
     refused("memory", "at most its parent's");
     refused("after", &format!("task {stranger}, which is not a child"));
-    refused("output", &format!("task {stranger} is not of this task's batch"));
+    refused(
+        "output",
+        &format!("task {stranger} is not of this task's batch"),
+    );
     let twice: Vec<&str> = said["twice"].split(' ').collect();
     assert_eq!(twice[0], twice[1], "one key, one child: {twice:?}");
     // A loop goes 8 deep, then its deepest task is refused.
@@ -221,11 +236,7 @@ fn hostile_parents_are_refused_and_slow_nothing_else() {
 fn a_batch_quota_on_tasks_bounds_its_children() {
     let data = tempfile::tempdir().unwrap();
     let node = node(data.path(), 2);
-    let opened = node.call(
-        "POST",
-        "/v1/batches",
-        Some(json!({"quotas": {"tasks": 4}})),
-    );
+    let opened = node.call("POST", "/v1/batches", Some(json!({"quotas": {"tasks": 4}})));
     let batch = opened["batch"]["id"].as_i64().unwrap();
     let submitted = node.call(
         "POST",

@@ -69,8 +69,11 @@ fn merge(state: &[u8]) -> Result<Vec<u8>, String> {
         }
         let lines = String::from_utf8(part.output).map_err(|_| "a mapper's output is not UTF-8")?;
         for line in lines.lines() {
-            let (word, n) = line.rsplit_once(' ').ok_or("a mapper's line is `word count`")?;
-            *total.entry(word.to_owned()).or_default() += n.parse::<u64>().map_err(|e| e.to_string())?;
+            let (word, n) = line
+                .rsplit_once(' ')
+                .ok_or("a mapper's line is `word count`")?;
+            *total.entry(word.to_owned()).or_default() +=
+                n.parse::<u64>().map_err(|e| e.to_string())?;
         }
     }
     let mut out = render(&total);
@@ -84,7 +87,10 @@ fn merge(state: &[u8]) -> Result<Vec<u8>, String> {
 /// The words of `line`, lower-cased, with their counts.
 fn count(line: &str) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
-    for word in line.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+    for word in line
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
         *counts.entry(word.to_lowercase()).or_default() += 1;
     }
     counts
@@ -94,7 +100,11 @@ fn count(line: &str) -> BTreeMap<String, u64> {
 fn render(counts: &BTreeMap<String, u64>) -> Vec<u8> {
     let mut sorted: Vec<(&String, &u64)> = counts.iter().collect();
     sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    sorted.iter().map(|(w, n)| format!("{w} {n}\n")).collect::<String>().into_bytes()
+    sorted
+        .iter()
+        .map(|(w, n)| format!("{w} {n}\n"))
+        .collect::<String>()
+        .into_bytes()
 }
 
 export!(MapReduce);

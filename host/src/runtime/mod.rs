@@ -63,8 +63,8 @@ use sandbox::HostState;
 pub use sandbox::{Mount, MountGrant};
 pub use settings::GrantedSetting;
 pub use slots::Slot;
-pub use spawn::{ChildSpec, Children};
 use slots::SlotPool;
+pub use spawn::{ChildSpec, Children};
 
 /// How a runtime is set up.
 #[derive(Debug, Clone)]
@@ -405,13 +405,14 @@ impl Runtime {
         let duration = started.elapsed();
         let state = store.into_data();
         let stderr = stderr.take();
-        let (outcome, output, error) = match classify(ended, &state.limiter, &limits, &stderr, &ledger) {
-            // It asked to suspend, then returned `ok`: its state is what the attempt keeps.
-            (Outcome::Succeeded, _, None) if state.suspended.is_some() => {
-                (Outcome::Suspended, state.suspended, None)
-            }
-            ended => ended,
-        };
+        let (outcome, output, error) =
+            match classify(ended, &state.limiter, &limits, &stderr, &ledger) {
+                // It asked to suspend, then returned `ok`: its state is what the attempt keeps.
+                (Outcome::Succeeded, _, None) if state.suspended.is_some() => {
+                    (Outcome::Suspended, state.suspended, None)
+                }
+                ended => ended,
+            };
         let http = ledger.take();
         self.http_metrics.count(&http);
         let mut report = RunReport {

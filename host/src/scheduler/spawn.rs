@@ -89,7 +89,14 @@ impl Parent {
         };
         let priority = match child.priority {
             Some(priority) => priority,
-            None => self.scheduler.store.task_get(self.id).await.map_err(|e| e.to_string())?.priority,
+            None => {
+                self.scheduler
+                    .store
+                    .task_get(self.id)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .priority
+            }
         };
         let mut spec = TaskSpec::new(module, child.input);
         spec.order = self.order;
@@ -99,7 +106,11 @@ impl Parent {
         spec.mounts = child.mounts;
         spec.max_attempts = child.max_attempts.unwrap_or(spec.max_attempts);
         spec.key = Some(child_key(self.id, &child.key));
-        spec.after = child.after.into_iter().map(|id| Dep::task(id as TaskId)).collect();
+        spec.after = child
+            .after
+            .into_iter()
+            .map(|id| Dep::task(id as TaskId))
+            .collect();
         spec.on_failure = OnFailure::Run;
         Ok(spec)
     }

@@ -115,7 +115,10 @@ mod tests {
             id: 11,
             parent: Some(1),
         };
-        assert_eq!(check(1, &parent(), "k", None, Some(mine)).unwrap(), Some(11));
+        assert_eq!(
+            check(1, &parent(), "k", None, Some(mine)).unwrap(),
+            Some(11)
+        );
         let theirs = Existing {
             id: 12,
             parent: None,
@@ -130,21 +133,33 @@ mod tests {
     fn a_child_is_never_above_its_parent_nor_past_the_bounds() {
         assert_eq!(check(1, &parent(), "k", Some(2), None).unwrap(), None);
         let above = check(1, &parent(), "k", Some(3), None).unwrap_err();
-        assert!(above.to_string().contains("at most its parent's (2)"), "{above}");
+        assert!(
+            above.to_string().contains("at most its parent's (2)"),
+            "{above}"
+        );
         let full = Parent {
             children: MAX_CHILDREN,
             ..parent()
         };
-        assert!(matches!(check(1, &full, "k", None, None), Err(StoreError::Quota(_))));
+        assert!(matches!(
+            check(1, &full, "k", None, None),
+            Err(StoreError::Quota(_))
+        ));
         let deep = Parent {
             depth: MAX_DEPTH,
             ..parent()
         };
-        assert!(matches!(check(1, &deep, "k", None, None), Err(StoreError::Quota(_))));
+        assert!(matches!(
+            check(1, &deep, "k", None, None),
+            Err(StoreError::Quota(_))
+        ));
         let idle = Parent {
             running: false,
             ..parent()
         };
-        assert!(matches!(check(1, &idle, "k", None, None), Err(StoreError::Conflict(_))));
+        assert!(matches!(
+            check(1, &idle, "k", None, None),
+            Err(StoreError::Conflict(_))
+        ));
     }
 }

@@ -40,10 +40,12 @@ impl Model {
         if priority > p.priority {
             return Err(SpawnRefused::AbovePriority);
         }
-        if after
-            .iter()
-            .any(|sib| !self.children.iter().any(|((of, _), id)| *of == parent && id == sib))
-        {
+        if after.iter().any(|sib| {
+            !self
+                .children
+                .iter()
+                .any(|((of, _), id)| *of == parent && id == sib)
+        }) {
             return Err(SpawnRefused::NotASibling);
         }
         let new = NewTask {
@@ -58,9 +60,7 @@ impl Model {
                 .collect(),
         };
         let batch = p.batch;
-        let id = self
-            .submit(batch, &[new])
-            .map_err(SpawnRefused::Submit)?[0];
+        let id = self.submit(batch, &[new]).map_err(SpawnRefused::Submit)?[0];
         self.children.insert((parent, key.to_owned()), id);
         let parent = self.task_mut(parent).expect("checked above");
         parent.after.push((id, OnFailure::Run));

@@ -16,8 +16,8 @@ use super::Ctx;
 use super::writer::Done;
 use crate::runtime::{DepEnded, Dependency, Inputs, Outcome, RunInfo, RunRequest, Slot};
 use crate::scheduler::LocalRun;
-use crate::scheduler::spawn::{Parent, Spawner};
 use crate::scheduler::module_labels::Shown;
+use crate::scheduler::spawn::{Parent, Spawner};
 use crate::store::*;
 use crate::telemetry;
 

@@ -407,7 +407,14 @@ async fn end_attempts(
                 continue;
             };
             if c.outcome == Outcome::Suspended && !task.cancel_requested {
-                ending.suspended(tx, task, AttemptEnd::of(c), c.output.as_deref(), &mut result)
+                ending
+                    .suspended(
+                        tx,
+                        task,
+                        AttemptEnd::of(c),
+                        c.output.as_deref(),
+                        &mut result,
+                    )
                     .await?;
                 continue;
             }

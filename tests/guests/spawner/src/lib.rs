@@ -59,7 +59,9 @@ impl Guest for Spawner {
                 for n in 0..number()? {
                     match submit(&child(&format!("c{n}"), "ok")) {
                         Ok(id) => ids.push(id.to_string()),
-                        Err(why) => return Ok(format!("spawned {}; refused: {why}", ids.len()).into_bytes()),
+                        Err(why) => {
+                            return Ok(format!("spawned {}; refused: {why}", ids.len()).into_bytes());
+                        }
                     }
                 }
                 format!("spawned {}", ids.len()).into_bytes()
@@ -73,7 +75,10 @@ impl Guest for Spawner {
                 ..child("g", "ok")
             })),
             "mount" => said(submit(&Child {
-                mounts: vec![Mount { name: arg.into(), writable: false }],
+                mounts: vec![Mount {
+                    name: arg.into(),
+                    writable: false,
+                }],
                 ..child("m", "ok")
             })),
             "memory" => said(submit(&Child {
