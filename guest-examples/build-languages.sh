@@ -5,7 +5,7 @@
 #   guest-examples/build-languages.sh [OUT_DIR]    (default guest-examples/target/languages)
 #
 # writes wordcount-python.wasm, wordcount-js.wasm (QuickJS), wordcount-js-spidermonkey.wasm,
-# wordcount-c.wasm, fetch-python.wasm and wordsum-python.wasm. The toolchains come from
+# wordcount-c.wasm, fetch-python.wasm, wordsum-python.wasm and mapreduce-python.wasm. The toolchains come from
 # scripts/guest-toolchains.sh. A component newer than all of its sources is kept; the
 # languages build in parallel.
 set -euo pipefail
@@ -36,6 +36,7 @@ build_python() {
     build_python_wordcount
     build_python_fetch
     build_python_wordsum
+    build_python_mapreduce
 }
 
 build_python_wordcount() {
@@ -61,6 +62,15 @@ build_python_wordsum() {
     local target="$out/wordsum-python.wasm"
     fresh "$target" "$here/python/wordsum.py" "$wit" && return
     "$componentize" -d "$wit" -w qhost:task/task-graph componentize -p "$here/python" wordsum \
+        -o "$target.tmp"
+    mv "$target.tmp" "$target"
+}
+
+build_python_mapreduce() {
+    local componentize="$here/python/.venv/bin/componentize-py"
+    local target="$out/mapreduce-python.wasm"
+    fresh "$target" "$here/python/mapreduce.py" "$wit" && return
+    "$componentize" -d "$wit" -w qhost:task/task-spawn componentize -p "$here/python" mapreduce \
         -o "$target.tmp"
     mv "$target.tmp" "$target"
 }

@@ -10,7 +10,8 @@
 //! Groups and batches are paused and resumed and their limits changed (0 included);
 //! failed and cancelled tasks are re-driven, and tasks cancelled and reprioritized in
 //! bulk, by task, batch or group and by outcome. Tasks run after earlier ones of their
-//! submission or stored ones of their batch, with every failure policy.
+//! submission or stored ones of their batch, with every failure policy. Claimed tasks
+//! submit children (a key given again names the same child) and suspend to wait for them.
 //!
 //! A failure prints the shortest sequence proptest shrank it to, with what each step did,
 //! and saves the case's seed in `target/tmp/proptest-regressions/model.txt`, which later
@@ -175,6 +176,18 @@ enum Op {
     CompleteStale {
         task: Pick,
     },
+    /// A claimed task submits a child (its key one of a few, so that some repeat), after
+    /// one of its other children or none.
+    Spawn {
+        parent: Pick,
+        key: u8,
+        priority: Option<i32>,
+        after: Option<Pick>,
+    },
+    /// A claimed task's attempt suspends, to wait for its children.
+    Suspend {
+        task: Pick,
+    },
     /// The node's leases are given up as lost (it restarted).
     Rescue,
     CancelPending {
@@ -265,6 +278,14 @@ enum Step {
     CompleteStale {
         task: TaskId,
         now: Micros,
+    },
+    Spawn {
+        parent: TaskId,
+        key: String,
+        order: i64,
+        priority: i32,
+        after: Vec<TaskId>,
+        expect: Result<TaskId, model::SpawnRefused>,
     },
     Rescue {
         now: Micros,
@@ -398,6 +419,16 @@ fn describe(step: &Step) -> String {
         Step::CompleteStale { task, .. } => {
             format!("complete {task} with a lease token never given -> nothing changes")
         }
+        Step::Spawn {
+            parent,
+            key,
+            priority,
+            after,
+            expect,
+            ..
+        } => format!(
+            "task {parent} spawns `{key}` priority {priority} after {after:?} -> {expect:?}"
+        ),
         Step::Rescue { ended, retried, .. } => {
             format!("rescue the node's leases as lost -> ended {ended:?}, {retried} retried")
         }
@@ -667,12 +698,27 @@ impl ReferenceStateMachine for Scheduling {
             let back =
                 prop::collection::vec(pick(), 1..=3).prop_map(|tasks| Op::HandBack { tasks });
             ops.push((8, pick().prop_map(|task| Op::Succeed { task }).boxed()));
+            let spawn = (
+                pick(),
+                0..3u8,
+                prop::option::weighted(0.3, -1..=3i32),
+                prop::option::weighted(0.3, pick()),
+            )
+                .prop_map(|(parent, key, priority, after)| Op::Spawn {
+                    parent,
+                    key,
+                    priority,
+                    after,
+                });
+            ops.push((4, spawn.boxed()));
+            ops.push((2, pick().prop_map(|task| Op::Suspend { task }).boxed()));
             ops.push((4, pick().prop_map(|task| Op::Fail { task }).boxed()));
             ops.push((1, pick().prop_map(|task| Op::Stop { task }).boxed()));
             let ending = prop_oneof![
                 3 => Just(Ending::Success),
                 3 => Just(Ending::Failure),
                 1 => Just(Ending::Stopped),
+                1 => Just(Ending::Suspended),
             ];
             let many = prop::collection::vec((pick(), ending), 2..=4)
                 .prop_map(|tasks| Op::CompleteMany { tasks });
@@ -793,6 +839,37 @@ impl ReferenceStateMachine for Scheduling {
             Op::Succeed { task } => complete(m, one(task.of(&claimed), Ending::Success)),
             Op::Fail { task } => complete(m, one(task.of(&claimed), Ending::Failure)),
             Op::Stop { task } => complete(m, one(task.of(&claimed), Ending::Stopped)),
+            Op::Suspend { task } => complete(m, one(task.of(&claimed), Ending::Suspended)),
+            Op::Spawn {
+                parent,
+                key,
+                priority,
+                after,
+            } => match parent.of(&claimed) {
+                None => Step::Skip,
+                Some(parent) => {
+                    let siblings: Vec<TaskId> = m
+                        .children
+                        .iter()
+                        .filter(|((of, _), _)| *of == parent)
+                        .map(|(_, &id)| id)
+                        .collect();
+                    let after: Vec<TaskId> =
+                        after.and_then(|a| a.of(&siblings)).into_iter().collect();
+                    let p = m.task(parent).expect("a picked task exists");
+                    let (order, priority) = (p.order, priority.unwrap_or(p.priority));
+                    let key = format!("k{key}");
+                    let expect = m.spawn(parent, &key, Some(priority), &after);
+                    Step::Spawn {
+                        parent,
+                        key,
+                        order,
+                        priority,
+                        after,
+                        expect,
+                    }
+                }
+            },
             Op::CompleteMany { tasks } => {
                 let mut left = claimed.clone();
                 let mut picked = Vec::new();
@@ -1475,6 +1552,46 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     .block_on(store.task_complete(completions, *now))
                     .unwrap();
                 sut.check_result(result, ended, *retried, &at);
+            }
+            Step::Spawn {
+                parent,
+                key,
+                order,
+                priority,
+                after,
+                expect,
+            } => {
+                let stored_parent = sut.task(*parent);
+                let spec = TaskSpec {
+                    order: *order,
+                    priority: Some(*priority),
+                    max_attempts: 1,
+                    backoff: Duration::ZERO,
+                    key: Some(qhost::store::spawn::child_key(stored_parent, key)),
+                    after: after.iter().map(|&id| Dep::task(sut.task(id))).collect(),
+                    on_failure: OnFailure::Run,
+                    ..TaskSpec::new(sut.module, Vec::new())
+                };
+                let got = sut.runtime.block_on(store.task_spawn(
+                    stored_parent,
+                    admitted(vec![spec]),
+                    r.now,
+                ));
+                match (got, expect) {
+                    (Ok(id), Ok(child)) => match sut.tasks.get(child) {
+                        Some(&known) => assert_eq!(id, known, "the child of that key\n{at}"),
+                        None => {
+                            let batch = sut.task_batch[parent];
+                            sut.tasks.insert(*child, id);
+                            sut.tasks_back.insert(id, *child);
+                            sut.task_batch.insert(*child, batch);
+                        }
+                    },
+                    (Err(_), Err(_)) => {}
+                    (got, expect) => {
+                        panic!("spawn: the store said {got:?}, the model {expect:?}\n{at}")
+                    }
+                }
             }
             Step::CompleteStale { task, now } => {
                 let completion = Completion {

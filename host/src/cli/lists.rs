@@ -262,6 +262,7 @@ pub(super) fn outcome_text(outcome: crate::runtime::Outcome) -> String {
         Lost => "lost with its node",
         HostError => "failed in the host",
         Skipped => "skipped: a task it runs after did not succeed",
+        Suspended => "suspended: waiting for its children",
     }
     .to_owned()
 }

@@ -10,6 +10,7 @@
 //!   [`slots`]: the instance slots.
 //! - [`settings`]: what a task reads through `wasi:config/store`.
 //! - [`graph`]: what a task reads of the tasks it runs after (`qhost:task/graph`).
+//! - [`spawn`]: the children a task submits, and its suspension (`qhost:task/spawn`).
 //! - [`origin`], [`address`], [`http_gate`], [`http_send`], [`http_metrics`]: outbound
 //!   HTTP, under the operator's allow-list and the batch's grant.
 
@@ -32,6 +33,7 @@ pub mod producers;
 pub mod sandbox;
 mod settings;
 mod slots;
+pub mod spawn;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -45,7 +47,7 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 
 use artifacts::ArtifactCache;
 pub use artifacts::create_private_dir;
-use bindings::TaskGraphPre as TaskPre;
+use bindings::TaskSpawnPre as TaskPre;
 use capture::{LogCapture, OutputCapture};
 pub use digest::Digest;
 use engine::MemoryInit;
@@ -62,6 +64,7 @@ pub use sandbox::{Mount, MountGrant};
 pub use settings::GrantedSetting;
 pub use slots::Slot;
 use slots::SlotPool;
+pub use spawn::{ChildSpec, Children};
 
 /// How a runtime is set up.
 #[derive(Debug, Clone)]
@@ -111,7 +114,7 @@ pub enum LoadError {
     Invalid(String),
     #[error(
         "the component imports something qhost does not provide: {0}; a task may import \
-         qhost:task/host@0.1.x, qhost:task/graph@0.1.x and WASI 0.2 interfaces (wasi:http \
+         qhost:task/host@0.1.x, qhost:task/graph@0.1.x, qhost:task/spawn@0.1.x and WASI 0.2 interfaces (wasi:http \
          included) only"
     )]
     UnsupportedImport(String),
@@ -162,6 +165,9 @@ pub struct RunRequest {
     /// Where the task reads the tasks it runs after (`qhost:task/graph`); none: it runs
     /// after none.
     pub inputs: Option<Inputs>,
+    /// Where the task submits children (`qhost:task/spawn`); none: it may not (`qhost
+    /// run`).
+    pub children: Option<Arc<dyn Children>>,
 }
 
 /// Components up to this size get their memory's data copied in at instantiation, larger
@@ -185,7 +191,7 @@ impl Flavor {
             wasmtime_wasi_config::WasiConfig::new(&state.config)
         })?;
         links::guard_symlinks(&mut linker)?;
-        bindings::TaskGraph::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+        bindings::TaskSpawn::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
             &mut linker,
             |state: &mut HostState| state,
         )?;
@@ -363,6 +369,8 @@ impl Runtime {
                 gate,
                 config: settings::variables(&request.settings),
                 inputs: request.inputs.clone(),
+                children: request.children.clone(),
+                suspended: None,
             },
         );
         store.limiter(|state| &mut state.limiter);
@@ -397,7 +405,14 @@ impl Runtime {
         let duration = started.elapsed();
         let state = store.into_data();
         let stderr = stderr.take();
-        let (outcome, output, error) = classify(ended, &state.limiter, &limits, &stderr, &ledger);
+        let (outcome, output, error) =
+            match classify(ended, &state.limiter, &limits, &stderr, &ledger) {
+                // It asked to suspend, then returned `ok`: its state is what the attempt keeps.
+                (Outcome::Succeeded, _, None) if state.suspended.is_some() => {
+                    (Outcome::Suspended, state.suspended, None)
+                }
+                ended => ended,
+            };
         let http = ledger.take();
         self.http_metrics.count(&http);
         let mut report = RunReport {

@@ -39,10 +39,14 @@ pub enum Outcome {
     /// The task never ran: a task it runs after did not succeed, and its `on_failure` is
     /// `skip`. A task's outcome only, never an attempt's.
     Skipped,
+    /// `run` returned `ok` after `qhost:task/spawn.suspend`: the task gave its slot back
+    /// to wait for its children, and runs again with its saved state once they end. An
+    /// attempt's outcome, and a waiting task's, never an ended task's.
+    Suspended,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 12] = [
         Outcome::Succeeded,
         Outcome::GuestError,
         Outcome::Trap,
@@ -54,6 +58,7 @@ impl Outcome {
         Outcome::Lost,
         Outcome::HostError,
         Outcome::Skipped,
+        Outcome::Suspended,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +74,7 @@ impl Outcome {
             Outcome::Lost => "lost",
             Outcome::HostError => "host-error",
             Outcome::Skipped => "skipped",
+            Outcome::Suspended => "suspended",
         }
     }
 

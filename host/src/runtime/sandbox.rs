@@ -159,6 +159,10 @@ pub(crate) struct HostState {
     pub(crate) config: wasmtime_wasi_config::WasiConfigVariables,
     /// Where `qhost:task/graph` reads the tasks it runs after.
     pub(crate) inputs: Option<super::Inputs>,
+    /// Where `qhost:task/spawn` submits children; none outside a batch.
+    pub(crate) children: Option<std::sync::Arc<dyn super::Children>>,
+    /// The state `suspend` saved: the attempt ends suspended if `run` returns `ok`.
+    pub(crate) suspended: Option<Vec<u8>>,
 }
 
 impl WasiHttpView for HostState {

@@ -17,6 +17,7 @@
 //! - `keys`: a batch opened with its tasks at once, and requests done once per
 //!   idempotency key; `pause`: pauses and limits changed after the fact; `redrive`:
 //!   failed and cancelled tasks run again, and bulk actions.
+//! - `spawn`: the children a running task submits into its batch, attenuated.
 
 pub mod admit;
 mod grants;
@@ -34,6 +35,7 @@ mod request;
 mod reserved;
 pub mod rules;
 mod schedules;
+mod spawn;
 
 pub use admit::{Admitted, MAX_ATTEMPTS, MAX_GROUP_KEY, MAX_INPUT, MAX_TASKS_PER_SUBMIT};
 pub use keys::{IdempotencyKey, Keyed, MAX_KEY_LEN, Opened};

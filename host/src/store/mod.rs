@@ -36,6 +36,7 @@ pub mod quota;
 mod rate;
 mod schedule;
 mod select;
+pub mod spawn;
 pub mod sqlite;
 mod state;
 mod stats;
@@ -155,6 +156,25 @@ pub trait Store: Send + Sync + 'static {
     /// What the tasks `task` runs after ended with, their outputs included, for its
     /// attempt; refused past [`graph::MAX_INPUTS`] bytes of outputs.
     async fn task_inputs(&self, task: TaskId) -> StoreResult<Vec<Input>>;
+    /// Submits a child of the running task `parent` into its batch, at its order, with an
+    /// edge to it (see [`spawn`]); the child's key is already `<parent>/<key>`. A key the
+    /// parent gave before gets that child's id, and nothing is written.
+    async fn task_spawn(
+        &self,
+        parent: TaskId,
+        child: Admitted,
+        now: Micros,
+    ) -> StoreResult<TaskId> {
+        let _ = (parent, child, now);
+        Err(StoreError::Invalid(
+            "this store does not take children from running tasks".into(),
+        ))
+    }
+    /// The state `task`'s last suspended attempt saved.
+    async fn task_saved(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
+        let _ = task;
+        Ok(None)
+    }
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()>;
     async fn task_cancel(&self, task: TaskId, now: Micros) -> StoreResult<CancelResult>;
 

@@ -14,7 +14,8 @@
 //! Beside the claim: pauses and limits changed after the fact (`pause.rs`: a pause is a
 //! limit of 0, as in the stores), group rates as token buckets (`rate.rs`), bulk actions
 //! with re-drive (`redrive.rs`), and dependency edges with their failure policies
-//! (`graph.rs`; fan-ins, `after: "*"`, are left to the conformance tests).
+//! (`graph.rs`; fan-ins, `after: "*"`, are left to the conformance tests); children
+//! submitted by claimed tasks, and suspensions (`spawn.rs`).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,11 +27,13 @@ mod graph;
 mod pause;
 mod rate;
 mod redrive;
+mod spawn;
 mod store;
 #[cfg(test)]
 mod tests;
 
 pub use rate::Rate;
+pub use spawn::SpawnRefused;
 pub use store::{Batch, ClaimOutcome, Ending, Model, NewDep, NewTask, Refused};
 
 /// Where a task is in its life. Waiting and ready are one phase here: a pending task is

@@ -56,6 +56,9 @@ pub enum Ending {
     Lost,
     /// The node stopped it because its cancellation was asked for.
     Stopped,
+    /// It suspended (`suspended`) to wait for its children: pending again, the attempt
+    /// given back, unless its cancellation was asked for.
+    Suspended,
 }
 
 impl Ending {
@@ -66,6 +69,7 @@ impl Ending {
             Ending::Failure => Outcome::GuestError,
             Ending::Lost => Outcome::Lost,
             Ending::Stopped => Outcome::Cancelled,
+            Ending::Suspended => Outcome::Suspended,
         }
     }
 }
@@ -114,6 +118,8 @@ pub struct Model {
     pub rates: BTreeMap<String, super::Rate>,
     /// The fair-queueing clock: the largest `vseq` a claim has taken.
     pub vtime: i64,
+    /// The children claimed tasks submitted, by parent and key.
+    pub children: BTreeMap<(TaskId, String), TaskId>,
     next_task: TaskId,
     next_batch: BatchId,
 }
@@ -134,6 +140,7 @@ impl Model {
             paused_groups: BTreeSet::new(),
             rates: BTreeMap::new(),
             vtime: 0,
+            children: BTreeMap::new(),
             next_task: 1,
             next_batch: 1,
         }
@@ -322,10 +329,14 @@ impl Model {
                 .iter()
                 .any(|t| t.batch == batch && t.phase == Phase::Failed);
         let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
+        if ending == Ending::Suspended && !task.cancel_requested {
+            self.suspend(id);
+            return Some(Phase::Pending);
+        }
         let attempts_left = task.attempts - task.redriven_after < task.max_attempts;
         let (phase, outcome) = match ending {
             Ending::Success => (Phase::Succeeded, Outcome::Succeeded),
-            Ending::Stopped => (Phase::Cancelled, Outcome::Cancelled),
+            Ending::Stopped | Ending::Suspended => (Phase::Cancelled, Outcome::Cancelled),
             Ending::Failure | Ending::Lost if task.cancel_requested => {
                 (Phase::Cancelled, Outcome::Cancelled)
             }

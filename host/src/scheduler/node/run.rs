@@ -17,6 +17,7 @@ use super::writer::Done;
 use crate::runtime::{DepEnded, Dependency, Inputs, Outcome, RunInfo, RunRequest, Slot};
 use crate::scheduler::LocalRun;
 use crate::scheduler::module_labels::Shown;
+use crate::scheduler::spawn::{Parent, Spawner};
 use crate::store::*;
 use crate::telemetry;
 
@@ -127,6 +128,16 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             settings: grant.settings.clone(),
             cancel,
             inputs: Some(inputs(&scheduler.store, task.id)),
+            children: Some(Arc::new(Spawner(Arc::new(Parent {
+                scheduler: scheduler.clone(),
+                id: task.id,
+                batch: task.batch,
+                module: task.module,
+                order: task.order,
+                group: task.group.clone(),
+                limits: task.limits,
+                mounts: task.mounts.clone(),
+            })))),
         };
         scheduler.runtime.run_in(slot, &module, request).await
     };
@@ -269,7 +280,8 @@ fn ended_as(
     let error = error.map(|e| telemetry::cut(e, MAX_LOGGED_ERROR));
     if !span.is_none() {
         span.record("qhost.outcome", outcome.as_str());
-        if outcome != Outcome::Succeeded {
+        // A suspension is no error: the task waits for its children.
+        if !matches!(outcome, Outcome::Succeeded | Outcome::Suspended) {
             span.record("otel.status_code", "ERROR");
             span.record("otel.status_description", error.unwrap_or(outcome.as_str()));
         }

@@ -225,6 +225,22 @@ impl<'a> Ending<'a> {
         result.ended.push((task.id, task.batch));
     }
 
+    /// A suspension: the task waits for its children, its slots freed.
+    async fn suspended(
+        &mut self,
+        tx: &impl GenericClient,
+        task: &Running,
+        end: AttemptEnd<'a>,
+        state: Option<&[u8]>,
+        result: &mut CompleteResult,
+    ) -> StoreResult<()> {
+        self.attempts.push(task, end);
+        self.freed.add(task);
+        super::spawn::suspend(tx, task.id, task.batch, state.unwrap_or_default()).await?;
+        result.retried += 1;
+        Ok(())
+    }
+
     /// Any other end: the task is retried, or ends failed or cancelled.
     async fn other(
         &mut self,
@@ -390,6 +406,18 @@ async fn end_attempts(
                 result.stale += 1;
                 continue;
             };
+            if c.outcome == Outcome::Suspended && !task.cancel_requested {
+                ending
+                    .suspended(
+                        tx,
+                        task,
+                        AttemptEnd::of(c),
+                        c.output.as_deref(),
+                        &mut result,
+                    )
+                    .await?;
+                continue;
+            }
             ending
                 .other(tx, task, AttemptEnd::of(c), now, &mut result)
                 .await?;

@@ -131,6 +131,7 @@ mod quotas;
 mod redrive;
 mod schedules;
 mod schema;
+mod spawn;
 mod stats;
 mod tasks;
 
@@ -373,6 +374,19 @@ impl Store for PostgresStore {
 
     async fn task_inputs(&self, task: TaskId) -> StoreResult<Vec<Input>> {
         graph::inputs(self, task).await
+    }
+
+    async fn task_spawn(
+        &self,
+        parent: TaskId,
+        child: Admitted,
+        now: Micros,
+    ) -> StoreResult<TaskId> {
+        spawn::submit(self, parent, child, now).await
+    }
+
+    async fn task_saved(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
+        spawn::saved(self, task).await
     }
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {

@@ -88,6 +88,12 @@ pub(super) fn complete(
             continue;
         };
         log::record(tx, &task, &AttemptEnd::of(&c))?;
+        if c.outcome == Outcome::Suspended && !task.cancel_requested {
+            free_slots(tx, &task)?;
+            super::spawn::suspend(tx, task.id, c.output.unwrap_or_default())?;
+            result.retried += 1;
+            continue;
+        }
         finish(
             tx,
             &task,

@@ -51,6 +51,7 @@ mod quotas;
 mod redrive;
 mod schedules;
 mod schema;
+mod spawn;
 mod stats;
 mod tasks;
 
@@ -332,6 +333,22 @@ impl Store for SqliteStore {
 
     async fn task_inputs(&self, task: TaskId) -> StoreResult<Vec<Input>> {
         self.call(move |conn| graph::inputs(conn, task)).await
+    }
+
+    async fn task_spawn(
+        &self,
+        parent: TaskId,
+        child: Admitted,
+        now: Micros,
+    ) -> StoreResult<TaskId> {
+        let (mut tasks, trace) = child.into_parts();
+        let child = tasks.pop().expect("one child");
+        self.write(move |tx| spawn::submit(tx, parent, child, trace.as_deref(), now))
+            .await
+    }
+
+    async fn task_saved(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
+        self.call(move |conn| spawn::saved(conn, task)).await
     }
 
     async fn task_set_priority(&self, task: TaskId, priority: i32) -> StoreResult<()> {
