@@ -302,6 +302,11 @@ pub(super) fn waiting_text(on: &Value) -> String {
             n("running"),
             n("limit")
         ),
+        "held" => format!(
+            "group {} held, until {}",
+            s("group"),
+            super::client::when(n("until"))
+        ),
         "batch" => format!("batch: {} of {} running", n("running"), n("max_parallel")),
         other => other.to_owned(),
     }

@@ -37,7 +37,7 @@ pub struct LogArgs {
     #[arg(long)]
     pub group: Option<String>,
     /// Only this outcome: succeeded, guest-error, trap, timeout, memory-limit,
-    /// output-too-large, http-limit, cancelled, lost, host-error.
+    /// output-too-large, http-limit, cancelled, lost, host-error, deferred.
     #[arg(long)]
     pub outcome: Option<String>,
     /// Only attempts that started at or after this: a span ago (`10m`) or an RFC 3339

@@ -39,10 +39,14 @@ pub enum Outcome {
     /// The task never ran: a task it runs after did not succeed, and its `on_failure` is
     /// `skip`. A task's outcome only, never an attempt's.
     Skipped,
+    /// The task asked to run again later (`retry-after`), as its upstream pushed back: it
+    /// runs again then without using one of its attempts, and its group starts no task
+    /// meanwhile.
+    Deferred,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 12] = [
         Outcome::Succeeded,
         Outcome::GuestError,
         Outcome::Trap,
@@ -54,6 +58,7 @@ impl Outcome {
         Outcome::Lost,
         Outcome::HostError,
         Outcome::Skipped,
+        Outcome::Deferred,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +74,7 @@ impl Outcome {
             Outcome::Lost => "lost",
             Outcome::HostError => "host-error",
             Outcome::Skipped => "skipped",
+            Outcome::Deferred => "deferred",
         }
     }
 
@@ -253,6 +259,8 @@ pub struct RunReport {
     pub stderr: Captured,
     /// Its outbound HTTP requests, in the order they were made.
     pub http: Vec<HttpCall>,
+    /// How long after its end a `deferred` run asked to run again.
+    pub retry_after: Option<Duration>,
     /// The instance slot that ran the task.
     pub slot: usize,
     pub started_at: SystemTime,

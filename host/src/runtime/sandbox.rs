@@ -11,6 +11,7 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use wasmtime::component::ResourceTable;
@@ -159,6 +160,10 @@ pub(crate) struct HostState {
     pub(crate) config: wasmtime_wasi_config::WasiConfigVariables,
     /// Where `qhost:task/graph` reads the tasks it runs after.
     pub(crate) inputs: Option<super::Inputs>,
+    /// The wait the task asked through `retry-after`, its last call's, within `max_defer`.
+    pub(crate) retry_after: Option<Duration>,
+    /// The longest wait `retry-after` may ask.
+    pub(crate) max_defer: Duration,
 }
 
 impl WasiHttpView for HostState {
@@ -192,6 +197,10 @@ impl host::Host for HostState {
             types::Level::Error => LogLevel::Error,
         };
         self.log.push(level, message);
+    }
+
+    fn retry_after(&mut self, seconds: u32) {
+        self.retry_after = Some(Duration::from_secs(seconds.into()).min(self.max_defer));
     }
 }
 

@@ -25,6 +25,7 @@ mod cut;
 mod errors;
 mod fate;
 mod grant;
+pub(crate) mod hold;
 pub mod graph;
 mod keys;
 pub(crate) mod limits;

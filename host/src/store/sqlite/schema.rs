@@ -28,6 +28,7 @@ const MIGRATIONS: [&str; 19] = [
     include_str!("migrations/0017_repeated_errors.sql"),
     include_str!("migrations/0018_group_rates.sql"),
     include_str!("migrations/0019_task_edges.sql"),
+    include_str!("migrations/0020_deferrals.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and
