@@ -10,10 +10,10 @@
 //! - `/limited/NAME`: the first request for each NAME gets `429`, `Retry-After: 2`; the
 //!   next ones `200`, body `hello`
 
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

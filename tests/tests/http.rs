@@ -306,7 +306,10 @@ fn a_task_pushed_back_with_retry_after_holds_its_group_and_uses_no_attempt() {
         None,
     );
     assert_eq!(status, 200, "{waited}");
-    assert_eq!(waited["progress"]["succeeded"], 4, "every task succeeds: {waited}");
+    assert_eq!(
+        waited["progress"]["succeeded"], 4,
+        "every task succeeds: {waited}"
+    );
 
     let (status, page) = call(
         "GET",

@@ -262,6 +262,7 @@ pub(super) fn outcome_text(outcome: crate::runtime::Outcome) -> String {
         Lost => "lost with its node",
         HostError => "failed in the host",
         Skipped => "skipped: a task it runs after did not succeed",
+        Deferred => "deferred: asked to run again later",
     }
     .to_owned()
 }

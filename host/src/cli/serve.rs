@@ -296,8 +296,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let max_defer = match args.max_defer.or(file.max_defer) {
         Some(text) => {
-            let hold = parse_duration(&text)
-                .map_err(|e| anyhow::anyhow!("setting `max_defer`: {e}"))?;
+            let hold =
+                parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `max_defer`: {e}"))?;
             anyhow::ensure!(
                 (Duration::from_secs(1)..=Duration::from_secs(7 * 24 * 3600)).contains(&hold),
                 "setting `max_defer` is {text}; it must be 1s to 7d"

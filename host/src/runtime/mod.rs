@@ -413,7 +413,8 @@ impl Runtime {
         let state = store.into_data();
         let stderr = stderr.take();
         let (outcome, output, error) = classify(ended, &state.limiter, &limits, &stderr, &ledger);
-        let (outcome, output, error, retry_after) = deferred(outcome, output, error, state.retry_after);
+        let (outcome, output, error, retry_after) =
+            deferred(outcome, output, error, state.retry_after);
         let http = ledger.take();
         self.http_metrics.count(&http);
         let mut report = RunReport {

@@ -68,7 +68,11 @@ pub async fn a_deferral_holds_its_group_and_uses_no_attempt(store: Arc<dyn Store
     );
     assert!(claim(&store, "n1", 10, until - 1).await.is_empty());
     let after = claim(&store, "n1", 10, until).await;
-    assert_eq!(ids(&after), vec![api[0], later[0]], "both at the hold's end");
+    assert_eq!(
+        ids(&after),
+        vec![api[0], later[0]],
+        "both at the hold's end"
+    );
     let again = after.iter().find(|t| t.id == api[0]).unwrap();
     assert_eq!(again.attempt, 2, "the execution log numbers each run");
     complete(&store, &after, Outcome::Succeeded, until + 10).await;
@@ -119,14 +123,20 @@ pub async fn a_task_without_a_group_is_only_delayed_and_deferrals_are_bounded(
     // The third asks once more than allowed: it counts as a failure, and with its one
     // attempt spent the task fails.
     store
-        .task_complete(vec![deferred(&running[0], now + 1, now + SECOND, 2)], now + 1)
+        .task_complete(
+            vec![deferred(&running[0], now + 1, now + SECOND, 2)],
+            now + 1,
+        )
         .await
         .unwrap();
     let info = store.task_get(id[0]).await.unwrap();
     assert_eq!(info.state, TaskState::Failed);
     assert_eq!(info.outcome, Some(Outcome::Deferred));
     assert!(
-        info.error.as_deref().unwrap_or("").contains("`max_deferrals`"),
+        info.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("`max_deferrals`"),
         "{:?}",
         info.error
     );

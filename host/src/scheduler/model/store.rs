@@ -57,7 +57,10 @@ pub enum Ending {
     /// The node stopped it because its cancellation was asked for.
     Stopped,
     /// The task asked to run again at `until` (`deferred`), allowed `most` deferrals.
-    Deferred { until: Micros, most: u32 },
+    Deferred {
+        until: Micros,
+        most: u32,
+    },
 }
 
 impl Ending {
@@ -335,9 +338,7 @@ impl Model {
             task.attempts - task.redriven_after < task.max_attempts + task.deferrals;
         // A deferral within its bound is not charged; past it, it is a failure.
         let deferral = match ending {
-            Ending::Deferred { until, most }
-                if !task.cancel_requested && task.deferrals < most =>
-            {
+            Ending::Deferred { until, most } if !task.cancel_requested && task.deferrals < most => {
                 Some(until.max(now))
             }
             _ => None,

@@ -164,9 +164,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             let logs = report.take_logs();
             Done::Completed(Box::new(Completion {
                 defer: report.retry_after.map(|wait| crate::store::Defer {
-                    until: started_at
-                        + duration_micros(report.duration)
-                        + duration_micros(wait),
+                    until: started_at + duration_micros(report.duration) + duration_micros(wait),
                     most: scheduler.runtime.config().max_deferrals,
                 }),
                 task: task.id,

@@ -18,8 +18,8 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::internal;
 use crate::runtime::MountGrant;
 use crate::store::pick::{Candidate, Place, Rooms, before};
-use crate::store::{hold, rate};
 use crate::store::*;
+use crate::store::{hold, rate};
 
 /// Ready tasks in claim order, with the room left in their batch and group. Tasks of full
 /// groups and batches are read too, and passed over by the pick: filtering them here
