@@ -100,7 +100,7 @@ const HOT: &[Hot] = &[
         name: "claim: the end of the next hold of a group",
         sql: claim::NEXT_HOLD_SQL,
         plan: &[
-            "g USING INDEX groups_held (held_until>?)",
+            "g USING INDEX groups_hold_ends (held_until>?)",
             "USING COVERING INDEX tasks_ready_group (group_key=?)",
         ],
     },

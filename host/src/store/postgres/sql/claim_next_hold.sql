@@ -1,5 +1,5 @@
 -- When the next held group with room and ready tasks is let go (store/hold.rs): the claim
--- loop sleeps until then. Reads only the holds still to end (groups_held), and one ready
+-- loop sleeps until then. Reads only the holds still to end (groups_hold_ends), and one ready
 -- task of each at most, along ready_group.
 --
 -- $1 now: only times after it

@@ -9,4 +9,4 @@ ALTER TABLE groups ADD COLUMN held_until INTEGER NOT NULL DEFAULT 0;
 
 -- The groups ever held: when the claim took less than it could, when the next hold ends
 -- (claim_next_hold.sql), read as a range of the holds still to end.
-CREATE INDEX groups_held ON groups (held_until) WHERE held_until > 0;
+CREATE INDEX groups_hold_ends ON groups (held_until) WHERE held_until > 0;
