@@ -16,7 +16,10 @@
 // - info's id, batch and order are Numbers in both engines (SpiderMonkey gives BigInts,
 //   which JSON.stringify refuses), and `group` is a string or null;
 // - `console.log` and the others write to the attempt's log where the engine has no
-//   console (QuickJS); `log.info(...)` and the other levels always do.
+//   console (QuickJS); `log.info(...)` and the other levels always do;
+// - `retryAfter(seconds)`: an upstream pushed back (429 with `Retry-After`, say); the
+//   attempt ends `deferred` once `run` returns, and the task runs again after that many
+//   seconds without using an attempt, its group waiting meanwhile.
 
 // The host interface is named with its version: the componentizers match imports against
 // the versioned WIT name.
@@ -34,6 +37,16 @@ export const log = {
   warn: (message) => host.log("warn", line(message)),
   error: (message) => host.log("error", line(message)),
 };
+
+/**
+ * Ends this attempt as `deferred` once `run` returns, whatever it returns, and runs the
+ * task again after `seconds` (rounded up) without using one of its attempts; its group
+ * starts no task meanwhile. The operator caps the wait and how often a task may be
+ * deferred.
+ */
+export function retryAfter(seconds) {
+  host.retryAfter(Math.max(0, Math.min(Math.ceil(Number(seconds)), 4294967295)));
+}
 
 if (typeof globalThis.console === "undefined") {
   const join = (args) => args.map((a) => (typeof a === "string" ? a : show(a))).join(" ");

@@ -16,6 +16,9 @@ world (`qhost new --lang python` writes a build.sh that does). What it handles o
   message. Any other exception does too, as "TypeName: message", with its traceback
   written to stderr (kept with the attempt): without this it would trap, with only
   "Python function threw an unexpected exception" as the error.
+- `qhost.retry_after(seconds)`: an upstream pushed back (429 with `Retry-After`, say);
+  the attempt ends `deferred` once `run` returns, and the task runs again after that
+  many seconds without using an attempt, its group waiting meanwhile.
 - `qhost.log.info(...)` and the other levels write to the attempt's log;
   `qhost.json(input)` reads the input as JSON, with an error that says where it is wrong.
 
@@ -32,7 +35,7 @@ from componentize_py_types import Err
 from wit_world.imports import host as _host
 from wit_world.imports.types import Level, TaskInfo
 
-__all__ = ["task", "Error", "TaskInfo", "Level", "log", "json"]
+__all__ = ["task", "Error", "TaskInfo", "Level", "log", "json", "retry_after"]
 
 
 class Error(Exception):
@@ -64,6 +67,15 @@ class _Log:
 
 
 log = _Log()
+
+
+def retry_after(seconds: float) -> None:
+    """Ends this attempt as `deferred` once `run` returns, whatever it returns, and runs
+    the task again after `seconds` (rounded up) without using one of its attempts; its
+    group starts no task meanwhile. The operator caps the wait and how often a task may
+    be deferred."""
+    whole = -(-int(seconds * 1000) // 1000)
+    _host.retry_after(max(0, min(whole, 2**32 - 1)))
 
 
 def json(input: bytes):

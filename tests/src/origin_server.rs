@@ -7,12 +7,15 @@
 //! - `/authorization`: `200`, body the request's `Authorization` header
 //! - `/traceparent`: `200`, body the request's `traceparent` header
 //! - `/hang`: never answers (until the client goes away)
+//! - `/limited/NAME`: the first request for each NAME gets `429`, `Retry-After: 2`; the
+//!   next ones `200`, body `hello`
 
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::server::Server;
 
@@ -28,10 +31,12 @@ impl OriginServer {
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(AtomicUsize::new(0));
         let counted = hits.clone();
+        let limited = Arc::new(Mutex::new(HashSet::new()));
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let counted = counted.clone();
-                std::thread::spawn(move || serve(stream, &counted));
+                let limited = limited.clone();
+                std::thread::spawn(move || serve(stream, &counted, &limited));
             }
         });
         OriginServer { port, hits }
@@ -66,7 +71,7 @@ impl OriginServer {
     }
 }
 
-fn serve(stream: TcpStream, hits: &AtomicUsize) {
+fn serve(stream: TcpStream, hits: &AtomicUsize, limited: &Mutex<HashSet<String>>) {
     let mut reader = BufReader::new(stream.try_clone().expect("cloning a socket"));
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -103,6 +108,16 @@ fn serve(stream: TcpStream, hits: &AtomicUsize) {
         ("200 OK", String::new(), authorization.into_bytes())
     } else if path == "/traceparent" {
         ("200 OK", String::new(), traceparent.into_bytes())
+    } else if let Some(name) = path.strip_prefix("/limited/") {
+        if limited.lock().unwrap().insert(name.to_owned()) {
+            (
+                "429 Too Many Requests",
+                "Retry-After: 2\r\n".to_owned(),
+                Vec::new(),
+            )
+        } else {
+            ("200 OK", String::new(), b"hello".to_vec())
+        }
     } else if path == "/hang" {
         // Hold the request until the client gives up on it.
         let _ = reader.read_to_end(&mut Vec::new());

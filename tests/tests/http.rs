@@ -4,7 +4,8 @@
 //! sees no request); each HTTP limit ends the attempt with `http-limit`; the wall-clock
 //! limit still interrupts a task waiting on the network. Then the same through a server:
 //! the operator's list, a batch's grant, and a grant beyond the list refused; and the
-//! Python example, alike.
+//! Python example, alike. An origin that pushes back (429 with `Retry-After`) has the
+//! task deferred: its group waits, and no attempt is used.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -260,6 +261,123 @@ fn a_server_runs_granted_requests_and_refuses_grants_beyond_its_list() {
     let (_, output) = call(
         "GET",
         &format!("{}/v1/tasks/{task}/output", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(output, serde_json::Value::String(HELLO_SHA256.into()));
+}
+
+/// `fetch` against an origin that answers its first request 429 with `Retry-After: 2`:
+/// the task's attempt ends `deferred`, its group starts no task for 2 s (the execution log
+/// says so), a task of another group is not held, and every task succeeds without using
+/// one of its attempts.
+#[test]
+fn a_task_pushed_back_with_retry_after_holds_its_group_and_uses_no_attempt() {
+    let origin = OriginServer::start();
+    let data = tempfile::tempdir().unwrap();
+    let server = origin.allowed_by_server(data.path());
+    let fetch = |path: &str, group: &str| json!({"module": "fetch", "input": origin.url(path), "group": group});
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/batches", server.url),
+        Some(&server.token),
+        Some(json!({
+            "allow_http": [origin.origin()],
+            "tasks": [
+                fetch("/limited/first", "api"),
+                fetch("/hello", "api"),
+                fetch("/hello", "api"),
+                fetch("/hello", "other"),
+            ],
+        })),
+    );
+    assert_eq!(status, 201, "{body}");
+    let batch = body["batch"]["id"].as_i64().unwrap();
+    let ids: Vec<i64> = body["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect();
+    let (status, waited) = call(
+        "GET",
+        &format!("{}/v1/batches/{batch}/wait?timeout=60s", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 200, "{waited}");
+    assert_eq!(
+        waited["progress"]["succeeded"], 4,
+        "every task succeeds: {waited}"
+    );
+
+    let (status, page) = call(
+        "GET",
+        &format!("{}/v1/attempts?batch={batch}&order=oldest", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 200, "{page}");
+    let attempts = page["attempts"].as_array().unwrap();
+    let deferred: Vec<_> = attempts
+        .iter()
+        .filter(|a| a["outcome"] == "deferred")
+        .collect();
+    assert_eq!(deferred.len(), 1, "{page}");
+    let deferred = deferred[0];
+    assert_eq!(deferred["task"], ids[0]);
+    let hold_end = deferred["ended_at"].as_i64().unwrap() + 2_000_000;
+    for a in attempts {
+        let started = a["started_at"].as_i64().unwrap();
+        if a["outcome"] == "deferred" || started < deferred["ended_at"].as_i64().unwrap() {
+            continue;
+        }
+        if a["group"] == "api" {
+            assert!(
+                started >= hold_end,
+                "task {} of the held group started {} ms into the 2 s hold",
+                a["task"],
+                (started - (hold_end - 2_000_000)) / 1000
+            );
+        }
+    }
+    let api_after_hold = attempts
+        .iter()
+        .filter(|a| a["group"] == "api" && a["outcome"] == "succeeded")
+        .count();
+    assert_eq!(api_after_hold, 3, "{page}");
+    let other = attempts.iter().find(|a| a["group"] == "other").unwrap();
+    assert!(
+        other["started_at"].as_i64().unwrap() < hold_end,
+        "another group is not held: {other}"
+    );
+
+    // Each task used one attempt of its three: the deferred run is not charged.
+    for &id in &ids {
+        let (_, view) = call(
+            "GET",
+            &format!("{}/v1/tasks/{id}", server.url),
+            Some(&server.token),
+            None,
+        );
+        let runs = view["attempts"].as_i64().unwrap();
+        let max = view["max_attempts"].as_i64().unwrap();
+        assert_eq!(
+            (view["state"].as_str(), max - runs),
+            (Some("succeeded"), 2),
+            "two attempts left: {view}"
+        );
+    }
+    let (_, first) = call(
+        "GET",
+        &format!("{}/v1/tasks/{}", server.url, ids[0]),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(first["attempts"], 2, "two runs in the log: {first}");
+    let (_, output) = call(
+        "GET",
+        &format!("{}/v1/tasks/{}/output", server.url, ids[0]),
         Some(&server.token),
         None,
     );

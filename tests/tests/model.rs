@@ -168,6 +168,11 @@ enum Op {
     Stop {
         task: Pick,
     },
+    /// The task asked to run again in `seconds` (`deferred`), allowed [`MOST_DEFERRALS`].
+    Defer {
+        task: Pick,
+        seconds: i64,
+    },
     /// Several attempts' ends reported at once, as a node writes them.
     CompleteMany {
         tasks: Vec<(Pick, Ending)>,
@@ -714,6 +719,12 @@ impl ReferenceStateMachine for Scheduling {
             ops.push((2, pick().prop_map(|task| Op::Suspend { task }).boxed()));
             ops.push((4, pick().prop_map(|task| Op::Fail { task }).boxed()));
             ops.push((1, pick().prop_map(|task| Op::Stop { task }).boxed()));
+            ops.push((
+                2,
+                (pick(), 0..=3i64)
+                    .prop_map(|(task, seconds)| Op::Defer { task, seconds })
+                    .boxed(),
+            ));
             let ending = prop_oneof![
                 3 => Just(Ending::Success),
                 3 => Just(Ending::Failure),
@@ -870,6 +881,13 @@ impl ReferenceStateMachine for Scheduling {
                     }
                 }
             },
+            Op::Defer { task, seconds } => {
+                let ending = Ending::Deferred {
+                    until: now + seconds * SECOND,
+                    most: MOST_DEFERRALS,
+                };
+                complete(m, one(task.of(&claimed), ending))
+            }
             Op::CompleteMany { tasks } => {
                 let mut left = claimed.clone();
                 let mut picked = Vec::new();
@@ -1345,8 +1363,21 @@ impl Sut {
         );
     }
 
+    /// The completion a node reports for `ending`.
+    fn ending(&self, task: TaskId, ending: Ending, now: Micros) -> Completion {
+        let defer = match ending {
+            Ending::Deferred { until, most } => Some(Defer { until, most }),
+            _ => None,
+        };
+        Completion {
+            defer,
+            ..self.completion(task, outcome(ending), now)
+        }
+    }
+
     fn completion(&self, task: TaskId, outcome: Outcome, now: Micros) -> Completion {
         Completion {
+            defer: None,
             task: self.task(task),
             batch: self.task_batch[&task],
             lease_token: self.tokens.get(&task).copied().unwrap_or(-1),
@@ -1367,6 +1398,9 @@ impl Sut {
 fn outcome(ending: Ending) -> Outcome {
     ending.outcome()
 }
+
+/// The deferrals a task may make in these runs: few, so that runs pass the bound.
+const MOST_DEFERRALS: u32 = 2;
 
 /// The model's counts per state of the tasks `which` selects.
 fn model_counts(m: &Model, which: impl Fn(&model::Task) -> bool) -> Progress {
@@ -1545,7 +1579,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
             } => {
                 let completions = tasks
                     .iter()
-                    .map(|&(task, ending)| sut.completion(task, outcome(ending), *now))
+                    .map(|&(task, ending)| sut.ending(task, ending, *now))
                     .collect();
                 let result = sut
                     .runtime
@@ -1775,7 +1809,7 @@ impl Sut {
                 let expected = (
                     state,
                     task.attempts,
-                    task.redriven_after + task.max_attempts,
+                    task.redriven_after + task.max_attempts + task.deferrals,
                     task.priority,
                     task.outcome,
                 );

@@ -86,6 +86,7 @@ async fn other_nodes_hear_of_submissions_and_ended_tasks() {
     );
     let task = &claimed[0];
     let done = Completion {
+        defer: None,
         task: task.id,
         batch: task.batch,
         lease_token: task.lease_token,
@@ -198,6 +199,7 @@ async fn an_upgraded_database_keeps_its_queue_and_leases() {
         let done = claimed
             .iter()
             .map(|t| Completion {
+                defer: None,
                 task: t.id,
                 batch: t.batch,
                 lease_token: t.lease_token,

@@ -7,13 +7,17 @@
 //! A redirect is followed by a new request (wasi:http never follows one itself), so qhost
 //! checks its `Location` against the batch's grant like any other request: one outside
 //! it fails with `HTTP-request-denied`.
+//!
+//! An origin that pushes back (`429 Too Many Requests` or `503 Service Unavailable` with
+//! `Retry-After: SECONDS`) is left alone for that long: the task asks qhost to run it
+//! again then (`retry-after`), without using an attempt, and its group waits too.
 
 use sha2::{Digest, Sha256};
 
 // `generate_all`: the WASI interfaces wasi:http uses get bindings here too.
 wit_bindgen::generate!({ path: "../../wit", world: "qhost:task/task-http", generate_all });
 
-use qhost::task::host::log;
+use qhost::task::host::{log, retry_after};
 use qhost::task::types::Level;
 use wasi::config::store as config;
 use wasi::http::outgoing_handler;
@@ -38,6 +42,14 @@ impl Guest for Fetch {
                 log(Level::Info, &format!("{url}: {status}, redirected to {location}"));
                 url = follow(&url, &location);
                 continue;
+            }
+            if (status == 429 || status == 503)
+                && let Some(wait) = header(&response, "retry-after")
+                    .and_then(|value| value.trim().parse::<u32>().ok())
+            {
+                log(Level::Warn, &format!("{url}: {status}, retry after {wait}s"));
+                retry_after(wait);
+                return Err(format!("{url}: HTTP status {status}, retry after {wait}s"));
             }
             let body = read_body(&response)?;
             if !(200..300).contains(&status) {

@@ -98,6 +98,7 @@ export function waitingOn(w) {
     case "group": return w.limit === 0 ? `group ${w.group} has limit 0`
       : `group ${w.group}: ${w.running} of ${w.limit} running`;
     case "rate": return `group ${w.group}'s rate: next token at ${when(w.until)}`;
+    case "held": return `group ${w.group} held after a deferral, until ${when(w.until)}`;
     case "batch": return w.max_parallel === 0 ? "its batch's max_parallel is 0"
       : `its batch: ${w.running} of ${w.max_parallel} running`;
     default: return w.kind;

@@ -52,6 +52,7 @@ const OUTCOMES = {
   "lost": "lost with its node",
   "host-error": "failed in the host",
   "skipped": "skipped: a task it runs after did not succeed",
+  "deferred": "deferred: asked to run again later",
 };
 export const outcomeText = (outcome) => (outcome ? OUTCOMES[outcome] ?? outcome : "");
 

@@ -263,6 +263,7 @@ pub(super) fn outcome_text(outcome: crate::runtime::Outcome) -> String {
         HostError => "failed in the host",
         Skipped => "skipped: a task it runs after did not succeed",
         Suspended => "suspended: waiting for its children",
+        Deferred => "deferred: asked to run again later",
     }
     .to_owned()
 }
@@ -302,6 +303,11 @@ pub(super) fn waiting_text(on: &Value) -> String {
             s("group"),
             n("running"),
             n("limit")
+        ),
+        "held" => format!(
+            "group {} held, until {}",
+            s("group"),
+            super::client::when(n("until"))
         ),
         "batch" => format!("batch: {} of {} running", n("running"), n("max_parallel")),
         other => other.to_owned(),

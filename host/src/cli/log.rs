@@ -37,7 +37,8 @@ pub struct LogArgs {
     #[arg(long)]
     pub group: Option<String>,
     /// Only this outcome: succeeded, guest-error, trap, timeout, memory-limit,
-    /// output-too-large, http-limit, cancelled, lost, host-error, suspended.
+    /// output-too-large, http-limit, cancelled, lost, host-error, suspended,
+    /// deferred.
     #[arg(long)]
     pub outcome: Option<String>,
     /// Only attempts that started at or after this: a span ago (`10m`) or an RFC 3339

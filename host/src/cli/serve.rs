@@ -107,6 +107,14 @@ pub struct ServeArgs {
     /// more are refused (default 4GiB; a task that asks none gets 64MiB, or this if less).
     #[arg(long, env = "QHOST_MAX_MEMORY")]
     pub max_memory: Option<String>,
+    /// The longest a task may ask to wait through `retry-after` (back-pressure from its
+    /// upstream), and so hold its group; a longer ask gets this (default 1h).
+    #[arg(long, env = "QHOST_MAX_DEFER")]
+    pub max_defer: Option<String>,
+    /// How many times one task may be deferred through `retry-after` without using an
+    /// attempt; the attempt that asks once more counts as a failure (default 20).
+    #[arg(long, env = "QHOST_MAX_DEFERRALS")]
+    pub max_deferrals: Option<u32>,
     /// The lowest average rate, per second, at which a request body must arrive once
     /// `client_timeout` has passed (default 64KiB).
     #[arg(long, env = "QHOST_MIN_BODY_RATE")]
@@ -138,10 +146,9 @@ pub struct ServeArgs {
     /// workers, admin_token, grace, lease, retention, mounts, allow_http, secret_key_file,
     /// max_connections, max_connections_per_address, header_timeout, client_timeout,
     /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
-    /// metrics_listen, max_timeout, max_memory, quota_tasks, quota_input, quota_output,
-    /// quota_text, webhook, webhook_secret_file, otlp_endpoint); flags and variables take
-    /// precedence
-    /// (default: none).
+    /// metrics_listen, max_timeout, max_memory, max_defer, max_deferrals, quota_tasks,
+    /// quota_input, quota_output, quota_text, webhook, webhook_secret_file, otlp_endpoint);
+    /// flags and variables take precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Log as JSON lines instead of readable text.
@@ -179,6 +186,8 @@ struct FileConfig {
     client_timeout: Option<String>,
     max_timeout: Option<String>,
     max_memory: Option<String>,
+    max_defer: Option<String>,
+    max_deferrals: Option<u32>,
     min_body_rate: Option<String>,
     max_long_requests_per_handle: Option<usize>,
     max_long_requests: Option<usize>,
@@ -285,6 +294,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "setting `max_memory` must be 64KiB to 4GiB"
         );
     }
+    let max_defer = match args.max_defer.or(file.max_defer) {
+        Some(text) => {
+            let hold =
+                parse_duration(&text).map_err(|e| anyhow::anyhow!("setting `max_defer`: {e}"))?;
+            anyhow::ensure!(
+                (Duration::from_secs(1)..=Duration::from_secs(7 * 24 * 3600)).contains(&hold),
+                "setting `max_defer` is {text}; it must be 1s to 7d"
+            );
+            hold
+        }
+        None => crate::runtime::DEFAULT_MAX_DEFER,
+    };
+    let max_deferrals = args
+        .max_deferrals
+        .or(file.max_deferrals)
+        .unwrap_or(crate::runtime::DEFAULT_MAX_DEFERRALS);
+    anyhow::ensure!(
+        max_deferrals <= 10_000,
+        "setting `max_deferrals` is {max_deferrals}; it must be 0 to 10000"
+    );
     // What a task that asks none gets stays within what it may ask.
     let mut default_limits = TaskLimits::default();
     default_limits.timeout = default_limits.timeout.min(max_limits.timeout);
@@ -492,6 +521,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         runtime.mounts = mounts;
         runtime.allow_http = allow_http;
         runtime.max_limits = max_limits;
+        runtime.max_defer = max_defer;
+        runtime.max_deferrals = max_deferrals;
         runtime.own_addresses = own_addresses;
         let runtime = Arc::new(Runtime::new(runtime)?);
         let node_name = node.clone();

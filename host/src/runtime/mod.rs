@@ -38,7 +38,7 @@ pub mod spawn;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
@@ -84,7 +84,18 @@ pub struct RuntimeConfig {
     /// The server's own listen addresses: a task reaches them only through allow-list
     /// entries (the operator's and its grant) that name their very port.
     pub own_addresses: Vec<std::net::SocketAddr>,
+    /// The longest wait a task may ask through `retry-after`; it gets this when it asks
+    /// more.
+    pub max_defer: Duration,
+    /// How many times one task may be deferred; the attempt that asks once more counts
+    /// as a failure.
+    pub max_deferrals: u32,
 }
+
+/// The default of [`RuntimeConfig::max_defer`]: an hour.
+pub const DEFAULT_MAX_DEFER: Duration = Duration::from_secs(3600);
+/// The default of [`RuntimeConfig::max_deferrals`].
+pub const DEFAULT_MAX_DEFERRALS: u32 = 20;
 
 impl RuntimeConfig {
     pub fn with_workers(workers: usize) -> Self {
@@ -96,6 +107,8 @@ impl RuntimeConfig {
             mounts: Vec::new(),
             allow_http: Vec::new(),
             own_addresses: Vec::new(),
+            max_defer: DEFAULT_MAX_DEFER,
+            max_deferrals: DEFAULT_MAX_DEFERRALS,
         }
     }
 }
@@ -371,6 +384,8 @@ impl Runtime {
                 inputs: request.inputs.clone(),
                 children: request.children.clone(),
                 suspended: None,
+                retry_after: None,
+                max_defer: self.config.max_defer,
             },
         );
         store.limiter(|state| &mut state.limiter);
@@ -408,11 +423,15 @@ impl Runtime {
         let (outcome, output, error) =
             match classify(ended, &state.limiter, &limits, &stderr, &ledger) {
                 // It asked to suspend, then returned `ok`: its state is what the attempt keeps.
-                (Outcome::Succeeded, _, None) if state.suspended.is_some() => {
+                (Outcome::Succeeded, _, None)
+                    if state.suspended.is_some() && state.retry_after.is_none() =>
+                {
                     (Outcome::Suspended, state.suspended, None)
                 }
                 ended => ended,
             };
+        let (outcome, output, error, retry_after) =
+            deferred(outcome, output, error, state.retry_after);
         let http = ledger.take();
         self.http_metrics.count(&http);
         let mut report = RunReport {
@@ -424,12 +443,40 @@ impl Runtime {
             stdout: stdout.take(),
             stderr,
             http,
+            retry_after,
             slot: slot.index(),
             started_at,
             duration,
         };
         settings::scrub(&mut report, &request.settings);
         Ok(report)
+    }
+}
+
+/// A run that asked through `retry-after` to run again later and then returned ends
+/// `deferred`, whatever it returned; one stopped by the host (a trap, a limit, a cancel)
+/// ends as it did.
+#[allow(clippy::type_complexity)]
+fn deferred(
+    outcome: Outcome,
+    output: Option<Vec<u8>>,
+    error: Option<String>,
+    asked: Option<Duration>,
+) -> (Outcome, Option<Vec<u8>>, Option<String>, Option<Duration>) {
+    match asked {
+        Some(wait)
+            if matches!(
+                outcome,
+                Outcome::Succeeded | Outcome::GuestError | Outcome::OutputTooLarge
+            ) =>
+        {
+            let error = format!(
+                "deferred: asked to run again in {}",
+                humantime::format_duration(wait)
+            );
+            (Outcome::Deferred, None, Some(error), Some(wait))
+        }
+        _ => (outcome, output, error, None),
     }
 }
 

@@ -43,6 +43,10 @@ pub enum Outcome {
     /// to wait for its children, and runs again with its saved state once they end. An
     /// attempt's outcome, and a waiting task's, never an ended task's.
     Suspended,
+    /// The task asked to run again later (`retry-after`), as its upstream pushed back: it
+    /// runs again then without using one of its attempts, and its group starts no task
+    /// meanwhile.
+    Deferred,
 }
 
 impl Outcome {
@@ -59,6 +63,7 @@ impl Outcome {
         Outcome::HostError,
         Outcome::Skipped,
         Outcome::Suspended,
+        Outcome::Deferred,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,6 +80,7 @@ impl Outcome {
             Outcome::HostError => "host-error",
             Outcome::Skipped => "skipped",
             Outcome::Suspended => "suspended",
+            Outcome::Deferred => "deferred",
         }
     }
 
@@ -259,6 +265,8 @@ pub struct RunReport {
     pub stderr: Captured,
     /// Its outbound HTTP requests, in the order they were made.
     pub http: Vec<HttpCall>,
+    /// How long after its end a `deferred` run asked to run again.
+    pub retry_after: Option<Duration>,
     /// The instance slot that ran the task.
     pub slot: usize,
     pub started_at: SystemTime,

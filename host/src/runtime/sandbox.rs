@@ -11,6 +11,7 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use wasmtime::component::ResourceTable;
@@ -163,6 +164,10 @@ pub(crate) struct HostState {
     pub(crate) children: Option<std::sync::Arc<dyn super::Children>>,
     /// The state `suspend` saved: the attempt ends suspended if `run` returns `ok`.
     pub(crate) suspended: Option<Vec<u8>>,
+    /// The wait the task asked through `retry-after`, its last call's, within `max_defer`.
+    pub(crate) retry_after: Option<Duration>,
+    /// The longest wait `retry-after` may ask.
+    pub(crate) max_defer: Duration,
 }
 
 impl WasiHttpView for HostState {
@@ -196,6 +201,10 @@ impl host::Host for HostState {
             types::Level::Error => LogLevel::Error,
         };
         self.log.push(level, message);
+    }
+
+    fn retry_after(&mut self, seconds: u32) {
+        self.retry_after = Some(Duration::from_secs(seconds.into()).min(self.max_defer));
     }
 }
 

@@ -29,6 +29,8 @@ pub enum WaitingOn {
     Delay { until: Micros },
     /// It waits out the backoff after its `attempts`-th attempt, until `until`.
     Retry { until: Micros, attempts: u32 },
+    /// Its group is held until `until`: a task of it was deferred (`retry-after`).
+    Held { group: String, until: Micros },
     /// Its group's rate has no token left until `until`.
     Rate { group: String, until: Micros },
     /// Its group has `running` tasks claimed, its limit.
@@ -48,7 +50,7 @@ pub enum WaitingOn {
 
 /// Why a task is not claimed at `now`, as the claim's rules say, in the order a person
 /// would lift them: its gate; else a pause; else its delay or backoff; else its group's
-/// limit, then its group's rate, then its batch's limit. `None`: it is not pending, or a node may claim it now.
+/// hold, then its group's limit, then its group's rate, then its batch's limit. `None`: it is not pending, or a node may claim it now.
 /// The stores' list filters state the same rules in SQL (`sql/task_list.sql`).
 pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
     match facts.state {
@@ -75,6 +77,12 @@ pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
                 return Some(match facts.attempts {
                     0 => WaitingOn::Delay { until },
                     attempts => WaitingOn::Retry { until, attempts },
+                });
+            }
+            if let Some(g) = group.filter(|g| crate::store::hold::holds(g.held_until, now)) {
+                return Some(WaitingOn::Held {
+                    group: g.key.clone(),
+                    until: g.held_until,
                 });
             }
             if let Some(g) = group.filter(|g| g.running >= u64::from(g.limit)) {
@@ -252,6 +260,7 @@ mod tests {
                 limit: 1,
                 running: 1,
                 rate: None,
+                held_until: 0,
             }),
             batch_max_parallel: Some(2),
             batch_running: 2,
@@ -294,6 +303,7 @@ mod tests {
                 limit: 1,
                 running: 0,
                 rate: Some(crate::store::Bucket::new(1, 100, 1, 50)),
+                held_until: 0,
             }),
             batch_max_parallel: None,
             ..ready.clone()
@@ -306,6 +316,19 @@ mod tests {
             })
         );
         assert_eq!(waiting_on(&rated, 50), None, "a token back at 50");
+        let mut held = rated.clone();
+        if let Some(g) = held.group.as_mut() {
+            g.held_until = 80;
+        }
+        assert_eq!(
+            waiting_on(&held, 60),
+            Some(WaitingOn::Held {
+                group: "g".into(),
+                until: 80
+            }),
+            "a hold is lifted before the rate's next token"
+        );
+        assert_eq!(waiting_on(&held, 80), None, "let go at 80");
         let running = HoldFacts { state: 2, ..ready };
         assert_eq!(waiting_on(&running, 10), None, "not pending");
     }

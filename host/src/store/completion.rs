@@ -21,6 +21,16 @@ pub struct Completion {
     pub logs: Vec<LogLine>,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// What a `deferred` attempt asked: none for any other.
+    pub defer: Option<Defer>,
+}
+
+/// A deferred attempt's ask: run the task again at `until` without using an attempt, and
+/// hold its group until then, if the task was deferred fewer than `most` times before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defer {
+    pub until: Micros,
+    pub most: u32,
 }
 
 /// The most a completion writes in each column, in bytes. Far below what either database
@@ -206,6 +216,7 @@ mod tests {
     #[test]
     fn an_output_over_the_bound_ends_the_attempt_output_too_large() {
         let c = Completion {
+            defer: None,
             task: 1,
             batch: 1,
             lease_token: 1,

@@ -2,7 +2,7 @@
 //! an end, and in which state and with which words. Both drivers ask here; only the
 //! writing is theirs.
 
-use super::{Micros, TaskState, random_token};
+use super::{Defer, Micros, TaskState, random_token};
 use crate::runtime::Outcome;
 
 /// Why a task that failed with attempts left ends instead of running again: its batch
@@ -43,6 +43,10 @@ pub(crate) struct Failed {
     pub max_attempts: u32,
     pub backoff_ms: i64,
     pub cancel_requested: bool,
+    /// What a `deferred` attempt asked.
+    pub defer: Option<Defer>,
+    /// How many times the task was deferred before this attempt.
+    pub deferrals: u32,
 }
 
 /// What a driver writes for a [`Failed`] attempt.
@@ -56,6 +60,13 @@ pub(crate) enum Fate {
         error: Option<String>,
         given_back: bool,
     },
+    /// Back to the queue at `until` without using an attempt (the driver raises its
+    /// deferrals, which the attempts it may make count on top of `max_attempts`), and its
+    /// group held until then.
+    Defer {
+        until: Micros,
+        error: Option<String>,
+    },
     /// Ended for good.
     End {
         state: TaskState,
@@ -68,9 +79,10 @@ impl Failed {
     /// Whether another attempt is allowed, if the batch has not halted: the driver asks
     /// whether it has only then, as that takes a read.
     pub(crate) fn may_retry(&self) -> bool {
-        self.outcome != Outcome::Cancelled
-            && !self.cancel_requested
-            && (self.attempts < self.max_attempts || self.gives_back())
+        self.deferral().is_some()
+            || (self.outcome != Outcome::Cancelled
+                && !self.cancel_requested
+                && (self.attempts < self.max_attempts || self.gives_back()))
     }
 
     /// Whether the attempt is given back: the host failed to start it, and the task has
@@ -79,8 +91,33 @@ impl Failed {
         self.outcome == Outcome::HostError && self.attempts < MAX_ATTEMPTS_WITH_HOST_ERRORS
     }
 
+    /// The deferral a `deferred` attempt asked, if the task may be deferred once more.
+    fn deferral(&self) -> Option<Defer> {
+        self.defer.filter(|d| {
+            self.outcome == Outcome::Deferred && !self.cancel_requested && self.deferrals < d.most
+        })
+    }
+
     /// Its fate, given whether its batch has `halted` (asked only if [`Self::may_retry`]).
-    pub(crate) fn fate(self, halted: bool, now: Micros) -> Fate {
+    pub(crate) fn fate(mut self, halted: bool, now: Micros) -> Fate {
+        if let Some(defer) = self.deferral()
+            && !halted
+        {
+            return Fate::Defer {
+                until: defer.until.max(now),
+                error: self.error,
+            };
+        }
+        // Past its bound a deferral counts as a failure, retried like any other.
+        if let Some(defer) = self.defer.filter(|_| self.outcome == Outcome::Deferred)
+            && self.deferrals >= defer.most
+        {
+            self.error = Some(format!(
+                "deferred {} times already, the most a task may be (`max_deferrals`): this \
+                 attempt counts as a failure",
+                self.deferrals
+            ));
+        }
         if self.may_retry() && !halted {
             let given_back = self.gives_back();
             let backoff_ms = if given_back {
@@ -139,7 +176,40 @@ mod tests {
             max_attempts: 3,
             backoff_ms: 1000,
             cancel_requested: false,
+            defer: None,
+            deferrals: 0,
         }
+    }
+
+    #[test]
+    fn a_deferral_runs_again_at_its_time_until_its_bound_then_counts_as_a_failure() {
+        let deferred = |deferrals| Failed {
+            defer: Some(Defer {
+                until: 5_000_000,
+                most: 2,
+            }),
+            deferrals,
+            ..failed(Outcome::Deferred, 3)
+        };
+        // On its last attempt, and yet not charged.
+        assert_eq!(
+            deferred(1).fate(false, 1_000),
+            Fate::Defer {
+                until: 5_000_000,
+                error: Some("boom".into())
+            }
+        );
+        let Fate::End { error, .. } = deferred(2).fate(false, 1_000) else {
+            panic!("past its bound, the last attempt fails");
+        };
+        assert!(error.unwrap().contains("`max_deferrals`"));
+        assert!(matches!(
+            deferred(0).fate(true, 1_000),
+            Fate::End {
+                state: TaskState::Cancelled,
+                ..
+            }
+        ));
     }
 
     #[test]

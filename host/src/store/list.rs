@@ -211,6 +211,8 @@ pub struct GroupFacts {
     pub running: u64,
     /// Its rate's bucket; none: it has no rate.
     pub rate: Option<super::Bucket>,
+    /// When its hold after a deferral ends (0: never held; see `store/hold.rs`).
+    pub held_until: super::Micros,
 }
 
 /// The page's next cursor: the position of its last row when a row follows it.

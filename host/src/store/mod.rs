@@ -26,6 +26,7 @@ mod errors;
 mod fate;
 mod grant;
 pub mod graph;
+pub(crate) mod hold;
 mod keys;
 pub(crate) mod limits;
 mod list;

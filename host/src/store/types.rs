@@ -187,7 +187,8 @@ pub struct TaskInfo {
     /// Attempts made, over its whole life: a re-drive does not start them again.
     pub attempts: u32,
     /// The attempt it may run up to: its `max_attempts`, plus the attempts it had made
-    /// when it was last re-driven (each re-drive grants the whole budget again).
+    /// when it was last re-driven (each re-drive grants the whole budget again), plus
+    /// one for each time it was deferred (a deferred attempt uses none of the budget).
     pub max_attempts: u32,
     pub submitted_at: Micros,
     /// When a pending task that was delayed (`run_at`, `delay`) or is waiting out a retry's

@@ -19,6 +19,7 @@ pub mod batches;
 pub mod cancel;
 pub mod claims;
 pub mod completions;
+pub mod deferrals;
 pub mod delays;
 pub mod gates;
 pub mod grants;
@@ -83,6 +84,8 @@ macro_rules! conformance_tests {
             cancel::cancelling_pending_and_running_tasks,
             cancel::halting_batches_cancel_their_pending_tasks,
             delays::a_delayed_task_holds_its_gate_and_keeps_its_place_once_due,
+            deferrals::a_deferral_holds_its_group_and_uses_no_attempt,
+            deferrals::a_task_without_a_group_is_only_delayed_and_deferrals_are_bounded,
             log::the_execution_log_filters,
             log::release_and_prune_remove_ended_work,
             stats::counters_match_the_tasks_through_ends_retries_and_prunes,
@@ -190,6 +193,7 @@ fn ids(tasks: &[ClaimedTask]) -> Vec<TaskId> {
 
 fn completion(task: &ClaimedTask, outcome: Outcome, now: Micros) -> Completion {
     Completion {
+        defer: None,
         task: task.id,
         batch: task.batch,
         lease_token: task.lease_token,

@@ -13,9 +13,10 @@
 //!
 //! Beside the claim: pauses and limits changed after the fact (`pause.rs`: a pause is a
 //! limit of 0, as in the stores), group rates as token buckets (`rate.rs`), bulk actions
-//! with re-drive (`redrive.rs`), and dependency edges with their failure policies
-//! (`graph.rs`; fan-ins, `after: "*"`, are left to the conformance tests); children
-//! submitted by claimed tasks, and suspensions (`spawn.rs`).
+//! with re-drive (`redrive.rs`), dependency edges with their failure policies
+//! (`graph.rs`; fan-ins, `after: "*"`, are left to the conformance tests), children
+//! submitted by claimed tasks and suspensions (`spawn.rs`), and deferred attempts with
+//! the holds they put on their groups (`defer.rs`).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::runtime::Outcome;
 use crate::store::{BatchId, Micros, OnFailure, TaskId, TaskState};
 
+mod defer;
 mod graph;
 mod pause;
 mod rate;
@@ -72,6 +74,8 @@ pub struct Task {
     /// The attempts it had made when it was last re-driven: its `max_attempts` count from
     /// there.
     pub redriven_after: u32,
+    /// The times it was deferred: attempts it made that its `max_attempts` do not count.
+    pub deferrals: u32,
     /// How its last attempt ended, or how it ended (cancelled before running); `None`
     /// before either.
     pub outcome: Option<Outcome>,

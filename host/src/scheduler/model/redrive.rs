@@ -41,7 +41,8 @@ impl Model {
             task.phase = Phase::Pending;
             task.vseq = vseq;
             task.not_before = 0;
-            task.redriven_after = task.attempts;
+            // Its deferrals stay counted on top of its max attempts.
+            task.redriven_after = task.attempts - task.deferrals;
             task.cancel_requested = false;
         }
         let ids: Vec<TaskId> = chosen.iter().map(|&(id, _)| id).collect();

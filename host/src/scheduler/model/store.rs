@@ -59,6 +59,11 @@ pub enum Ending {
     /// It suspended (`suspended`) to wait for its children: pending again, the attempt
     /// given back, unless its cancellation was asked for.
     Suspended,
+    /// The task asked to run again at `until` (`deferred`), allowed `most` deferrals.
+    Deferred {
+        until: Micros,
+        most: u32,
+    },
 }
 
 impl Ending {
@@ -70,6 +75,7 @@ impl Ending {
             Ending::Lost => Outcome::Lost,
             Ending::Stopped => Outcome::Cancelled,
             Ending::Suspended => Outcome::Suspended,
+            Ending::Deferred { .. } => Outcome::Deferred,
         }
     }
 }
@@ -116,6 +122,8 @@ pub struct Model {
     pub paused_groups: BTreeSet<String>,
     /// The groups with a rate, and their buckets.
     pub rates: BTreeMap<String, super::Rate>,
+    /// The groups a deferral held, until when (past: let go).
+    pub holds: BTreeMap<String, Micros>,
     /// The fair-queueing clock: the largest `vseq` a claim has taken.
     pub vtime: i64,
     /// The children claimed tasks submitted, by parent and key.
@@ -139,6 +147,7 @@ impl Model {
             groups: BTreeMap::new(),
             paused_groups: BTreeSet::new(),
             rates: BTreeMap::new(),
+            holds: BTreeMap::new(),
             vtime: 0,
             children: BTreeMap::new(),
             next_task: 1,
@@ -271,6 +280,7 @@ impl Model {
                 attempts: 0,
                 max_attempts: spec.max_attempts,
                 redriven_after: 0,
+                deferrals: 0,
                 outcome: None,
                 cancel_requested: false,
                 started: false,
@@ -286,7 +296,8 @@ impl Model {
     /// Claims up to `k` tasks at `now` (see [`claim_order`]).
     pub fn claim(&mut self, now: Micros, k: usize) -> ClaimOutcome {
         let (group_limits, batch_limits) = self.limits();
-        let tokens = self.tokens(now);
+        let mut tokens = self.tokens(now);
+        tokens.extend(self.held(now));
         let taken = claim_order(&self.tasks, &group_limits, &tokens, &batch_limits, now, k);
         self.spend_tokens(&taken, now);
         let mut tasks = Vec::new();
@@ -311,6 +322,7 @@ impl Model {
                 .map(|t| t.not_before)
                 .filter(|&at| at > now)
                 .chain(self.next_token(now))
+                .chain(self.next_release(now))
                 .min()
         } else {
             None
@@ -329,29 +341,47 @@ impl Model {
                 .iter()
                 .any(|t| t.batch == batch && t.phase == Phase::Failed);
         let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
-        if ending == Ending::Suspended && !task.cancel_requested {
+        if matches!(ending, Ending::Suspended) && !task.cancel_requested {
             self.suspend(id);
             return Some(Phase::Pending);
         }
-        let attempts_left = task.attempts - task.redriven_after < task.max_attempts;
+        let attempts_left =
+            task.attempts - task.redriven_after < task.max_attempts + task.deferrals;
+        // A deferral within its bound is not charged; past it, it is a failure.
+        let deferral = match ending {
+            Ending::Deferred { until, most } if !task.cancel_requested && task.deferrals < most => {
+                Some(until.max(now))
+            }
+            _ => None,
+        };
+        let mut hold = None;
         let (phase, outcome) = match ending {
             Ending::Success => (Phase::Succeeded, Outcome::Succeeded),
-            Ending::Stopped | Ending::Suspended => (Phase::Cancelled, Outcome::Cancelled),
-            Ending::Failure | Ending::Lost if task.cancel_requested => {
+            Ending::Stopped => (Phase::Cancelled, Outcome::Cancelled),
+            Ending::Deferred { .. } if deferral.is_some() && halted => {
                 (Phase::Cancelled, Outcome::Cancelled)
             }
-            Ending::Failure | Ending::Lost if attempts_left && halted => {
-                (Phase::Cancelled, Outcome::Cancelled)
+            Ending::Deferred { .. } if deferral.is_some() => {
+                let until = deferral.expect("checked");
+                task.not_before = until;
+                task.deferrals += 1;
+                hold = task.group.clone().map(|group| (group, until));
+                (Phase::Pending, Outcome::Deferred)
             }
-            Ending::Failure | Ending::Lost if attempts_left => {
+            _ if task.cancel_requested => (Phase::Cancelled, Outcome::Cancelled),
+            _ if attempts_left && halted => (Phase::Cancelled, Outcome::Cancelled),
+            _ if attempts_left => {
                 task.not_before = now;
                 (Phase::Pending, ending.outcome())
             }
-            Ending::Failure | Ending::Lost => (Phase::Failed, ending.outcome()),
+            _ => (Phase::Failed, ending.outcome()),
         };
         task.outcome = Some(outcome);
         task.phase = phase;
         let batch = task.batch;
+        if let Some((group, until)) = hold {
+            self.hold(&group, until);
+        }
         if phase.is_ended() {
             self.settle(id);
         }

@@ -174,6 +174,10 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             let started_at = to_micros(report.started_at);
             let logs = report.take_logs();
             Done::Completed(Box::new(Completion {
+                defer: report.retry_after.map(|wait| crate::store::Defer {
+                    until: started_at + duration_micros(report.duration) + duration_micros(wait),
+                    most: scheduler.runtime.config().max_deferrals,
+                }),
                 task: task.id,
                 batch: task.batch,
                 lease_token: task.lease_token,
@@ -209,6 +213,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             );
             let now = now_micros();
             Done::Completed(Box::new(Completion {
+                defer: None,
                 task: task.id,
                 batch: task.batch,
                 lease_token: task.lease_token,

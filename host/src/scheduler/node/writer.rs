@@ -228,6 +228,7 @@ async fn write_piece(
 fn unstorable(refused: Completion, err: &StoreError) -> Completion {
     let error = format!("the attempt's record could not be stored: {err}");
     Completion {
+        defer: None,
         outcome: crate::runtime::Outcome::Trap,
         error: Some(crate::runtime::outcome::cut_text(error, 1024)),
         output: None,

@@ -49,35 +49,45 @@ pub(super) const LOCK_BATCHES_SQL: &str = "SELECT id, max_parallel - running FRO
     WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED";
 /// Locks the counters of the claim's groups with room that no other claim holds, with
 /// their rates' buckets: a group's tokens are read and spent under its lock, so a rate
-/// holds across nodes. A group whose rate has no token at `$2` has no room, and is not
-/// locked.
+/// holds across nodes. A group whose rate has no token at `$2` has no room, nor has one
+/// held then (store/hold.rs), and neither is locked.
 pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running, \
     rate_limit, rate_period, rate_burst, rate_tat FROM groups \
-    WHERE key = ANY($1) AND running < lim AND (rate_limit IS NULL \
+    WHERE key = ANY($1) AND running < lim AND held_until <= $2 AND (rate_limit IS NULL \
         OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2) \
     ORDER BY key FOR UPDATE SKIP LOCKED";
 /// When the next group with a rate and ready tasks gets a token back.
 pub(super) const NEXT_RATE_SQL: &str = include_str!("sql/claim_next_rate.sql");
-/// Counts the claim's groups with room (and a token, if they have a rate) at `$2`, locked
-/// or not.
+/// Counts the claim's groups with room (and a token, if they have a rate, and not held) at
+/// `$2`, locked or not.
 pub(super) const FREE_GROUPS_SQL: &str = "SELECT COUNT(*) FROM groups \
-    WHERE key = ANY($1) AND running < lim AND (rate_limit IS NULL \
+    WHERE key = ANY($1) AND running < lim AND held_until <= $2 AND (rate_limit IS NULL \
         OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2)";
 
-/// When the next ready task held back by its retry delay becomes due, or a group with a
-/// rate holding ready tasks back gets a token, if any is: after `now`, in database time.
+/// When the next held group with ready tasks is let go.
+pub(super) const NEXT_HOLD_SQL: &str = include_str!("sql/claim_next_hold.sql");
+
+/// When the next ready task held back by its retry delay becomes due, a group with a
+/// rate holding ready tasks back gets a token, or a held group with ready tasks is let
+/// go, if any is: after `now`, in database time.
 async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
-    let (due, rated) = tokio::try_join!(
+    let (due, rated, held) = tokio::try_join!(
         tx.prepare_cached(NEXT_DUE_SQL),
-        tx.prepare_cached(NEXT_RATE_SQL)
+        tx.prepare_cached(NEXT_RATE_SQL),
+        tx.prepare_cached(NEXT_HOLD_SQL)
     )
     .map_err(pg)?;
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&now];
-    let (due, token) =
-        tokio::try_join!(tx.query_one(&due, &params), tx.query_one(&rated, &params)).map_err(pg)?;
+    let (due, token, hold) = tokio::try_join!(
+        tx.query_one(&due, &params),
+        tx.query_one(&rated, &params),
+        tx.query_one(&held, &params)
+    )
+    .map_err(pg)?;
     let due: Option<Micros> = due.get(0);
     let token: Option<Micros> = token.get(0);
-    Ok(due.into_iter().chain(token).min())
+    let hold: Option<Micros> = hold.get(0);
+    Ok(due.into_iter().chain(token).chain(hold).min())
 }
 
 /// Ready tasks a claim reads in queue order at most (see [`claim_in`]).

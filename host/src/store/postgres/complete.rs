@@ -106,6 +106,8 @@ pub(super) struct Running {
     pub(super) halts: bool,
     /// Whether its batch has a webhook.
     pub(super) hooked: bool,
+    /// How many times it was deferred.
+    pub(super) deferrals: i32,
 }
 
 fn running_row(r: &tokio_postgres::Row) -> Running {
@@ -124,6 +126,7 @@ fn running_row(r: &tokio_postgres::Row) -> Running {
         limited: r.get(11),
         halts: r.get(12),
         hooked: r.get(13),
+        deferrals: r.get(14),
     }
 }
 
@@ -133,6 +136,8 @@ fn running_row(r: &tokio_postgres::Row) -> Running {
 struct Freed {
     batches: HashMap<BatchId, i32>,
     groups: HashMap<String, i32>,
+    /// Groups held after a deferred attempt, until when.
+    holds: HashMap<String, Micros>,
 }
 
 impl Freed {
@@ -142,6 +147,14 @@ impl Freed {
         }
         if let Some(group) = &task.group {
             *self.groups.entry(group.clone()).or_default() += 1;
+        }
+    }
+
+    /// Holds `task`'s group, if it has one, until `until` (store/hold.rs).
+    fn hold(&mut self, task: &Running, until: Micros) {
+        if let Some(group) = &task.group {
+            let hold = self.holds.entry(group.clone()).or_default();
+            *hold = (*hold).max(until);
         }
     }
 
@@ -159,12 +172,18 @@ impl Freed {
         if !self.groups.is_empty() {
             let mut rows: Vec<(String, i32)> = self.groups.into_iter().collect();
             rows.sort_unstable();
+            let holds: Vec<Micros> = rows
+                .iter()
+                .map(|(key, _)| self.holds.get(key).copied().unwrap_or(0))
+                .collect();
             let (keys, counts): (Vec<String>, Vec<i32>) = rows.into_iter().unzip();
             let stmt = tx
                 .prepare_cached(include_str!("sql/complete_free_groups.sql"))
                 .await
                 .map_err(pg)?;
-            tx.execute(&stmt, &[&keys, &counts]).await.map_err(pg)?;
+            tx.execute(&stmt, &[&keys, &counts, &holds])
+                .await
+                .map_err(pg)?;
         }
         Ok(())
     }
@@ -247,14 +266,23 @@ impl<'a> Ending<'a> {
         tx: &impl GenericClient,
         task: &Running,
         end: AttemptEnd<'a>,
+        defer: Option<Defer>,
         now: Micros,
         result: &mut CompleteResult,
     ) -> StoreResult<()> {
         let (outcome, error) = (end.outcome, end.error.map(str::to_owned));
         self.attempts.push(task, end);
         self.freed.add(task);
-        if let Some((state, outcome, error)) = finish(tx, task, outcome, error, now, result).await?
-        {
+        let ended = match finish(tx, task, outcome, error, defer, now, result).await? {
+            Finished::Ended(state, outcome, error) => Some((state, outcome, error)),
+            Finished::Back { hold } => {
+                if let Some(until) = hold {
+                    self.freed.hold(task, until);
+                }
+                None
+            }
+        };
+        if let Some((state, outcome, error)) = ended {
             self.closed.push((task.batch, task.order, 1));
             // At once, in the order reported, as a halt (below) reaches what follows it:
             // a batch a previous end halted has nothing pending left to settle.
@@ -367,6 +395,7 @@ async fn end_attempts(
                 limited: r.get(5),
                 halts: false,
                 hooked: r.get(6),
+                deferrals: 0,
             };
             if r.get::<_, bool>(7) {
                 ending.leading.push((task.id, true));
@@ -419,7 +448,7 @@ async fn end_attempts(
                 continue;
             }
             ending
-                .other(tx, task, AttemptEnd::of(c), now, &mut result)
+                .other(tx, task, AttemptEnd::of(c), c.defer, now, &mut result)
                 .await?;
         }
     }
@@ -427,16 +456,25 @@ async fn end_attempts(
     Ok(result)
 }
 
-/// Ends a task that did not succeed, or puts it back for another attempt; returns the
-/// state, outcome and error it ended with. Its slots are freed by the caller.
+/// What [`finish`] did with a task.
+enum Finished {
+    /// Ended with this state, outcome and error.
+    Ended(TaskState, Outcome, Option<String>),
+    /// Back in the queue; with a hold of its group until then, after a deferral.
+    Back { hold: Option<Micros> },
+}
+
+/// Ends a task that did not succeed, or puts it back for another attempt. Its slots are
+/// freed, and its group held, by the caller.
 async fn finish(
     tx: &impl GenericClient,
     task: &Running,
     outcome: Outcome,
     error: Option<String>,
+    defer: Option<Defer>,
     now: Micros,
     result: &mut CompleteResult,
-) -> StoreResult<Option<(TaskState, Outcome, Option<String>)>> {
+) -> StoreResult<Finished> {
     let failed = fate::Failed {
         outcome,
         error,
@@ -444,6 +482,8 @@ async fn finish(
         max_attempts: task.max_attempts as u32,
         backoff_ms: task.backoff_ms,
         cancel_requested: task.cancel_requested,
+        defer,
+        deferrals: task.deferrals.max(0) as u32,
     };
     // A failed task (state 4) in a batch that halts on failure has halted it.
     let halted = failed.may_retry()
@@ -456,40 +496,54 @@ async fn finish(
             .await
             .map_err(pg)?
             .get::<_, bool>(0);
-    let (state, outcome, error) = match failed.fate(halted, now) {
+    let (not_before, error, given_back, hold) = match failed.fate(halted, now) {
         fate::Fate::Retry {
             not_before,
             error,
             given_back,
-        } => {
-            // Ready or waiting, by its batch's gate: hold it still.
-            gate::lock(tx, task.batch).await?;
-            let stmt = tx
-                .prepare_cached(include_str!("sql/complete_retry.sql"))
-                .await
-                .map_err(pg)?;
-            let given_back = i32::from(given_back);
-            tx.execute(
-                &stmt,
-                &[
-                    &not_before,
-                    &outcome.as_str(),
-                    &error,
-                    &task.id,
-                    &given_back,
-                ],
-            )
-            .await
-            .map_err(pg)?;
-            result.retried += 1;
-            return Ok(None);
-        }
+        } => (not_before, error, given_back, None),
+        fate::Fate::Defer { until, error } => (until, error, false, Some(until)),
         fate::Fate::End {
             state,
             outcome,
             error,
-        } => (state, outcome, error),
+        } => return end(tx, task, state, outcome, error, now, result).await,
     };
+    // Ready or waiting, by its batch's gate: hold it still.
+    gate::lock(tx, task.batch).await?;
+    let stmt = tx
+        .prepare_cached(include_str!("sql/complete_retry.sql"))
+        .await
+        .map_err(pg)?;
+    let given_back = i32::from(given_back);
+    let deferred = i32::from(hold.is_some());
+    tx.execute(
+        &stmt,
+        &[
+            &not_before,
+            &outcome.as_str(),
+            &error,
+            &task.id,
+            &given_back,
+            &deferred,
+        ],
+    )
+    .await
+    .map_err(pg)?;
+    result.retried += 1;
+    Ok(Finished::Back { hold })
+}
+
+/// Ends a task that did not succeed for good.
+async fn end(
+    tx: &impl GenericClient,
+    task: &Running,
+    state: TaskState,
+    outcome: Outcome,
+    error: Option<String>,
+    now: Micros,
+    result: &mut CompleteResult,
+) -> StoreResult<Finished> {
     let stmt = tx
         .prepare_cached(include_str!("sql/complete_ended.sql"))
         .await
@@ -507,7 +561,7 @@ async fn finish(
     .await
     .map_err(pg)?;
     result.ended.push((task.id, task.batch));
-    Ok(Some((state, outcome, error)))
+    Ok(Finished::Ended(state, outcome, error))
 }
 
 /// Ends as `lost` the attempts whose lease expired (or all of `node`'s), retrying their
@@ -547,7 +601,7 @@ async fn end_lost(
             stdout: &[],
             stderr: &[],
         };
-        ending.other(tx, task, end, now, &mut result).await?;
+        ending.other(tx, task, end, None, now, &mut result).await?;
     }
     result.hooked |= ending.write(tx, now).await?;
     Ok(result)

@@ -81,6 +81,11 @@ pub const HOT: &[Hot] = &[
         indexes: &["ready_group on ready"],
     },
     Hot {
+        name: "claim: the end of the next hold of a group",
+        sql: claim::NEXT_HOLD_SQL,
+        indexes: &["ready_group on ready"],
+    },
+    Hot {
         name: "start marks",
         sql: include_str!("sql/task_start.sql"),
         indexes: &[],

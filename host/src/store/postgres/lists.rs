@@ -310,6 +310,7 @@ pub(super) async fn hold(store: &PostgresStore, ids: &[TaskId]) -> StoreResult<V
                 r.get::<_, Option<i32>>(14).map(i64::from),
                 r.get::<_, Option<i64>>(15).unwrap_or(0),
             ),
+            held_until: r.get::<_, Option<i64>>(17).unwrap_or(0),
         });
         facts.push(HoldFacts {
             task,

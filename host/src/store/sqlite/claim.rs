@@ -18,8 +18,8 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::internal;
 use crate::runtime::MountGrant;
 use crate::store::pick::{Candidate, Place, Rooms, before};
-use crate::store::rate;
 use crate::store::*;
+use crate::store::{hold, rate};
 
 /// Ready tasks in claim order, with the room left in their batch and group. Tasks of full
 /// groups and batches are read too, and passed over by the pick: filtering them here
@@ -41,19 +41,23 @@ pub(super) const OPEN_GROUP_FROM_SQL: &str = include_str!("sql/claim_open_group_
 pub(super) const NEXT_DUE_SQL: &str = include_str!("sql/claim_next_due.sql");
 /// When the next group with a rate and ready tasks gets a token back.
 pub(super) const NEXT_RATE_SQL: &str = include_str!("sql/claim_next_rate.sql");
+/// When the next held group with ready tasks is let go.
+pub(super) const NEXT_HOLD_SQL: &str = include_str!("sql/claim_next_hold.sql");
 /// Counts a claim's tasks of one batch as running.
 pub(super) const BATCH_TAKE_SQL: &str = include_str!("sql/claim_count_batch.sql");
 
 /// A candidate row: the candidate, its batch's and group's room, and its priority.
 type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32);
 
-/// A candidate row read at `now`: its group's room is within its rate's tokens.
+/// A candidate row read at `now`: its group's room is within its rate's tokens, and none
+/// while it is held.
 fn candidate_row(r: &rusqlite::Row<'_>, now: Micros) -> rusqlite::Result<CandidateRow> {
     let batch_room: Option<i64> = r.get(4)?;
     let bucket = rate_bucket(r, 7)?;
+    let held_until = r.get::<_, Option<i64>>(11)?.unwrap_or(0);
     let group_room = r
         .get::<_, Option<i64>>(5)?
-        .map(|room| rate::room(room, bucket, now));
+        .map(|room| hold::room(rate::room(room, bucket, now), held_until, now));
     let candidate = Candidate {
         id: r.get(0)?,
         batch: r.get(1)?,
@@ -222,7 +226,12 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Claime
             .map_err(internal)?
             .query_row([p.now], |r| r.get(0))
             .map_err(internal)?;
-        due.into_iter().chain(token).min()
+        let hold: Option<Micros> = tx
+            .prepare_cached(NEXT_HOLD_SQL)
+            .map_err(internal)?
+            .query_row([p.now], |r| r.get(0))
+            .map_err(internal)?;
+        due.into_iter().chain(token).chain(hold).min()
     } else {
         None
     };

@@ -25,6 +25,8 @@ pub(super) struct Running {
     pub(super) lease_node: String,
     /// When it started on its slot, or else when it was claimed.
     pub(super) started_at: Micros,
+    /// How many times it was deferred.
+    pub(super) deferrals: u32,
 }
 
 /// Reads a row of `sql/running_get.sql` or `sql/running_lost.sql`.
@@ -41,6 +43,7 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
         lease_token: r.get(8)?,
         lease_node: r.get(9)?,
         started_at: r.get(10)?,
+        deferrals: r.get(11)?,
     })
 }
 
@@ -48,6 +51,9 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
 /// without one costs no statement more (see `hooks.rs`).
 pub(super) const BATCH_FREE_SQL: &str =
     "UPDATE batches SET running = running - ? WHERE id = ? RETURNING webhook_url IS NOT NULL";
+/// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
+pub(super) const GROUP_HOLD_SQL: &str =
+    "UPDATE groups SET held_until = max(held_until, ?1) WHERE key = ?2";
 /// A group has `?` fewer tasks claimed.
 pub(super) const GROUP_FREE_SQL: &str = "UPDATE groups SET running = running - ? WHERE key = ?";
 /// A claimed task's start mark (state 2: claimed), if its lease is still the caller's.
@@ -100,6 +106,7 @@ pub(super) fn complete(
             c.outcome,
             c.error,
             c.output,
+            c.defer,
             now,
             server,
             &mut result,
@@ -146,6 +153,7 @@ fn complete_successes(
                     lease_token: c.lease_token,
                     lease_node: String::new(),
                     started_at: r.get(4)?,
+                    deferrals: 0,
                 })
             })
             .optional()
@@ -231,6 +239,7 @@ pub(super) fn rescue(
             Outcome::Lost,
             Some(error),
             None,
+            None,
             now,
             server,
             &mut result,
@@ -313,6 +322,7 @@ fn finish(
     outcome: Outcome,
     error: Option<String>,
     output: Option<Vec<u8>>,
+    defer: Option<Defer>,
     now: Micros,
     server: bool,
     result: &mut CompleteResult,
@@ -328,6 +338,8 @@ fn finish(
             max_attempts: task.max_attempts,
             backoff_ms: task.backoff_ms,
             cancel_requested: task.cancel_requested,
+            defer,
+            deferrals: task.deferrals,
         };
         let halted = failed.may_retry() && halted(tx, task.batch)?;
         match failed.fate(halted, now) {
@@ -343,9 +355,24 @@ fn finish(
                         outcome.as_str(),
                         error,
                         task.id,
-                        i64::from(given_back)
+                        i64::from(given_back),
+                        0
                     ])
                     .map_err(internal)?;
+                result.retried += 1;
+                return Ok(());
+            }
+            fate::Fate::Defer { until, error } => {
+                tx.prepare_cached(include_str!("sql/complete_retry.sql"))
+                    .map_err(internal)?
+                    .execute(params![until, outcome.as_str(), error, task.id, 0, 1])
+                    .map_err(internal)?;
+                if let Some(group) = &task.group {
+                    tx.prepare_cached(GROUP_HOLD_SQL)
+                        .map_err(internal)?
+                        .execute(params![until, group])
+                        .map_err(internal)?;
+                }
                 result.retried += 1;
                 return Ok(());
             }

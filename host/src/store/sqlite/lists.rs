@@ -246,6 +246,7 @@ pub(super) fn hold(conn: &Connection, ids: &[TaskId]) -> StoreResult<Vec<HoldFac
                             r.get(14)?,
                             r.get::<_, Option<i64>>(15)?.unwrap_or(0),
                         ),
+                        held_until: r.get::<_, Option<i64>>(17)?.unwrap_or(0),
                     }),
                     None => None,
                 };

@@ -97,6 +97,14 @@ const HOT: &[Hot] = &[
         ],
     },
     Hot {
+        name: "claim: the end of the next hold of a group",
+        sql: claim::NEXT_HOLD_SQL,
+        plan: &[
+            "g USING INDEX groups_hold_ends (held_until>?)",
+            "USING COVERING INDEX tasks_ready_group (group_key=?)",
+        ],
+    },
+    Hot {
         name: "claim: a task taken",
         sql: claim::TAKE_SQL,
         plan: &[TASK_BY_ID],
@@ -286,7 +294,7 @@ fn every_hot_statement_uses_its_index_whatever_other_indexes_there_are() {
 }
 
 /// Every statement a claim may run.
-const CLAIM_STATEMENTS: [&str; 12] = [
+const CLAIM_STATEMENTS: [&str; 13] = [
     claim::CANDIDATES_SQL,
     claim::FREE_BEYOND_SQL,
     claim::GROUP_BEYOND_SQL,
@@ -295,6 +303,7 @@ const CLAIM_STATEMENTS: [&str; 12] = [
     claim::OPEN_GROUP_FROM_SQL,
     claim::NEXT_DUE_SQL,
     claim::NEXT_RATE_SQL,
+    claim::NEXT_HOLD_SQL,
     claim::TAKE_SQL,
     claim::BATCH_TAKE_SQL,
     claim::GROUP_TAKE_SQL,

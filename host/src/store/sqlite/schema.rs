@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 20] = [
+const MIGRATIONS: [&str; 21] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -28,6 +28,7 @@ const MIGRATIONS: [&str; 20] = [
     include_str!("migrations/0017_repeated_errors.sql"),
     include_str!("migrations/0018_group_rates.sql"),
     include_str!("migrations/0019_task_edges.sql"),
+    include_str!("migrations/0020_deferrals.sql"),
     include_str!("migrations/0021_spawn.sql"),
 ];
 

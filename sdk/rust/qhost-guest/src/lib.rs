@@ -23,12 +23,14 @@
 // The generated bindings name this crate by its path, as a task crate does.
 extern crate self as qhost_guest;
 
+mod defer;
 mod log;
 mod output;
 
 #[cfg(feature = "json")]
 mod json;
 
+pub use defer::retry_after;
 pub use log::{Level, log};
 pub use output::Output;
 pub use qhost_guest_macros::task;

@@ -38,6 +38,8 @@ SELECT * FROM (
      ORDER BY r.priority DESC, r.vseq, r.task_id
      LIMIT least(g.lim - g.running, $5)) AS h
    WHERE g.running < g.lim AND filled.key IS NULL
+     -- A held group has no room (store/hold.rs).
+     AND g.held_until <= $1
      -- A group whose rate has no token now has no room (store/rate.rs).
      AND (g.rate_limit IS NULL
           OR g.rate_tat - (g.rate_burst - 1) * greatest(1, g.rate_period / g.rate_limit) <= $1))

@@ -8,11 +8,13 @@
 -- $3 its error (or NULL)
 -- $4 task id
 -- $5 attempts given back: 1 after a host error (the attempt is not the task's), else 0
+-- $6 deferrals: 1 after a deferred attempt (which the attempts it may make count on top
+--    of max_attempts), else 0
 --
 -- state: 1 ready (also in the ready table), 0 waiting at a gate.
 WITH back AS (
     UPDATE tasks AS t SET not_before = $1, outcome = $2, error = $3,
-        max_attempts = t.max_attempts + $5,
+        max_attempts = t.max_attempts + $5, deferrals = t.deferrals + $6,
         lease_node = NULL, lease_token = NULL,
         state = CASE WHEN t.ord = (SELECT MIN(o.ord) FROM batch_orders o
                                    WHERE o.batch_id = t.batch_id AND o.open > 0)

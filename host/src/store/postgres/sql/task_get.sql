@@ -17,7 +17,7 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
                 OR EXISTS (SELECT 1 FROM groups g WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
             WHEN t.state = 1 AND t.not_before > (extract(epoch FROM clock_timestamp()) * 1000000)::bigint THEN 0
             ELSE t.state END,
-       t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
+       t.attempts, t.redriven_after + t.max_attempts + t.deferrals, t.submitted_at, t.ended_at, t.outcome,
        t.error, octet_length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input),
        octet_length(t.error),

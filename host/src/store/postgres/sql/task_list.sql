@@ -21,7 +21,7 @@
 -- list filters by.
 SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        c.list_code,
-       t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
+       t.attempts, t.redriven_after + t.max_attempts + t.deferrals, t.submitted_at, t.ended_at, t.outcome,
        left(t.error, 1024), octet_length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input),
        octet_length(t.error),

@@ -13,14 +13,15 @@
 -- Columns, in the order claim.rs's candidate_row reads them: id, batch, group, vseq, the
 -- batch's room (NULL: no limit), the group's room (NULL: no group), priority, and the
 -- group's rate (limit, period, burst: NULLs when it has none) and its tat, from which
--- claim.rs takes the room its tokens leave (store/rate.rs).
+-- claim.rs takes the room its tokens leave (store/rate.rs), and when its hold ends (none
+-- while it is held: store/hold.rs).
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq,
        b.max_parallel - b.running AS batch_room,
        g.lim - g.running AS group_room,
        t.priority,
-       g.rate_limit, g.rate_period, g.rate_burst, g.rate_tat
+       g.rate_limit, g.rate_period, g.rate_burst, g.rate_tat, g.held_until
 FROM tasks t INDEXED BY tasks_ready
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN groups g ON g.key = t.group_key

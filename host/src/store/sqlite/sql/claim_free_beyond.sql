@@ -10,11 +10,12 @@
 -- ?6 the batches full already, a JSON array of ids
 --
 -- Columns as claim_candidates.sql's: id, batch, group (NULL), vseq, the batch's room
--- (NULL: no limit), the group's room (NULL), priority, the group's rate and tat (NULLs).
+-- (NULL: no limit), the group's room (NULL), priority, the group's rate, tat and hold
+-- (NULLs).
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, NULL, t.priority,
-       NULL, NULL, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL
 FROM tasks t INDEXED BY tasks_ready_free
 JOIN batches b ON b.id = t.batch_id
 WHERE t.state = 1 AND t.group_key IS NULL

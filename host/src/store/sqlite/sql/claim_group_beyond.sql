@@ -11,12 +11,12 @@
 -- ?7 the batches full already, a JSON array of ids
 --
 -- Columns as claim_candidates.sql's: id, batch, group, vseq, the batch's room (NULL: no
--- limit), the group's room, priority, and NULLs for the group's rate: ?6 is its room
--- with its tokens counted already.
+-- limit), the group's room, priority, and NULLs for the group's rate and hold: ?6 is its
+-- room with its tokens and hold counted already.
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, ?6, t.priority,
-       NULL, NULL, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL
 FROM tasks t INDEXED BY tasks_ready_group
 JOIN batches b ON b.id = t.batch_id
 WHERE t.state = 1 AND t.group_key = ?5

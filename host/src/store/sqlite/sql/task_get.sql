@@ -16,7 +16,7 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
                 OR EXISTS (SELECT 1 FROM groups g WHERE g.key = t.group_key AND g.lim = 0)) THEN 7
             WHEN t.state = 1 AND t.not_before > ?2 THEN 0
             ELSE t.state END,
-       t.attempts, t.redriven_after + t.max_attempts, t.submitted_at, t.ended_at, t.outcome,
+       t.attempts, t.redriven_after + t.max_attempts + t.deferrals, t.submitted_at, t.ended_at, t.outcome,
        t.error, length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
        length(CAST(t.error AS BLOB)),
