@@ -50,7 +50,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 12] = [
+    pub const ALL: [Outcome; 13] = [
         Outcome::Succeeded,
         Outcome::GuestError,
         Outcome::Trap,
