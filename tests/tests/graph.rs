@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use qhost::runtime::Outcome;
 use qhost::store::AttemptRecord;
+use qhost_tests::language_guest;
 use qhost_tests::pg::TestDb;
 use qhost_tests::serve_node::{ServeNode, TOKEN};
-use qhost_tests::language_guest;
 use qhost_tests::server::call;
 use serde_json::{Value, json};
 

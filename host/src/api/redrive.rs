@@ -277,7 +277,11 @@ mod tests {
     #[test]
     fn the_outcome_filter_names_every_outcome() {
         let document = serde_json::to_value(crate::api::document()).unwrap();
-        for path in ["/v1/tasks/retry", "/v1/batches/{id}/retry", "/v1/tasks/cancel"] {
+        for path in [
+            "/v1/tasks/retry",
+            "/v1/batches/{id}/retry",
+            "/v1/tasks/cancel",
+        ] {
             let parameters = document["paths"][path]["post"]["parameters"]
                 .as_array()
                 .unwrap();
@@ -288,8 +292,14 @@ mod tests {
                 "{path}: {outcome}"
             );
             let items = &outcome["schema"]["items"];
-            let reference = items["$ref"].as_str().or(items["allOf"][0]["$ref"].as_str());
-            assert_eq!(reference, Some("#/components/schemas/Outcome"), "{path}: {outcome}");
+            let reference = items["$ref"]
+                .as_str()
+                .or(items["allOf"][0]["$ref"].as_str());
+            assert_eq!(
+                reference,
+                Some("#/components/schemas/Outcome"),
+                "{path}: {outcome}"
+            );
         }
         let listed = &document["components"]["schemas"]["Outcome"]["enum"];
         let mut listed: Vec<&str> = listed
