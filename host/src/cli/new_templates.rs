@@ -107,7 +107,7 @@ pub fn rust() -> Vec<File> {
 }
 
 /// The Rust SDK's crates, as they are in `sdk/rust/` (their WIT aside).
-fn rust_sdk() -> [File; 7] {
+fn rust_sdk() -> [File; 8] {
     [
         text!(
             "qhost-sdk/qhost-guest/Cargo.toml",
@@ -128,6 +128,10 @@ fn rust_sdk() -> [File; 7] {
         text!(
             "qhost-sdk/qhost-guest/src/json.rs",
             "../../../sdk/rust/qhost-guest/src/json.rs"
+        ),
+        text!(
+            "qhost-sdk/qhost-guest/src/defer.rs",
+            "../../../sdk/rust/qhost-guest/src/defer.rs"
         ),
         text!(
             "qhost-sdk/qhost-guest-macros/Cargo.toml",
