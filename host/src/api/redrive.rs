@@ -31,18 +31,18 @@ pub struct SelectQuery {
     pub group: Option<String>,
     /// Outcomes, comma-separated (`trap,lost`): of an ended task, how it ended; of one that
     /// will run again, how its last attempt ended.
-    #[param(value_type = Option<Vec<Outcome>>, style = Form, explode = false)]
+    #[param(value_type = Option<Vec<Outcome>>, style = Form, explode = false, min_items = 1)]
     pub outcome: Option<String>,
     /// States, comma-separated (`failed`, `waiting,ready`): the tasks shown in one of them
     /// when the action runs.
-    #[param(value_type = Option<Vec<TaskState>>, style = Form, explode = false)]
+    #[param(value_type = Option<Vec<TaskState>>, style = Form, explode = false, min_items = 1)]
     pub state: Option<String>,
     /// The tasks of this module: one of its names, its digest, or the start of its digest.
     #[param(min_length = 1)]
     pub module: Option<String>,
     /// Task ids, comma-separated (`4,7,9`): a selection, within which the other filters
     /// apply.
-    #[param(value_type = Option<Vec<TaskId>>, style = Form, explode = false)]
+    #[param(value_type = Option<Vec<TaskId>>, style = Form, explode = false, min_items = 1)]
     pub tasks: Option<String>,
 }
 
@@ -150,7 +150,7 @@ pub async fn retry_task(
 pub struct RetryQuery {
     /// Outcomes, comma-separated (`trap,lost`, or `cancelled`): run again the tasks that
     /// ended so. Without it, every failed task.
-    #[param(value_type = Option<Vec<Outcome>>, style = Form, explode = false)]
+    #[param(value_type = Option<Vec<Outcome>>, style = Form, explode = false, min_items = 1)]
     pub outcome: Option<String>,
 }
 
@@ -291,6 +291,8 @@ mod tests {
                 (&serde_json::json!("form"), &serde_json::json!(false)),
                 "{path}: {outcome}"
             );
+            // An empty list (`outcome=`) filters nothing: the document does not allow it.
+            assert_eq!(outcome["schema"]["minItems"], 1, "{path}: {outcome}");
             let items = &outcome["schema"]["items"];
             let reference = items["$ref"]
                 .as_str()
