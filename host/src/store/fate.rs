@@ -100,6 +100,20 @@ impl Failed {
 
     /// Its fate, given whether its batch has `halted` (asked only if [`Self::may_retry`]).
     pub(crate) fn fate(mut self, halted: bool, now: Micros) -> Fate {
+        // A suspension comes here only when its task's cancellation was asked or its batch
+        // halted: it waits for nothing more.
+        if self.outcome == Outcome::Suspended {
+            let error = if self.cancel_requested {
+                "cancelled while running"
+            } else {
+                HALTED
+            };
+            return Fate::End {
+                state: TaskState::Cancelled,
+                outcome: Outcome::Cancelled,
+                error: Some(error.into()),
+            };
+        }
         if let Some(defer) = self.deferral()
             && !halted
         {
@@ -210,6 +224,20 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// A suspension in a halted batch ends cancelled, even on its task's last attempt:
+    /// never failed with `suspended` as its outcome.
+    #[test]
+    fn a_suspension_of_a_halted_batch_ends_cancelled() {
+        assert_eq!(
+            failed(Outcome::Suspended, 3).fate(false, 0),
+            Fate::End {
+                state: TaskState::Cancelled,
+                outcome: Outcome::Cancelled,
+                error: Some(HALTED.into())
+            }
+        );
     }
 
     #[test]

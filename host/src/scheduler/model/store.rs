@@ -341,7 +341,7 @@ impl Model {
                 .iter()
                 .any(|t| t.batch == batch && t.phase == Phase::Failed);
         let task = self.task_mut(id).filter(|t| t.phase == Phase::Claimed)?;
-        if matches!(ending, Ending::Suspended) && !task.cancel_requested {
+        if matches!(ending, Ending::Suspended) && !task.cancel_requested && !halted {
             self.suspend(id);
             return Some(Phase::Pending);
         }
@@ -357,7 +357,8 @@ impl Model {
         let mut hold = None;
         let (phase, outcome) = match ending {
             Ending::Success => (Phase::Succeeded, Outcome::Succeeded),
-            Ending::Stopped => (Phase::Cancelled, Outcome::Cancelled),
+            // Reached only when cancelled or halted: it waits for nothing more.
+            Ending::Stopped | Ending::Suspended => (Phase::Cancelled, Outcome::Cancelled),
             Ending::Deferred { .. } if deferral.is_some() && halted => {
                 (Phase::Cancelled, Outcome::Cancelled)
             }

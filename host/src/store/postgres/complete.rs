@@ -435,7 +435,10 @@ async fn end_attempts(
                 result.stale += 1;
                 continue;
             };
-            if c.outcome == Outcome::Suspended && !task.cancel_requested {
+            if c.outcome == Outcome::Suspended
+                && !task.cancel_requested
+                && !halted(tx, task).await?
+            {
                 ending
                     .suspended(
                         tx,
@@ -485,17 +488,7 @@ async fn finish(
         defer,
         deferrals: task.deferrals.max(0) as u32,
     };
-    // A failed task (state 4) in a batch that halts on failure has halted it.
-    let halted = failed.may_retry()
-        && task.halts
-        && tx
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
-                &[&task.batch],
-            )
-            .await
-            .map_err(pg)?
-            .get::<_, bool>(0);
+    let halted = failed.may_retry() && halted(tx, task).await?;
     let (not_before, error, given_back, hold) = match failed.fate(halted, now) {
         fate::Fate::Retry {
             not_before,
@@ -680,4 +673,20 @@ async fn put_back(
     let cancelled: Vec<(TaskId, bool)> = cancelled.iter().map(|&id| (id, false)).collect();
     graph::settle(tx, cancelled, now, server, &mut result).await?;
     Ok(result)
+}
+
+/// Whether `task`'s batch halts on failure and has halted: a task of it failed for good
+/// (state 4).
+async fn halted(tx: &impl GenericClient, task: &Running) -> StoreResult<bool> {
+    if !task.halts {
+        return Ok(false);
+    }
+    Ok(tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
+            &[&task.batch],
+        )
+        .await
+        .map_err(pg)?
+        .get::<_, bool>(0))
 }

@@ -94,7 +94,7 @@ pub(super) fn complete(
             continue;
         };
         log::record(tx, &task, &AttemptEnd::of(&c))?;
-        if c.outcome == Outcome::Suspended && !task.cancel_requested {
+        if c.outcome == Outcome::Suspended && !task.cancel_requested && !halted(tx, task.batch)? {
             free_slots(tx, &task)?;
             super::spawn::suspend(tx, task.id, c.output.unwrap_or_default())?;
             result.retried += 1;
