@@ -23,21 +23,11 @@ impl Model {
     /// When the first held group with room and a task at its gate is let go, if one is
     /// after `now`.
     pub(super) fn next_release(&self, now: Micros) -> Option<Micros> {
-        let (limits, _) = self.limits();
-        let gates = gates(&self.tasks);
+        let startable = self.startable_groups();
         self.holds
             .iter()
             .filter(|&(_, &until)| until > now)
-            .filter(|(key, _)| {
-                let limit = limits.get(*key).copied().unwrap_or(DEFAULT_GROUP_LIMIT);
-                u64::from(limit) > self.group_claimed(key)
-                    && self.tasks.iter().any(|t| {
-                        t.phase == Phase::Pending
-                            && t.group.as_deref() == Some(key.as_str())
-                            && gates.get(&t.batch) == Some(&t.order)
-                            && t.waits.is_empty()
-                    })
-            })
+            .filter(|(key, _)| startable.contains(*key))
             .map(|(_, &until)| until)
             .min()
     }

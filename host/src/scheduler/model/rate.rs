@@ -88,21 +88,10 @@ impl Model {
     /// When the first group with a rate, room and a task at its gate that it holds back
     /// (no token now) gets a token again, if one does.
     pub(super) fn next_token(&self, now: Micros) -> Option<Micros> {
-        let (limits, _) = self.limits();
-        let gates = gates(&self.tasks);
+        let startable = self.startable_groups();
         self.rates
             .iter()
-            .filter(|(key, _)| {
-                let limit = limits.get(*key).copied().unwrap_or(DEFAULT_GROUP_LIMIT);
-                u64::from(limit) > self.group_claimed(key)
-                    && self.tasks.iter().any(|t| {
-                        t.phase == Phase::Pending
-                            && t.group.as_deref() == Some(key.as_str())
-                            && gates.get(&t.batch) == Some(&t.order)
-                            // One waiting for tasks it runs after waits on them, not on tokens.
-                            && t.waits.is_empty()
-                    })
-            })
+            .filter(|(key, _)| startable.contains(*key))
             .map(|(_, rate)| rate.next_token())
             .filter(|&at| at > now)
             .min()

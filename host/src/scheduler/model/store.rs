@@ -203,6 +203,27 @@ impl Model {
             || task.group.as_ref().and_then(|g| groups.get(g)) == Some(&0)
     }
 
+    /// The groups with room that have a pending task at its batch's gate waiting on no
+    /// other task: those a token back, or a hold's end, lets start one.
+    pub(super) fn startable_groups(&self) -> BTreeSet<String> {
+        let (limits, _) = self.limits();
+        let gates = gates(&self.tasks);
+        self.tasks
+            .iter()
+            .filter(|t| {
+                t.phase == Phase::Pending
+                    && gates.get(&t.batch) == Some(&t.order)
+                    // One waiting for tasks it runs after waits on them, not on its group.
+                    && t.waits.is_empty()
+            })
+            .filter_map(|t| t.group.clone())
+            .filter(|key| {
+                let limit = limits.get(key).copied().unwrap_or(DEFAULT_GROUP_LIMIT);
+                u64::from(limit) > self.group_claimed(key)
+            })
+            .collect()
+    }
+
     /// How many of the group's tasks are claimed now.
     pub fn group_claimed(&self, key: &str) -> u64 {
         self.tasks
