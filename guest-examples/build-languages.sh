@@ -33,45 +33,21 @@ fresh() {
 }
 
 build_python() {
-    build_python_wordcount
-    build_python_fetch
-    build_python_wordsum
-    build_python_mapreduce
+    [ -x "$here/python/.venv/bin/componentize-py" ] || missing componentize-py
+    componentize_python app wordcount-python "$world"
+    componentize_python fetch fetch-python qhost:task/task-http
+    componentize_python wordsum wordsum-python qhost:task/task-graph
+    componentize_python mapreduce mapreduce-python qhost:task/task-spawn
 }
 
-build_python_wordcount() {
-    local componentize="$here/python/.venv/bin/componentize-py"
-    [ -x "$componentize" ] || missing componentize-py
-    local target="$out/wordcount-python.wasm"
-    fresh "$target" "$here/python/app.py" "$wit" && return
-    "$componentize" -d "$wit" -w "$world" componentize -p "$here/python" app -o "$target.tmp"
-    mv "$target.tmp" "$target"
-}
-
-build_python_fetch() {
-    local componentize="$here/python/.venv/bin/componentize-py"
-    local target="$out/fetch-python.wasm"
-    fresh "$target" "$here/python/fetch.py" "$wit" && return
-    "$componentize" -d "$wit" -w qhost:task/task-http componentize -p "$here/python" fetch \
-        -o "$target.tmp"
-    mv "$target.tmp" "$target"
-}
-
-build_python_wordsum() {
-    local componentize="$here/python/.venv/bin/componentize-py"
-    local target="$out/wordsum-python.wasm"
-    fresh "$target" "$here/python/wordsum.py" "$wit" && return
-    "$componentize" -d "$wit" -w qhost:task/task-graph componentize -p "$here/python" wordsum \
-        -o "$target.tmp"
-    mv "$target.tmp" "$target"
-}
-
-build_python_mapreduce() {
-    local componentize="$here/python/.venv/bin/componentize-py"
-    local target="$out/mapreduce-python.wasm"
-    fresh "$target" "$here/python/mapreduce.py" "$wit" && return
-    "$componentize" -d "$wit" -w qhost:task/task-spawn componentize -p "$here/python" mapreduce \
-        -o "$target.tmp"
+# componentize_python MODULE NAME WORLD: python/MODULE.py for WORLD into NAME.wasm, unless
+# that is newer than its sources.
+componentize_python() {
+    local module=$1 name=$2 for_world=$3
+    local target="$out/$name.wasm"
+    fresh "$target" "$here/python/$module.py" "$wit" && return
+    "$here/python/.venv/bin/componentize-py" -d "$wit" -w "$for_world" componentize \
+        -p "$here/python" "$module" -o "$target.tmp"
     mv "$target.tmp" "$target"
 }
 
