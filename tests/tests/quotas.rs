@@ -1,6 +1,6 @@
 //! Quotas on what one batch stores, through a real `qhost serve`: the server's defaults, a
 //! submission past one refused with the quota named and nothing stored, an opening that
-//! sets its own, and the admin alone raising them (`PATCH /v1/batches/{id}/quotas`,
+//! sets its own (children per task and depth among them), and the admin alone raising them (`PATCH /v1/batches/{id}/quotas`,
 //! `qhost batch quota`).
 
 use qhost_tests::server::{Server, call};
@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 fn a_batch_past_its_quota_is_refused_until_the_admin_raises_it() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start_with(data.path(), 1, |c| {
-        c.args(["--quota-tasks", "2", "--quota-input", "1KiB"]);
+        c.args(["--quota-tasks", "2", "--quota-input", "1KiB"])
+            .args(["--quota-children", "5", "--quota-depth", "2"]);
     });
     server.upload("echo");
     let task = json!({"module": "echo", "input": "x", "delay": "1h"});
@@ -45,6 +46,11 @@ fn a_batch_past_its_quota_is_refused_until_the_admin_raises_it() {
     assert_eq!(shown["quotas"]["input_bytes"], 1024);
     assert_eq!(shown["usage"]["tasks"], 2);
     assert_eq!(shown["usage"]["input_bytes"], 2);
+    assert_eq!(
+        (&shown["quotas"]["children"], &shown["quotas"]["depth"]),
+        (&json!(5), &json!(2)),
+        "how its tasks may grow it: {shown}"
+    );
 
     // The handle may not raise its own quota; the admin may.
     let raise = json!({"tasks": 3.0});
@@ -92,7 +98,17 @@ fn a_batch_past_its_quota_is_refused_until_the_admin_raises_it() {
     assert_eq!(free.tasks.len(), 3);
 
     // The command line shows and changes them.
-    let shown = server.run(&["batch", "quota", &batch.id.to_string(), "--tasks", "off"]);
+    let shown = server.run(&[
+        "batch",
+        "quota",
+        &batch.id.to_string(),
+        "--tasks",
+        "off",
+        "--children",
+        "50",
+        "--depth",
+        "off",
+    ]);
     assert!(
         shown.status.success(),
         "{}",
@@ -103,4 +119,7 @@ fn a_batch_past_its_quota_is_refused_until_the_admin_raises_it() {
         text.contains("tasks") && text.contains("3 of no quota"),
         "{text}"
     );
+    let line = |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap_or("");
+    assert!(line("children").ends_with(" 50"), "{text}");
+    assert!(line("depth").ends_with(" no quota"), "{text}");
 }

@@ -24,6 +24,12 @@ pub struct QuotaArgs {
     /// Bytes of captured text (errors, logs, stdout, stderr) it may store: a size, or `off`.
     #[arg(long)]
     pub text_bytes: Option<String>,
+    /// Children one of its tasks may submit: a count, or `off`.
+    #[arg(long)]
+    pub children: Option<String>,
+    /// How deep its tasks' children may go: a count, or `off`.
+    #[arg(long)]
+    pub depth: Option<String>,
     /// Print it as JSON.
     #[arg(long)]
     pub json: bool,
@@ -36,6 +42,8 @@ pub fn run(client: &Client, args: QuotaArgs) -> anyhow::Result<()> {
         ("input_bytes", &args.input_bytes, false),
         ("output_bytes", &args.output_bytes, false),
         ("text_bytes", &args.text_bytes, false),
+        ("children", &args.children, true),
+        ("depth", &args.depth, true),
     ] {
         if let Some(text) = text {
             let quota = parse(text, count)
@@ -88,6 +96,20 @@ fn print(quotas: &Quotas, usage: &Usage) -> anyhow::Result<()> {
         "text bytes",
         bytes(usage.text_bytes),
         quotas.text_bytes.map(bytes),
+    )?;
+    // Bounds on each task, not amounts stored: nothing is used of them.
+    let bound = |q: Option<u64>| q.map_or_else(|| "no quota".into(), |q| q.to_string());
+    outln!(
+        "{:<13} {:>12}    {}",
+        "children",
+        "per task",
+        bound(quotas.children)
+    )?;
+    outln!(
+        "{:<13} {:>12}    {}",
+        "depth",
+        "at most",
+        bound(quotas.depth)
     )?;
     Ok(())
 }

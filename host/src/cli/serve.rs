@@ -147,7 +147,8 @@ pub struct ServeArgs {
     /// max_connections, max_connections_per_address, header_timeout, client_timeout,
     /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
     /// metrics_listen, max_timeout, max_memory, max_defer, max_deferrals, quota_tasks,
-    /// quota_input, quota_output, quota_text, webhook, webhook_secret_file, otlp_endpoint);
+    /// quota_input, quota_output, quota_text, quota_children, quota_depth, webhook,
+    /// webhook_secret_file, otlp_endpoint);
     /// flags and variables take precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
@@ -199,6 +200,8 @@ struct FileConfig {
     quota_input: Option<String>,
     quota_output: Option<String>,
     quota_text: Option<String>,
+    quota_children: Option<String>,
+    quota_depth: Option<String>,
     otlp_endpoint: Option<String>,
 }
 
@@ -266,6 +269,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         quota_input: file.quota_input,
         quota_output: file.quota_output,
         quota_text: file.quota_text,
+        quota_children: file.quota_children,
+        quota_depth: file.quota_depth,
     })?;
     let client_timeout = match args.client_timeout.or(file.client_timeout) {
         Some(text) => {

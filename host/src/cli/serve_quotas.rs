@@ -7,6 +7,7 @@ use serde::Deserialize;
 use crate::runtime::limits::GIB;
 use crate::store::Quotas;
 use crate::store::quota::MAX_QUOTA;
+use crate::store::spawn::{DEFAULT_CHILDREN, DEFAULT_DEPTH};
 use crate::units::parse_bytes;
 
 /// The quotas a batch opens with unless its opening sets its own; an admin changes one
@@ -28,16 +29,26 @@ pub struct QuotaArgs {
     /// (default 2GiB).
     #[arg(long, env = "QHOST_QUOTA_TEXT")]
     pub quota_text: Option<String>,
+    /// Children one task may submit over all its attempts (default 1000).
+    #[arg(long, env = "QHOST_QUOTA_CHILDREN")]
+    pub quota_children: Option<String>,
+    /// How deep children may go: a task a client submits is at depth 0 (default 8).
+    #[arg(long, env = "QHOST_QUOTA_DEPTH")]
+    pub quota_depth: Option<String>,
 }
+
+/// The settings whose quotas are sizes, such as `512MiB`.
+const SIZES: [&str; 3] = ["quota_input", "quota_output", "quota_text"];
 
 impl QuotaArgs {
     /// The defaults these settings give, each flag over the file's.
     pub fn quotas(self, file: QuotaArgs) -> anyhow::Result<Quotas> {
+        // Sizes are bytes; the others count.
         let pick = |flag: Option<String>, file: Option<String>, name: &str, default: u64| match flag
             .or(file)
         {
             None => Ok(Some(default)),
-            Some(text) => parse(&text, name == "quota_tasks")
+            Some(text) => parse(&text, !SIZES.contains(&name))
                 .map_err(|e| anyhow::anyhow!("setting `{name}`: {e}")),
         };
         Ok(Quotas {
@@ -55,6 +66,18 @@ impl QuotaArgs {
                 8 * GIB,
             )?,
             text_bytes: pick(self.quota_text, file.quota_text, "quota_text", 2 * GIB)?,
+            children: pick(
+                self.quota_children,
+                file.quota_children,
+                "quota_children",
+                DEFAULT_CHILDREN,
+            )?,
+            depth: pick(
+                self.quota_depth,
+                file.quota_depth,
+                "quota_depth",
+                DEFAULT_DEPTH,
+            )?,
         })
     }
 }
@@ -66,7 +89,7 @@ pub fn parse(text: &str, count: bool) -> Result<Option<u64>, String> {
         text if count => text
             .replace('_', "")
             .parse()
-            .map_err(|_| format!("`{text}` is not a count of tasks, nor `off`"))?,
+            .map_err(|_| format!("`{text}` is not a count, nor `off`"))?,
         text => parse_bytes(text)?,
     };
     if quota > MAX_QUOTA {

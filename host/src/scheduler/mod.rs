@@ -151,7 +151,12 @@ impl SchedulerConfig {
             rescue_every: None,
             secret_key: None,
             webhook: None,
-            batch_quotas: crate::store::Quotas::default(),
+            // What children grow a batch by is bounded unless a caller says otherwise.
+            batch_quotas: crate::store::Quotas {
+                children: Some(crate::store::spawn::DEFAULT_CHILDREN),
+                depth: Some(crate::store::spawn::DEFAULT_DEPTH),
+                ..crate::store::Quotas::default()
+            },
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Quotas on what one batch stores: its tasks, the bytes of their inputs, of their outputs
-//! and of the text their attempts captured (error, log, stdout, stderr). Both drivers keep
-//! a batch's quotas and usage on its row; the rules of what fits are here, stated once.
+//! and of the text their attempts captured (error, log, stdout, stderr); and on how its
+//! tasks grow it: children per task and their depth (checked in `store/spawn.rs`). Both
+//! drivers keep a batch's quotas and usage on its row; the rules of what fits are here,
+//! stated once.
 //!
 //! Tasks and input are checked at submission: past a quota the whole submission is
 //! refused, naming the quota, and nothing stored changes. Output and text are checked when
@@ -30,6 +32,12 @@ pub struct Quotas {
     /// Bytes of the text its attempts captured: errors, log lines, stdout and stderr.
     #[schema(required = true)]
     pub text_bytes: Option<u64>,
+    /// Children one of its tasks may submit, over all its attempts.
+    #[schema(required = true)]
+    pub children: Option<u64>,
+    /// How deep children may go: a task a client submitted is at depth 0, its children at 1.
+    #[schema(required = true)]
+    pub depth: Option<u64>,
 }
 
 /// What a batch stores now, counted as its quotas count it.
@@ -62,6 +70,12 @@ pub struct QuotaChange {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
     pub text_bytes: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
+    pub children: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<u64>, minimum = 0, maximum = 9223372036854775807_u64)]
+    pub depth: Option<Option<u64>>,
 }
 
 /// The largest quota: what a database's signed 64-bit column holds.
@@ -80,10 +94,12 @@ impl TryFrom<serde_json::Map<String, serde_json::Value>> for QuotaChange {
                 "input_bytes" => &mut change.input_bytes,
                 "output_bytes" => &mut change.output_bytes,
                 "text_bytes" => &mut change.text_bytes,
+                "children" => &mut change.children,
+                "depth" => &mut change.depth,
                 _ => {
                     return Err(format!(
                         "unknown quota `{field}`: the quotas are `tasks`, `input_bytes`, \
-                         `output_bytes` and `text_bytes`"
+                         `output_bytes`, `text_bytes`, `children` and `depth`"
                     ));
                 }
             };
@@ -119,34 +135,40 @@ impl Quotas {
             input_bytes: change.input_bytes.unwrap_or(self.input_bytes),
             output_bytes: change.output_bytes.unwrap_or(self.output_bytes),
             text_bytes: change.text_bytes.unwrap_or(self.text_bytes),
+            children: change.children.unwrap_or(self.children),
+            depth: change.depth.unwrap_or(self.depth),
         }
     }
 
     /// Each quota as a database column holds it: NULL for none, within i64.
-    pub(crate) fn columns(self) -> [Option<i64>; 4] {
+    pub(crate) fn columns(self) -> [Option<i64>; 6] {
         [
             self.tasks,
             self.input_bytes,
             self.output_bytes,
             self.text_bytes,
+            self.children,
+            self.depth,
         ]
         .map(|q| q.map(|q| i64::try_from(q).unwrap_or(i64::MAX)))
     }
 
-    /// Quotas from their four columns, in the order of [`Quotas::columns`].
-    pub(crate) fn from_columns(c: [Option<i64>; 4]) -> Quotas {
+    /// Quotas from their six columns, in the order of [`Quotas::columns`].
+    pub(crate) fn from_columns(c: [Option<i64>; 6]) -> Quotas {
         let q = |v: Option<i64>| v.map(|v| v.max(0) as u64);
         Quotas {
             tasks: q(c[0]),
             input_bytes: q(c[1]),
             output_bytes: q(c[2]),
             text_bytes: q(c[3]),
+            children: q(c[4]),
+            depth: q(c[5]),
         }
     }
 }
 
 impl Usage {
-    /// Usage from its four columns, in the order of [`Quotas::columns`].
+    /// Usage from its four columns, in the order of the first four of [`Quotas::columns`].
     pub(crate) fn from_columns(c: [i64; 4]) -> Usage {
         Usage {
             tasks: c[0].max(0) as u64,

@@ -3,17 +3,24 @@
 //! parent and writes the child in one transaction, so that a repeat of a key finds the
 //! child the first call wrote, and a crash between the two leaves one child or none.
 //!
+//! A spawn commits as the scheduler's bookkeeping does (a claim, an attempt's end), not as
+//! a client's submission: no client was told of the child, and a crash that undoes its
+//! commit ends the parent's attempt too (what commits after it is undone with it), whose
+//! retry submits the same key again. Waiting for the disk would cost each spawn a flush.
+//!
 //! A child is named `<parent id>/<key>` in its batch: its key is the parent's to choose,
 //! and the same key from any attempt of the parent names the same child. An edge from the
 //! child to its parent (its end does not cancel the parent: `on_failure` `run`) is what a
 //! suspended parent waits on, and what its next attempt reads through `graph.inputs()`.
 
-use super::{BatchId, StoreError, TaskId};
+use super::{BatchId, DepRef, StoreError, TaskId, TaskSpec};
 
-/// Most children one task may submit, over all its attempts.
-pub const MAX_CHILDREN: u32 = 1000;
-/// Deepest a child may be: a task submitted by a client is at depth 0.
-pub const MAX_DEPTH: u32 = 8;
+/// Most children one task may submit over all its attempts, unless its batch's quotas say
+/// otherwise (`children`): the server's default.
+pub const DEFAULT_CHILDREN: u64 = 1000;
+/// Deepest a child may be, unless its batch's quotas say otherwise (`depth`): the server's
+/// default. A task submitted by a client is at depth 0.
+pub const DEFAULT_DEPTH: u64 = 8;
 /// Longest key a parent gives a child, in characters.
 pub const MAX_CHILD_KEY: usize = 100;
 
@@ -31,6 +38,9 @@ pub(crate) struct Parent {
     pub children: u32,
     /// Whether it is claimed (state 2): only a running task submits children.
     pub running: bool,
+    /// Its batch's quotas on children per task and on depth; None: none.
+    pub max_children: Option<u64>,
+    pub max_depth: Option<u64>,
 }
 
 /// A stored task with the key a child asks for.
@@ -71,19 +81,37 @@ pub(crate) fn check(
             parent.priority
         )));
     }
-    if parent.children >= MAX_CHILDREN {
+    if let Some(quota) = parent.max_children
+        && u64::from(parent.children) >= quota
+    {
         return Err(StoreError::Quota(format!(
-            "task {id} has submitted {} children; at most {MAX_CHILDREN} are allowed",
-            parent.children
+            "task {id} has submitted {} children, batch {}'s `children` quota; an admin can \
+             raise it (`qhost batch quota {} --children N`)",
+            parent.children, parent.batch, parent.batch
         )));
     }
-    if parent.depth >= MAX_DEPTH {
+    if let Some(quota) = parent.max_depth
+        && u64::from(parent.depth) >= quota
+    {
         return Err(StoreError::Quota(format!(
-            "task {id} is at depth {}; children go at most {MAX_DEPTH} deep",
-            parent.depth
+            "task {id} is at depth {}, batch {}'s `depth` quota: children go at most {quota} \
+             deep; an admin can raise it (`qhost batch quota {} --depth N`)",
+            parent.depth, parent.batch, parent.batch
         )));
     }
     Ok(None)
+}
+
+/// The tasks a child's `after` names by id: each must be a child of the same parent.
+pub(crate) fn named_tasks(child: &TaskSpec) -> Vec<TaskId> {
+    child
+        .after
+        .iter()
+        .filter_map(|d| match d.on {
+            DepRef::Task(id) => Some(id),
+            DepRef::Key(_) => None,
+        })
+        .collect()
 }
 
 /// Refuses an `after` naming a task that is not a child of `parent`: a child that ran
@@ -106,6 +134,8 @@ mod tests {
             depth: 0,
             children: 0,
             running: true,
+            max_children: Some(DEFAULT_CHILDREN),
+            max_depth: Some(DEFAULT_DEPTH),
         }
     }
 
@@ -138,7 +168,7 @@ mod tests {
             "{above}"
         );
         let full = Parent {
-            children: MAX_CHILDREN,
+            children: DEFAULT_CHILDREN as u32,
             ..parent()
         };
         assert!(matches!(
@@ -146,13 +176,33 @@ mod tests {
             Err(StoreError::Quota(_))
         ));
         let deep = Parent {
-            depth: MAX_DEPTH,
+            depth: DEFAULT_DEPTH as u32,
             ..parent()
         };
         assert!(matches!(
             check(1, &deep, "k", None, None),
             Err(StoreError::Quota(_))
         ));
+        let unbounded = Parent {
+            max_children: None,
+            max_depth: Some(20),
+            ..deep.clone()
+        };
+        assert_eq!(
+            check(
+                1,
+                &Parent {
+                    children: 5000,
+                    ..unbounded
+                },
+                "k",
+                None,
+                None
+            )
+            .unwrap(),
+            None,
+            "the batch's quotas, not the defaults, bound its children"
+        );
         let idle = Parent {
             running: false,
             ..parent()

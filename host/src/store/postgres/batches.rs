@@ -241,7 +241,8 @@ pub(super) async fn infos(tx: &impl GenericClient, ids: &[BatchId]) -> StoreResu
 
 /// A batch's settings from its row's first columns (id, name, priority, max_parallel as
 /// set, halt_on_failure, sealed, created_at, paused) and its quotas and usage (columns 10
-/// to 17 of `sql/batch_info.sql`) and its webhook's URL (18), its progress not read.
+/// to 17, 19 and 20 of `sql/batch_info.sql`) and its webhook's URL (18), its progress not
+/// read.
 fn settings(row: &tokio_postgres::Row) -> BatchInfo {
     BatchInfo {
         id: row.get(0),
@@ -260,7 +261,14 @@ fn settings(row: &tokio_postgres::Row) -> BatchInfo {
         webhook: row
             .get::<_, Option<String>>(18)
             .map(|url| WebhookView { url }),
-        quotas: Quotas::from_columns([row.get(10), row.get(11), row.get(12), row.get(13)]),
+        quotas: Quotas::from_columns([
+            row.get(10),
+            row.get(11),
+            row.get(12),
+            row.get(13),
+            row.get(19),
+            row.get(20),
+        ]),
         usage: Usage::from_columns([
             row.get::<_, Option<i64>>(14).unwrap_or(0),
             row.get::<_, Option<i64>>(15).unwrap_or(0),

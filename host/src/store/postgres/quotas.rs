@@ -15,7 +15,7 @@ use crate::store::*;
 
 /// Reads a batch's quotas and usage, locking its row: `$1` batch id.
 pub(super) const LOCK_SQL: &str = "SELECT quota_tasks, quota_input, quota_output, quota_text,
-        used_tasks, used_input, used_output, used_text
+        used_tasks, used_input, used_output, used_text, quota_children, quota_depth
     FROM batch_quotas WHERE batch_id = $1 FOR UPDATE";
 
 /// Counts a submission in: `$1` tasks, `$2` bytes of input, `$3` batch id.
@@ -25,7 +25,14 @@ pub(super) const SUBMIT_SQL: &str = "UPDATE batch_quotas
 /// Quotas and usage from a row of [`LOCK_SQL`].
 pub(super) fn from_row(row: &tokio_postgres::Row) -> (Quotas, Usage) {
     (
-        Quotas::from_columns([row.get(0), row.get(1), row.get(2), row.get(3)]),
+        Quotas::from_columns([
+            row.get(0),
+            row.get(1),
+            row.get(2),
+            row.get(3),
+            row.get(8),
+            row.get(9),
+        ]),
         Usage::from_columns([row.get(4), row.get(5), row.get(6), row.get(7)]),
     )
 }
@@ -36,11 +43,12 @@ pub(super) async fn insert(
     batch: BatchId,
     quotas: Quotas,
 ) -> StoreResult<()> {
-    let [tasks, input, output, text] = quotas.columns();
+    let [tasks, input, output, text, children, depth] = quotas.columns();
     tx.execute(
-        "INSERT INTO batch_quotas (batch_id, quota_tasks, quota_input, quota_output, quota_text)
-         VALUES ($1, $2, $3, $4, $5)",
-        &[&batch, &tasks, &input, &output, &text],
+        "INSERT INTO batch_quotas (batch_id, quota_tasks, quota_input, quota_output, quota_text,
+             quota_children, quota_depth)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        &[&batch, &tasks, &input, &output, &text, &children, &depth],
     )
     .await
     .map_err(pg)?;
@@ -137,12 +145,12 @@ pub(super) async fn set(
         .await
         .map_err(pg)?
         .ok_or_else(|| not_found("batch", batch))?;
-    let [tasks, input, output, text] = from_row(&row).0.changed(change).columns();
+    let [tasks, input, output, text, children, depth] = from_row(&row).0.changed(change).columns();
     tx.execute(
         "UPDATE batch_quotas SET quota_tasks = $1, quota_input = $2, quota_output = $3,
-             quota_text = $4
-         WHERE batch_id = $5",
-        &[&tasks, &input, &output, &text, &batch],
+             quota_text = $4, quota_children = $5, quota_depth = $6
+         WHERE batch_id = $7",
+        &[&tasks, &input, &output, &text, &children, &depth, &batch],
     )
     .await
     .map_err(pg)?;

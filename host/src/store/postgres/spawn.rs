@@ -17,7 +17,8 @@ pub(super) async fn submit(
     now: Micros,
 ) -> StoreResult<TaskId> {
     let now = store.db_time(now);
-    transaction!(store, Commit::Durable, |tx| {
+    // Bookkeeping, as its parent's attempt is (see `store/spawn.rs`).
+    transaction!(store, Commit::Bookkeeping, |tx| {
         let spec = child.tasks()[0].clone();
         let row = tx
             .query_opt(include_str!("sql/spawn_parent.sql"), &[&parent])
@@ -30,6 +31,8 @@ pub(super) async fn submit(
             depth: row.get::<_, i32>(2) as u32,
             running: row.get(3),
             children: row.get::<_, i64>(4) as u32,
+            max_children: row.get::<_, Option<i64>>(5).map(|q| q.max(0) as u64),
+            max_depth: row.get::<_, Option<i64>>(6).map(|q| q.max(0) as u64),
         };
         let key = spec.key.clone().unwrap_or_default();
         let existing = tx
@@ -43,14 +46,7 @@ pub(super) async fn submit(
         if let Some(id) = spawn::check(parent, &read, &key, spec.priority, existing)? {
             return Ok(id);
         }
-        let named: Vec<TaskId> = spec
-            .after
-            .iter()
-            .filter_map(|d| match d.on {
-                DepRef::Task(id) => Some(id),
-                DepRef::Key(_) => None,
-            })
-            .collect();
+        let named = spawn::named_tasks(&spec);
         if !named.is_empty()
             && let Some(r) = tx
                 .query_opt(include_str!("sql/spawn_strangers.sql"), &[&named, &parent])

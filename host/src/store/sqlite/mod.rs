@@ -343,8 +343,11 @@ impl Store for SqliteStore {
     ) -> StoreResult<TaskId> {
         let (mut tasks, trace) = child.into_parts();
         let child = tasks.pop().expect("one child");
-        self.write(move |tx| spawn::submit(tx, parent, child, trace.as_deref(), now))
-            .await
+        // Bookkeeping, as its parent's attempt is (see `store/spawn.rs`).
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            spawn::submit(tx, parent, child, trace.as_deref(), now)
+        })
+        .await
     }
 
     async fn task_saved(&self, task: TaskId) -> StoreResult<Option<Vec<u8>>> {

@@ -12,13 +12,14 @@ use crate::store::*;
 
 /// Gives a new batch its quotas, with nothing stored yet.
 pub(super) fn insert(tx: &Transaction<'_>, batch: BatchId, quotas: Quotas) -> StoreResult<()> {
-    let [tasks, input, output, text] = quotas.columns();
+    let [tasks, input, output, text, children, depth] = quotas.columns();
     tx.prepare_cached(
-        "INSERT INTO batch_quotas (batch_id, quota_tasks, quota_input, quota_output, quota_text)
-         VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO batch_quotas (batch_id, quota_tasks, quota_input, quota_output, quota_text,
+             quota_children, quota_depth)
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
     )
     .map_err(internal)?
-    .execute(params![batch, tasks, input, output, text])
+    .execute(params![batch, tasks, input, output, text, children, depth])
     .map_err(internal)?;
     Ok(())
 }
@@ -27,13 +28,20 @@ pub(super) fn insert(tx: &Transaction<'_>, batch: BatchId, quotas: Quotas) -> St
 pub(super) fn get(conn: &Connection, batch: BatchId) -> StoreResult<Option<(Quotas, Usage)>> {
     conn.prepare_cached(
         "SELECT quota_tasks, quota_input, quota_output, quota_text,
-                used_tasks, used_input, used_output, used_text
+                used_tasks, used_input, used_output, used_text, quota_children, quota_depth
          FROM batch_quotas WHERE batch_id = ?",
     )
     .map_err(internal)?
     .query_row([batch], |r| {
         Ok((
-            Quotas::from_columns([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]),
+            Quotas::from_columns([
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(8)?,
+                r.get(9)?,
+            ]),
             Usage::from_columns([r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?]),
         ))
     })
@@ -118,11 +126,12 @@ pub(super) fn add(tx: &Transaction<'_>, batch: BatchId, output: i64, text: i64) 
 /// Changes the batch's quotas.
 pub(super) fn set(tx: &Transaction<'_>, batch: BatchId, change: QuotaChange) -> StoreResult<()> {
     let (quotas, _) = get(tx, batch)?.ok_or_else(|| not_found("batch", batch))?;
-    let [tasks, input, output, text] = quotas.changed(change).columns();
+    let [tasks, input, output, text, children, depth] = quotas.changed(change).columns();
     tx.execute(
-        "UPDATE batch_quotas SET quota_tasks = ?, quota_input = ?, quota_output = ?, quota_text = ?
+        "UPDATE batch_quotas SET quota_tasks = ?, quota_input = ?, quota_output = ?, quota_text = ?,
+             quota_children = ?, quota_depth = ?
          WHERE batch_id = ?",
-        params![tasks, input, output, text, batch],
+        params![tasks, input, output, text, children, depth, batch],
     )
     .map_err(internal)?;
     Ok(())

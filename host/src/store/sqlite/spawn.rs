@@ -26,6 +26,8 @@ pub(super) fn submit(
                 depth: r.get(2)?,
                 running: r.get(3)?,
                 children: r.get(4)?,
+                max_children: r.get::<_, Option<i64>>(5)?.map(|q| q.max(0) as u64),
+                max_depth: r.get::<_, Option<i64>>(6)?.map(|q| q.max(0) as u64),
             })
         })
         .optional()
@@ -46,14 +48,7 @@ pub(super) fn submit(
     if let Some(id) = spawn::check(parent, &read, &key, child.priority, existing)? {
         return Ok(id);
     }
-    let ids: Vec<TaskId> = child
-        .after
-        .iter()
-        .filter_map(|d| match d.on {
-            DepRef::Task(id) => Some(id),
-            DepRef::Key(_) => None,
-        })
-        .collect();
+    let ids = spawn::named_tasks(&child);
     if let Some(stranger) = first_stranger(tx, parent, &ids)? {
         return Err(spawn::not_a_sibling(parent, stranger));
     }

@@ -11,7 +11,8 @@ SELECT b.id, b.name, b.priority,
        CASE WHEN b.paused THEN b.resume_max_parallel ELSE b.max_parallel END,
        b.halt_on_failure, b.sealed, b.created_at, b.paused, c.state, c.count,
        q.quota_tasks, q.quota_input, q.quota_output, q.quota_text,
-       q.used_tasks, q.used_input, q.used_output, q.used_text, b.webhook_url
+       q.used_tasks, q.used_input, q.used_output, q.used_text, b.webhook_url,
+       q.quota_children, q.quota_depth
 FROM batches b
 LEFT JOIN batch_quotas q ON q.batch_id = b.id
 LEFT JOIN LATERAL (
