@@ -1,8 +1,9 @@
-//! Children submitted by running tasks, through real servers (SQLite): a reducer that fans
-//! out mappers and merges their outputs (the `mapreduce` example), a parent that waits on
-//! its children without holding a slot, a crash mid-fan-out that neither loses nor doubles
-//! children, and hostile parents (the `spawner` guest) whose every overreach is refused,
-//! logged, and slows nothing else.
+//! Children submitted by running tasks, through real servers, each test on SQLite and on
+//! PostgreSQL: a reducer that fans out mappers and merges their outputs (the `mapreduce`
+//! example), a fan-out of 10,000 children (over two nodes on PostgreSQL), a parent that
+//! waits on its children without holding a slot, a crash and a kill -9 mid-fan-out that
+//! neither lose nor double children, and hostile parents (the `spawner` guest) whose every
+//! overreach is refused, logged, and slows nothing else.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,17 +11,51 @@ use std::time::{Duration, Instant};
 
 use qhost::runtime::Outcome;
 use qhost::store::AttemptRecord;
+use qhost_tests::pg::TestDb;
 use qhost_tests::serve_node::{ServeNode, TOKEN};
 use qhost_tests::server::call;
 use serde_json::{Value, json};
 
 const PATIENCE: Duration = Duration::from_secs(120);
 
-fn node(data: &Path, workers: usize) -> ServeNode {
-    let node = ServeNode::start(data, "n1", workers, |_| {});
+/// Node `n1` with `workers` slots, on the PostgreSQL database `db`, or on SQLite under
+/// `data` when none, with the `mapreduce` and `spawner` guests.
+fn node(data: &Path, workers: usize, db: Option<&str>) -> ServeNode {
+    let node = named(data, "n1", workers, db);
     node.upload("mapreduce");
     node.upload("spawner");
     node
+}
+
+fn named(data: &Path, name: &str, workers: usize, db: Option<&str>) -> ServeNode {
+    ServeNode::start(data, name, workers, |command| {
+        if let Some(db) = db {
+            command.args(["--db", db]);
+        }
+    })
+}
+
+/// Opens a batch with `quotas` and submits `task` into it; returns both ids.
+fn submit_with_quotas(node: &ServeNode, quotas: Value, task: Value) -> (i64, i64) {
+    let opened = node.call("POST", "/v1/batches", Some(json!({ "quotas": quotas })));
+    let batch = opened["batch"]["id"].as_i64().unwrap();
+    let submitted = node.call(
+        "POST",
+        &format!("/v1/batches/{batch}/tasks"),
+        Some(json!({ "tasks": [task] })),
+    );
+    (batch, submitted["tasks"][0].as_i64().unwrap())
+}
+
+/// How many tasks `batch` holds now.
+fn tasks_in(node: &ServeNode, batch: i64) -> u64 {
+    let info = node.call("GET", &format!("/v1/batches/{batch}"), None);
+    info["progress"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum()
 }
 
 fn output(node: &ServeNode, task: i64) -> String {
@@ -48,11 +83,10 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn a_reducer_fans_out_mappers_on_its_own_slot_and_merges_their_counts() {
+fn a_reducer_fans_out_mappers_on_its_own_slot_and_merges_their_counts(db: Option<&str>) {
     let data = tempfile::tempdir().unwrap();
     // One slot: were the suspended reducer to hold it, no mapper could ever run.
-    let node = node(data.path(), 1);
+    let node = node(data.path(), 1, db);
     let text = "the cat sat\n\nthe dog sat down\nA cat, a dog; THE end";
     let (batch, ids) = node.submit_batch(vec![json!({"module": "mapreduce", "input": text})]);
     let progress = node.wait(batch, PATIENCE);
@@ -92,10 +126,9 @@ fn a_reducer_fans_out_mappers_on_its_own_slot_and_merges_their_counts() {
     assert!(node.stop().success());
 }
 
-#[test]
-fn a_parent_waiting_on_its_child_holds_no_slot() {
+fn a_parent_waiting_on_its_child_holds_no_slot(db: Option<&str>) {
     let data = tempfile::tempdir().unwrap();
-    let node = node(data.path(), 2);
+    let node = node(data.path(), 2, db);
     let (batch, ids) = node.submit_batch(vec![json!({"module": "spawner", "input": "wait:2000"})]);
     let running = || -> Vec<i64> {
         let list = node.call("GET", "/v1/running", None);
@@ -128,10 +161,9 @@ fn a_parent_waiting_on_its_child_holds_no_slot() {
     assert!(node.stop().success());
 }
 
-#[test]
-fn a_parent_that_crashes_mid_fan_out_gets_its_children_back_not_new_ones() {
+fn a_parent_that_crashes_mid_fan_out_gets_its_children_back_not_new_ones(db: Option<&str>) {
     let data = tempfile::tempdir().unwrap();
-    let node = node(data.path(), 2);
+    let node = node(data.path(), 2, db);
     let (batch, ids) = node.submit_batch(vec![json!({
         "module": "spawner", "input": "crash", "max_attempts": 2, "backoff": "0s"
     })]);
@@ -154,10 +186,9 @@ fn a_parent_that_crashes_mid_fan_out_gets_its_children_back_not_new_ones() {
     assert!(node.stop().success());
 }
 
-#[test]
-fn hostile_parents_are_refused_and_slow_nothing_else() {
+fn hostile_parents_are_refused_and_slow_nothing_else(db: Option<&str>) {
     let data = tempfile::tempdir().unwrap();
-    let node = node(data.path(), 2);
+    let node = node(data.path(), 2, db);
     let (other_batch, other) = node.submit_batch(vec![json!({"module": "spawner", "input": "ok"})]);
     node.wait(other_batch, PATIENCE);
     let stranger = other[0];
@@ -232,18 +263,14 @@ fn hostile_parents_are_refused_and_slow_nothing_else() {
     assert!(node.stop().success());
 }
 
-#[test]
-fn a_batch_quota_on_tasks_bounds_its_children() {
+fn a_batch_quota_on_tasks_bounds_its_children(db: Option<&str>) {
     let data = tempfile::tempdir().unwrap();
-    let node = node(data.path(), 2);
-    let opened = node.call("POST", "/v1/batches", Some(json!({"quotas": {"tasks": 4}})));
-    let batch = opened["batch"]["id"].as_i64().unwrap();
-    let submitted = node.call(
-        "POST",
-        &format!("/v1/batches/{batch}/tasks"),
-        Some(json!({"tasks": [{"module": "spawner", "input": "many:10"}]})),
+    let node = node(data.path(), 2, db);
+    let (batch, parent) = submit_with_quotas(
+        &node,
+        json!({"tasks": 4}),
+        json!({"module": "spawner", "input": "many:10"}),
     );
-    let parent = submitted["tasks"][0].as_i64().unwrap();
     node.wait(batch, PATIENCE);
     let said = output(&node, parent);
     assert!(
@@ -252,3 +279,174 @@ fn a_batch_quota_on_tasks_bounds_its_children() {
     );
     assert!(node.stop().success());
 }
+
+/// A parent fans out 10,000 children (its batch's `children` quota raised to that), gives
+/// its slot back, and merges their outputs once they have all ended: every child ran
+/// once, on every node.
+fn ten_thousand_children_are_merged(db: Option<&str>) {
+    const CHILDREN: u64 = 10_000;
+    let data = tempfile::tempdir().unwrap();
+    let mut nodes = vec![node(data.path(), 2, db)];
+    if db.is_some() {
+        nodes.push(named(data.path(), "n2", 2, db));
+    }
+    let first = &nodes[0];
+    let refused = submit_with_quotas(
+        first,
+        json!({}),
+        json!({"module": "spawner", "input": format!("fan:{CHILDREN}"), "max_attempts": 1}),
+    );
+    let (batch, parent) = submit_with_quotas(
+        first,
+        json!({"children": CHILDREN}),
+        json!({"module": "spawner", "input": format!("fan:{CHILDREN}"), "timeout": "10m"}),
+    );
+    // Under the server's default quota, the same fan-out is refused at its 1,001st child.
+    first.wait(refused.0, PATIENCE);
+    let log = first.log();
+    let attempt = attempts_of(&log, refused.1)[0];
+    assert_eq!(attempt.outcome, Outcome::GuestError, "{attempt:?}");
+    assert!(
+        attempt
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("`children` quota"),
+        "{:?}",
+        attempt.error
+    );
+    assert_eq!(tasks_in(first, refused.0), 1 + 1000);
+
+    let progress = first.wait(batch, Duration::from_secs(600));
+    let log = first.log();
+    assert_eq!(
+        progress["succeeded"],
+        CHILDREN + 1,
+        "{progress}; the parent's attempts: {:?}",
+        attempts_of(&log, parent)
+    );
+    let sum = CHILDREN * (CHILDREN - 1) / 2;
+    assert_eq!(output(first, parent), format!("sum {sum} of {CHILDREN}"));
+    let log: Vec<AttemptRecord> = first
+        .log()
+        .into_iter()
+        .filter(|a| a.batch == batch)
+        .collect();
+    let ran: Vec<(Outcome, Option<&str>)> = attempts_of(&log, parent)
+        .iter()
+        .map(|a| (a.outcome, a.error.as_deref()))
+        .collect();
+    assert_eq!(
+        ran,
+        [(Outcome::Suspended, None), (Outcome::Succeeded, None)],
+        "the parent's attempts"
+    );
+    assert_eq!(
+        log.len() as u64,
+        CHILDREN + 2,
+        "one attempt per child, two of the parent"
+    );
+    if db.is_some() {
+        let ran_on: std::collections::HashSet<&str> = log.iter().map(|a| a.node.as_str()).collect();
+        assert_eq!(ran_on.len(), 2, "both nodes ran children: {ran_on:?}");
+    }
+    for node in nodes {
+        assert!(node.stop().success());
+    }
+}
+
+/// kill -9 of the node while its task fans out: once it starts again, the parent's lost
+/// attempt runs again and submits the same keys, which name the children already
+/// submitted. Every child exists once and ran once; the merge counts each once.
+fn a_kill_during_a_fan_out_loses_and_doubles_no_child(db: Option<&str>) {
+    const CHILDREN: u64 = 3_000;
+    let data = tempfile::tempdir().unwrap();
+    let mut first = node(data.path(), 2, db);
+    let (batch, parent) = submit_with_quotas(
+        &first,
+        json!({"children": CHILDREN}),
+        json!({
+            "module": "spawner", "input": format!("fan:{CHILDREN}"),
+            "max_attempts": 3, "backoff": "0s", "timeout": "10m"
+        }),
+    );
+    let mut seen = 0;
+    eventually("the first children", || {
+        seen = tasks_in(&first, batch);
+        seen > 10
+    });
+    first.kill();
+    assert!(
+        seen < CHILDREN + 1,
+        "the fan-out had ended before the kill ({seen} tasks): the test proves nothing"
+    );
+    let second = node(data.path(), 2, db);
+    let progress = second.wait(batch, PATIENCE);
+    let log = second.log();
+    assert_eq!(
+        progress["succeeded"],
+        CHILDREN + 1,
+        "{progress}; the parent's attempts: {:?}",
+        attempts_of(&log, parent)
+    );
+    let sum = CHILDREN * (CHILDREN - 1) / 2;
+    assert_eq!(output(&second, parent), format!("sum {sum} of {CHILDREN}"));
+    let log: Vec<AttemptRecord> = second
+        .log()
+        .into_iter()
+        .filter(|a| a.batch == batch)
+        .collect();
+    // The killed attempt is recorded lost, and the task runs again.
+    let outcomes: Vec<Outcome> = attempts_of(&log, parent)
+        .iter()
+        .map(|a| a.outcome)
+        .collect();
+    assert_eq!(
+        outcomes,
+        [Outcome::Lost, Outcome::Suspended, Outcome::Succeeded]
+    );
+    let mut per_child: HashMap<i64, usize> = HashMap::new();
+    for a in log.iter().filter(|a| a.task != parent) {
+        *per_child.entry(a.task).or_default() += usize::from(a.outcome == Outcome::Succeeded);
+    }
+    assert_eq!(per_child.len() as u64, CHILDREN, "each key named one child");
+    assert!(
+        per_child.values().all(|&n| n == 1),
+        "a child succeeded twice or never"
+    );
+    assert!(second.stop().success());
+}
+
+/// Each test above as one test on each driver.
+macro_rules! on_each_driver {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(None)
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    let runtime = tokio::runtime::Runtime::new().unwrap();
+                    let db = runtime.block_on(super::TestDb::new());
+                    super::$name(Some(&db.url))
+                }
+            )*
+        }
+    };
+}
+
+on_each_driver!(
+    a_reducer_fans_out_mappers_on_its_own_slot_and_merges_their_counts,
+    a_parent_waiting_on_its_child_holds_no_slot,
+    a_parent_that_crashes_mid_fan_out_gets_its_children_back_not_new_ones,
+    hostile_parents_are_refused_and_slow_nothing_else,
+    a_batch_quota_on_tasks_bounds_its_children,
+    ten_thousand_children_are_merged,
+    a_kill_during_a_fan_out_loses_and_doubles_no_child,
+);

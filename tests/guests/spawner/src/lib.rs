@@ -16,6 +16,9 @@
 //! | `crash` | submits children `a`, `b`, `c`; traps on its first attempt; on its second, suspends; then returns how many children it read |
 //! | `sleep:MS` | sleeps MS milliseconds, returns `ok` |
 //! | `wait:MS` | submits a child that sleeps MS milliseconds and suspends; then returns `done` |
+//! | `fan:N` | submits children `n0`..`n{N-1}` with input `num:I`, and suspends; then returns `sum S of K`, the sum of the K outputs it read |
+//! | `num:I` | returns I |
+//! | `trickle:N` | submits N children one at a time, 20 ms apart; returns a line `ID MICROS` per child, the wall-clock time just before its submit |
 //! | `ok` | returns `ok` |
 
 wit_bindgen::generate!({ path: "../../../wit", world: "qhost:task/task-spawn" });
@@ -103,6 +106,36 @@ impl Guest for Spawner {
                 }
                 submit(&child("sleeper", &format!("sleep:{arg}")))?;
                 suspend(b"")?;
+                Vec::new()
+            }
+            "num" => number()?.to_string().into_bytes(),
+            "trickle" => {
+                let mut lines = String::new();
+                for n in 0..number()? {
+                    let at = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_err(|e| e.to_string())?
+                        .as_micros();
+                    let id = submit(&child(&format!("t{n}"), "ok"))?;
+                    lines.push_str(&format!("{id} {at}\n"));
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                lines.into_bytes()
+            }
+            "fan" => {
+                if saved()?.is_some() {
+                    let mut sum = 0u64;
+                    let ends = inputs()?;
+                    for end in &ends {
+                        let text = std::str::from_utf8(&end.output).map_err(|_| "not UTF-8")?;
+                        sum += text.parse::<u64>().map_err(|e| format!("`{text}`: {e}"))?;
+                    }
+                    return Ok(format!("sum {sum} of {}", ends.len()).into_bytes());
+                }
+                for n in 0..number()? {
+                    submit(&child(&format!("n{n}"), &format!("num:{n}")))?;
+                }
+                suspend(b"fanned")?;
                 Vec::new()
             }
             "loop" => said(submit(&child("again", "loop"))),
