@@ -14,14 +14,19 @@
 //!   runtime began the attempt in its slot) less the moment, read just before the submit
 //!   request was sent, both from this machine's clock in microseconds. p50 and p99 over
 //!   1,000 tasks after 50 of warm-up.
+//! - `latency-child-sqlite`: the same for children a running task submits (the `spawner`
+//!   guest's `trickle`: one child at a time, 20 ms apart, on the server's other slot), from
+//!   the guest's clock just before its submit call to the child's start; beside it the
+//!   figure of `latency-sqlite`, measured again in the same run, and the difference of
+//!   their p50s, `child-submit-start`.
 //! - `disk-postgres`: the bytes on disk per task on PostgreSQL, queued (100,000 tasks
 //!   behind a gate) and ended (once they ran, after a `VACUUM`): the schema's tables with
 //!   their indexes. `submit-1m` gives the same two for SQLite: after its submissions it
 //!   runs every task and measures the file again.
 //!
-//!     cargo bench -p qhost-tests --bench submit [-- submit-1m latency-sqlite latency-postgres disk-postgres]
+//!     cargo bench -p qhost-tests --bench submit [-- submit-1m latency-sqlite latency-postgres disk-postgres latency-child-sqlite]
 //!
-//! With no name, all four run. PostgreSQL is the server `QHOST_TEST_PG_URL` names (by
+//! With no name, all five run. PostgreSQL is the server `QHOST_TEST_PG_URL` names (by
 //! default postgres://postgres@127.0.0.1:5432/test), in a schema of this run's own.
 //! Each figure is printed as `figure: <id> = <value> <unit>`, the line
 //! `benches/targets.toml` reads. Run it with RUST_BACKTRACE unset.
@@ -178,6 +183,7 @@ fn main() {
         "latency-sqlite",
         "latency-postgres",
         "disk-postgres",
+        "latency-child-sqlite",
     ];
     if let Some(unknown) = names.iter().find(|n| !parts.contains(&n.as_str())) {
         eprintln!("unknown part {unknown:?}: give any of {parts:?}, or none for all");
@@ -194,6 +200,11 @@ fn main() {
     }
     if wanted("disk-postgres") {
         disk_postgres();
+    }
+    if wanted("latency-child-sqlite") {
+        let data = tempfile::tempdir().unwrap();
+        let db = format!("sqlite:{}", data.path().join("qhost.db").display());
+        latency_child(&db, data.path());
     }
     if wanted("latency-postgres") {
         let tokio = tokio::runtime::Builder::new_current_thread()
@@ -372,7 +383,8 @@ fn now_micros() -> i64 {
         .as_micros() as i64
 }
 
-fn latency(driver: &str, db: &str, data: &Path) {
+/// Measures submit → start of tasks submitted one at a time; returns the p50 in µs.
+fn latency(driver: &str, db: &str, data: &Path) -> i64 {
     let bench = Bench::start(db, data);
     bench.upload("echo");
     let (batch, handle) = bench.open();
@@ -404,16 +416,92 @@ fn latency(driver: &str, db: &str, data: &Path) {
         }
     }
     bench.stop();
+    percentiles(&format!("submit-start-{driver}"), "tasks", micros)
+}
+
+/// Prints the p50, p99 and max of `micros`, and the p50 and p99 as figures `{id}-p50` and
+/// `{id}-p99`; returns the p50.
+fn percentiles(id: &str, what: &str, mut micros: Vec<i64>) -> i64 {
     micros.sort_unstable();
     let at = |q: usize| micros[(micros.len() - 1) * q / 100];
     println!(
-        "submit → start on {driver}, {LATENCY_RUNS} tasks one at a time: p50 {} µs, p99 {} µs, max {} µs",
+        "{id}: {} {what} one at a time: p50 {} µs, p99 {} µs, max {} µs",
+        micros.len(),
         at(50),
         at(99),
         micros[micros.len() - 1]
     );
-    // Microseconds given as milliseconds with all their digits: nothing is rounded.
-    let ms = |us: i64| format!("{}.{:03}", us / 1000, us % 1000);
-    figure(&format!("submit-start-{driver}-p50"), ms(at(50)), "ms");
-    figure(&format!("submit-start-{driver}-p99"), ms(at(99)), "ms");
+    figure(&format!("{id}-p50"), ms(at(50)), "ms");
+    figure(&format!("{id}-p99"), ms(at(99)), "ms");
+    at(50)
+}
+
+/// Microseconds as milliseconds with all their digits: nothing is rounded.
+fn ms(us: i64) -> String {
+    let sign = if us < 0 { "-" } else { "" };
+    format!("{sign}{}.{:03}", us.abs() / 1000, us.abs() % 1000)
+}
+
+/// Submit → start of children a running task submits one at a time, beside that of tasks
+/// a client submits; the difference of their p50s is `child-submit-start`.
+fn latency_child(db: &str, data: &Path) {
+    let submitted = latency("sqlite", db, data);
+    let bench = Bench::start(db, data);
+    bench.upload("spawner");
+    let children = WARMUP + LATENCY_RUNS;
+    let opened = bench.call(
+        "POST",
+        "/v1/batches",
+        TOKEN,
+        Some(json!({"quotas": {"children": children}}).to_string()),
+    );
+    let batch = opened["batch"]["id"].as_i64().unwrap();
+    let task = json!({"tasks": [{"module": "spawner", "input": format!("trickle:{children}"),
+        "timeout": "10m"}]});
+    let parent = bench.call(
+        "POST",
+        &format!("/v1/batches/{batch}/tasks"),
+        TOKEN,
+        Some(task.to_string()),
+    )["tasks"][0]
+        .as_i64()
+        .unwrap();
+    bench.wait(batch, TOKEN);
+    let output = bench
+        .agent
+        .get(format!("{}/v1/tasks/{parent}/output", bench.url))
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .call()
+        .and_then(|mut r| r.body_mut().read_to_string())
+        .unwrap_or_else(|e| panic!("the output of task {parent}: {e}"));
+    let mut started = std::collections::HashMap::new();
+    let mut after = 0;
+    loop {
+        let page = bench.call(
+            "GET",
+            &format!("/v1/attempts?batch={batch}&after={after}&limit=1000"),
+            TOKEN,
+            None,
+        );
+        let attempts: Vec<AttemptRecord> = serde_json::from_value(page["attempts"].clone())
+            .unwrap_or_else(|e| panic!("the log of batch {batch}: {e}: {page}"));
+        if attempts.is_empty() {
+            break;
+        }
+        after = page["next"].as_i64().unwrap();
+        started.extend(attempts.iter().map(|a| (a.task, a.started_at)));
+    }
+    bench.stop();
+    let micros: Vec<i64> = output
+        .lines()
+        .skip(WARMUP)
+        .map(|line| {
+            let (id, at) = line.split_once(' ').expect("`ID MICROS`");
+            let id: i64 = id.parse().unwrap();
+            started[&id] - at.parse::<i64>().unwrap()
+        })
+        .collect();
+    assert_eq!(micros.len(), LATENCY_RUNS, "every child ran: {output}");
+    let child = percentiles("submit-start-child-sqlite", "children", micros);
+    figure("child-submit-start", ms(child - submitted), "ms");
 }
