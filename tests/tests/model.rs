@@ -2096,6 +2096,82 @@ fn pauses_hold_and_resumes_keep_the_order() -> Vec<Op> {
     ]
 }
 
+/// A parent handed back after it spawned a child, then made to wait again by a re-drive
+/// of its own dependency, waits for that dependency and its child both: the child's end
+/// alone does not make it ready.
+fn a_redriven_dependency_counts_the_open_children_too() -> Vec<Op> {
+    let after_first = Spec {
+        after: vec![(After::Earlier(Pick(0)), OnFailure::Run)],
+        ..task(0, 1)
+    };
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![task(0, 1), after_first],
+        },
+        Op::Claim { max: 1 },
+        Op::Fail { task: Pick(0) },
+        Op::Claim { max: 1 },
+        Op::Spawn {
+            parent: Pick(0),
+            key: 0,
+            priority: None,
+            after: None,
+        },
+        Op::HandBack {
+            tasks: vec![Pick(0)],
+        },
+        Op::Retry {
+            select: Sel {
+                anchor: Anchor::Task(Pick(0)),
+                outcomes: Vec::new(),
+            },
+        },
+        Op::Claim { max: 2 },
+        Op::Succeed { task: Pick(1) },
+        Op::Claim { max: 2 },
+    ]
+}
+
+/// A bulk cancel ends its tasks in id order, each with what it ends in turn: a task after
+/// the first (`cancel`) and the second (`skip`) is cancelled, not skipped.
+fn a_bulk_cancel_settles_its_tasks_in_id_order() -> Vec<Op> {
+    let grouped = Spec {
+        group: Some(0),
+        ..task(0, 1)
+    };
+    let after_both = Spec {
+        after: vec![
+            (After::Earlier(Pick(0)), OnFailure::Cancel),
+            (After::Earlier(Pick(1)), OnFailure::Skip),
+        ],
+        ..task(0, 1)
+    };
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![grouped.clone(), grouped, after_both],
+        },
+        Op::CancelWhere {
+            select: Sel {
+                anchor: Anchor::Group(0),
+                outcomes: Vec::new(),
+            },
+        },
+        Op::Claim { max: 1 },
+    ]
+}
+
 /// Each sequence above, run on each driver: one named test per case and driver.
 macro_rules! regressions {
     ($($case:ident),* $(,)?) => {
@@ -2123,6 +2199,8 @@ regressions!(
     a_retried_lower_order_closes_the_gate_for_what_has_not_started,
     a_failure_above_a_reopened_gate_waits,
     pauses_hold_and_resumes_keep_the_order,
+    a_redriven_dependency_counts_the_open_children_too,
+    a_bulk_cancel_settles_its_tasks_in_id_order,
 );
 
 /// Cases per driver: `PROPTEST_CASES`, or 1,000. Shrinking a failure stops after a

@@ -3,8 +3,9 @@
 //! one ends well (succeeded, or skipped) or with the policy `run`, it waits for it no
 //! more; when one ends otherwise, the policy `cancel` cancels it and `skip` skips it
 //! (cancelled, with outcome `skipped`), and so on along its own edges. A re-driven task
-//! waits again for those of its dependencies not ended, and its dependents still pending
-//! wait for it again.
+//! waits again for those of its dependencies not ended, and so do its dependents still
+//! pending: for it, and for every other dependency of theirs not ended (a parent handed
+//! back before it suspended waits for its open children too).
 
 use super::*;
 use crate::store::OnFailure;
@@ -98,26 +99,33 @@ impl Model {
         }
     }
 
-    /// Tasks run again (`redriven`) wait for their dependencies not ended, and the pending
-    /// tasks after them wait for them again.
+    /// Tasks run again (`redriven`), and the pending tasks after them, wait for their
+    /// dependencies not ended.
     pub(super) fn wait_again(&mut self, redriven: &[TaskId]) {
-        for &id in redriven {
-            for task in self.tasks.iter_mut() {
-                if task.phase == Phase::Pending && task.after.iter().any(|&(d, _)| d == id) {
-                    task.waits.insert(id);
-                }
-            }
-        }
-        for &id in redriven {
-            let open: BTreeSet<TaskId> = self
-                .task(id)
-                .expect("a re-driven task exists")
-                .after
-                .iter()
-                .map(|&(dep, _)| dep)
-                .filter(|&dep| self.task(dep).is_some_and(|d| !d.phase.is_ended()))
-                .collect();
+        let dependents: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|t| {
+                t.phase == Phase::Pending && t.after.iter().any(|(d, _)| redriven.contains(d))
+            })
+            .map(|t| t.id)
+            .collect();
+        for id in redriven.iter().copied().chain(dependents) {
+            let open = self.open_deps(id);
             self.task_mut(id).expect("a re-driven task exists").waits = open;
         }
+    }
+
+    /// The tasks `id` runs after that have not ended.
+    pub(super) fn open_deps(&self, id: TaskId) -> BTreeSet<TaskId> {
+        self.task(id)
+            .map(|task| {
+                task.after
+                    .iter()
+                    .map(|&(dep, _)| dep)
+                    .filter(|&dep| self.task(dep).is_some_and(|d| !d.phase.is_ended()))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }

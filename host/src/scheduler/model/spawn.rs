@@ -70,14 +70,7 @@ impl Model {
     /// A claimed task's attempt suspended: it waits for its children not ended, and its
     /// attempt is given back.
     pub(super) fn suspend(&mut self, id: TaskId) {
-        let open: BTreeSet<TaskId> = self
-            .task(id)
-            .expect("a suspended task exists")
-            .after
-            .iter()
-            .map(|&(dep, _)| dep)
-            .filter(|&dep| self.task(dep).is_some_and(|d| !d.phase.is_ended()))
-            .collect();
+        let open = self.open_deps(id);
         let task = self.task_mut(id).expect("a suspended task exists");
         task.waits = open;
         task.max_attempts += 1;

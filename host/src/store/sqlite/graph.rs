@@ -197,9 +197,10 @@ pub(super) fn write(
     Ok(())
 }
 
-/// Settles the edges from tasks that ended, each with whether it ended well. Tasks this
-/// ends in turn are of the same batches as those: `result.ended` already names them
-/// (their webhooks are told through `result.hooked`).
+/// Settles the edges from tasks that ended, each with whether it ended well, in the order
+/// given, each with all it ends in turn before the next. Tasks this ends in turn are of
+/// the same batches as those: `result.ended` already names them (their webhooks are told
+/// through `result.hooked`).
 pub(super) fn settle(
     tx: &Transaction<'_>,
     ended: Vec<(TaskId, bool)>,
@@ -207,7 +208,8 @@ pub(super) fn settle(
     server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
-    let mut work = ended;
+    // A stack: the first ended on top.
+    let mut work: Vec<(TaskId, bool)> = ended.into_iter().rev().collect();
     while let Some((dep, well)) = work.pop() {
         count_down(tx, dep, well)?;
         if well {
@@ -345,11 +347,14 @@ fn settle_edge(
 }
 
 /// Counts the dependencies of tasks run again (`redriven`) anew, and makes the tasks not
-/// started after them wait for them again.
+/// started after them wait for them again, their own dependencies counted anew too: a
+/// parent handed back before it suspended had its open children's edges uncounted.
 pub(super) fn redrive(tx: &Transaction<'_>, redriven: &[TaskId]) -> StoreResult<()> {
     let mut again = tx
         .prepare_cached(
-            "UPDATE tasks SET deps_open = deps_open + 1, state = 0, listed = 0 \
+            "UPDATE tasks SET deps_open = (SELECT COUNT(*) FROM task_edges e \
+                 JOIN tasks d ON d.id = e.dep_id WHERE e.task_id = tasks.id AND d.state < 3), \
+             state = 0, listed = 0 \
              WHERE id IN (SELECT task_id FROM task_edges WHERE dep_id = ?) AND state IN (0, 1)",
         )
         .map_err(internal)?;

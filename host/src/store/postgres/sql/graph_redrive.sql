@@ -1,15 +1,21 @@
 -- Tasks run again after a re-drive: the tasks not started after them wait for them again
--- (one more dependency open, out of the ready queue), and their own dependencies are
--- counted anew (those not ended). The caller holds their batches' gate locks.
+-- (out of the ready queue); the dependencies of both are counted anew (those not ended: a
+-- parent handed back before it suspended had its open children's edges uncounted). The
+-- caller holds their batches' gate locks, which a dependency's end takes before it counts
+-- its dependents down: a count here sees every end before it, and every end after it
+-- counts down what it counted.
 --
 -- $1 the ids of the tasks run again (bigint[])
 --
 -- state: 0 waiting, 1 ready (also in the ready table), 3 and above ended.
 WITH again AS (
-    UPDATE tasks AS t SET deps_open = t.deps_open + e.n, state = 0
-    FROM (SELECT task_id, COUNT(*)::int AS n FROM task_edges
-          WHERE dep_id = ANY($1) AND NOT (task_id = ANY($1)) GROUP BY task_id) AS e
-    WHERE t.id = e.task_id AND t.state IN (0, 1)
+    UPDATE tasks AS t SET deps_open = c.n, state = 0
+    FROM (SELECT e.task_id, (COUNT(*) FILTER (WHERE d.state < 3))::int AS n
+          FROM task_edges e JOIN tasks d ON d.id = e.dep_id
+          WHERE e.task_id IN (SELECT task_id FROM task_edges
+                              WHERE dep_id = ANY($1) AND NOT (task_id = ANY($1)))
+          GROUP BY e.task_id) AS c
+    WHERE t.id = c.task_id AND t.state IN (0, 1)
     RETURNING t.id),
 recounted AS (
     UPDATE tasks AS t SET deps_open = c.n,
