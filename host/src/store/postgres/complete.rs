@@ -670,8 +670,10 @@ async fn put_back(
     )?;
     let ends: Vec<BatchId> = closed.into_iter().filter(|b| hooked.contains(b)).collect();
     result.hooked = hooks::batch_ends(tx, &ends, server, now).await?;
-    let cancelled: Vec<(TaskId, bool)> = cancelled.iter().map(|&id| (id, false)).collect();
-    graph::settle(tx, cancelled, now, server, &mut result).await?;
+    // In the order handed back, each with all it ends in turn before the next.
+    for &id in &cancelled {
+        graph::settle(tx, vec![(id, false)], now, server, &mut result).await?;
+    }
     Ok(result)
 }
 

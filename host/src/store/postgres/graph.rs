@@ -211,10 +211,9 @@ pub(super) async fn settle(
     server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
-    // One dependency at a time, in the order given, each with all it ends in turn (the
-    // last of those first) before the next; each dependency's dependents in id order: the
-    // order the model (`scheduler/model/graph.rs`) and SQLite settle in.
-    let mut work: Vec<(TaskId, bool)> = ended.into_iter().rev().collect();
+    // One dependency at a time, the last one ended first, each dependency's dependents in
+    // id order: the order the model (`scheduler/model/graph.rs`) and SQLite settle in.
+    let mut work = ended;
     let stmt = tx
         .prepare_cached(
             "SELECT task_id, on_failure FROM task_edges WHERE dep_id = $1 ORDER BY task_id",

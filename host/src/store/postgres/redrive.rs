@@ -200,10 +200,14 @@ pub(super) async fn cancel(
             let closed = gate::close(&tx, &closed).await?;
             super::hooks::batch_ends(&tx, &closed, store.server_hook(), now).await?;
             let ended: Vec<(TaskId, BatchId)> = pending.iter().map(|t| (t.id, t.batch)).collect();
-            let settled: Vec<(TaskId, bool)> = pending.iter().map(|t| (t.id, false)).collect();
             let server = store.server_hook();
             let mut result = CompleteResult::default();
-            super::graph::settle(&tx, settled, now, server, &mut result).await?;
+            // In id order, each with all it ends in turn before the next, as if cancelled
+            // one by one.
+            for task in &pending {
+                let ended = vec![(task.id, false)];
+                super::graph::settle(&tx, ended, now, server, &mut result).await?;
+            }
             store.notify_batches(&tx, &ended).await?;
         }
         if !claimed.is_empty() {

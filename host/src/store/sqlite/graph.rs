@@ -197,10 +197,10 @@ pub(super) fn write(
     Ok(())
 }
 
-/// Settles the edges from tasks that ended, each with whether it ended well, in the order
-/// given, each with all it ends in turn before the next. Tasks this ends in turn are of
-/// the same batches as those: `result.ended` already names them (their webhooks are told
-/// through `result.hooked`).
+/// Settles the edges from tasks that ended, each with whether it ended well, as a stack:
+/// the last first, with all it ends in turn (pushed, in id order) before the rest. Tasks
+/// this ends in turn are of the same batches as those: `result.ended` already names them
+/// (their webhooks are told through `result.hooked`).
 pub(super) fn settle(
     tx: &Transaction<'_>,
     ended: Vec<(TaskId, bool)>,
@@ -208,8 +208,7 @@ pub(super) fn settle(
     server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
-    // A stack: the first ended on top.
-    let mut work: Vec<(TaskId, bool)> = ended.into_iter().rev().collect();
+    let mut work = ended;
     while let Some((dep, well)) = work.pop() {
         count_down(tx, dep, well)?;
         if well {

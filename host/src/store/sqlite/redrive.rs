@@ -163,12 +163,13 @@ pub(super) fn cancel(
             super::hooks::write(tx, batch, None, kind, None, None, server, now)?;
         }
     }
-    let ended: Vec<(TaskId, bool)> = tasks
-        .iter()
-        .filter(|t| t.state != 2)
-        .map(|t| (t.id, false))
-        .collect();
-    super::graph::settle(tx, ended, now, server, &mut CompleteResult::default())?;
+    // In id order, each with all it ends in turn before the next, as if cancelled one by
+    // one: what a task after two of them sees first decides whether it is cancelled or
+    // skipped.
+    for task in tasks.iter().filter(|t| t.state != 2) {
+        let ended = vec![(task.id, false)];
+        super::graph::settle(tx, ended, now, server, &mut CompleteResult::default())?;
+    }
     Ok(result)
 }
 
