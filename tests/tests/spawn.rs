@@ -280,6 +280,32 @@ fn a_batch_quota_on_tasks_bounds_its_children(db: Option<&str>) {
     assert!(node.stop().success());
 }
 
+/// Waits for `batch`, whose task `parent` ran `fan:{children}`: every task succeeded and
+/// the parent summed each child's number once. Returns the batch's execution log.
+fn merged(
+    node: &ServeNode,
+    batch: i64,
+    parent: i64,
+    children: u64,
+    patience: Duration,
+) -> Vec<AttemptRecord> {
+    let progress = node.wait(batch, patience);
+    let log: Vec<AttemptRecord> = node
+        .log()
+        .into_iter()
+        .filter(|a| a.batch == batch)
+        .collect();
+    assert_eq!(
+        progress["succeeded"],
+        children + 1,
+        "{progress}; the parent's attempts: {:?}",
+        attempts_of(&log, parent)
+    );
+    let sum = children * (children - 1) / 2;
+    assert_eq!(output(node, parent), format!("sum {sum} of {children}"));
+    log
+}
+
 /// A parent fans out 10,000 children (its batch's `children` quota raised to that), gives
 /// its slot back, and merges their outputs once they have all ended: every child ran
 /// once, on every node.
@@ -317,21 +343,7 @@ fn ten_thousand_children_are_merged(db: Option<&str>) {
     );
     assert_eq!(tasks_in(first, refused.0), 1 + 1000);
 
-    let progress = first.wait(batch, Duration::from_secs(600));
-    let log = first.log();
-    assert_eq!(
-        progress["succeeded"],
-        CHILDREN + 1,
-        "{progress}; the parent's attempts: {:?}",
-        attempts_of(&log, parent)
-    );
-    let sum = CHILDREN * (CHILDREN - 1) / 2;
-    assert_eq!(output(first, parent), format!("sum {sum} of {CHILDREN}"));
-    let log: Vec<AttemptRecord> = first
-        .log()
-        .into_iter()
-        .filter(|a| a.batch == batch)
-        .collect();
+    let log = merged(first, batch, parent, CHILDREN, Duration::from_secs(600));
     let ran: Vec<(Outcome, Option<&str>)> = attempts_of(&log, parent)
         .iter()
         .map(|a| (a.outcome, a.error.as_deref()))
@@ -381,21 +393,7 @@ fn a_kill_during_a_fan_out_loses_and_doubles_no_child(db: Option<&str>) {
         "the fan-out had ended before the kill ({seen} tasks): the test proves nothing"
     );
     let second = node(data.path(), 2, db);
-    let progress = second.wait(batch, PATIENCE);
-    let log = second.log();
-    assert_eq!(
-        progress["succeeded"],
-        CHILDREN + 1,
-        "{progress}; the parent's attempts: {:?}",
-        attempts_of(&log, parent)
-    );
-    let sum = CHILDREN * (CHILDREN - 1) / 2;
-    assert_eq!(output(&second, parent), format!("sum {sum} of {CHILDREN}"));
-    let log: Vec<AttemptRecord> = second
-        .log()
-        .into_iter()
-        .filter(|a| a.batch == batch)
-        .collect();
+    let log = merged(&second, batch, parent, CHILDREN, PATIENCE);
     // The killed attempt is recorded lost, and the task runs again.
     let outcomes: Vec<Outcome> = attempts_of(&log, parent)
         .iter()
