@@ -3,7 +3,8 @@
 //! (every such write fails until it is back), or as one that refuses a record too large
 //! for it (every write of a completion carrying more log than a given size fails, with
 //! SQLite's own "string or blob too big"); and, on demand, fails reads of modules' bytes,
-//! so that a node cannot start the tasks of a module it has not loaded yet.
+//! so that a node cannot start the tasks of a module it has not loaded yet. It counts the
+//! node's upkeep: its rescues of expired leases and its prunes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,6 +23,9 @@ pub struct FaultyStore {
     max_log_bytes: AtomicUsize,
     /// Writes failed so far.
     failures: watch::Sender<u64>,
+    /// Calls of `lease_rescue` and of `prune` so far.
+    rescues: watch::Sender<u64>,
+    prunes: AtomicUsize,
 }
 
 impl FaultyStore {
@@ -32,6 +36,8 @@ impl FaultyStore {
             modules_down: AtomicBool::new(false),
             max_log_bytes: AtomicUsize::new(usize::MAX),
             failures: watch::channel(0).0,
+            rescues: watch::channel(0).0,
+            prunes: AtomicUsize::new(0),
         })
     }
 
@@ -48,6 +54,18 @@ impl FaultyStore {
     /// Refuses every completion with more than `bytes` of log messages.
     pub fn refuse_logs_over(&self, bytes: usize) {
         self.max_log_bytes.store(bytes, Ordering::SeqCst);
+    }
+
+    /// Calls of `prune` so far: each a chunk of ended work looked for.
+    pub fn prunes(&self) -> usize {
+        self.prunes.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the store has been asked at least `count` times to rescue expired
+    /// leases.
+    pub async fn rescued(&self, count: u64) {
+        let mut rescues = self.rescues.subscribe();
+        let _ = rescues.wait_for(|n| *n >= count).await;
     }
 
     /// Writes failed so far.
@@ -276,7 +294,9 @@ impl Store for FaultyStore {
         self.inner.lease_renew(node, until).await
     }
     async fn lease_rescue(&self, node: Option<String>, now: Micros) -> StoreResult<CompleteResult> {
-        self.inner.lease_rescue(node, now).await
+        let result = self.inner.lease_rescue(node, now).await;
+        self.rescues.send_modify(|n| *n += 1);
+        result
     }
     fn webhook_server(&self, on: bool) {
         self.inner.webhook_server(on)
@@ -355,6 +375,7 @@ impl Store for FaultyStore {
         self.inner.schedule_fire(fire).await
     }
     async fn prune(&self, before: Micros, chunk: usize) -> StoreResult<usize> {
+        self.prunes.fetch_add(1, Ordering::SeqCst);
         self.inner.prune(before, chunk).await
     }
     async fn backup(&self) -> StoreResult<std::fs::File> {

@@ -50,6 +50,17 @@ impl Harness {
         prefetch: usize,
         wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>,
     ) -> Harness {
+        Harness::start_configured(backend, workers, prefetch, wrap, |_| {}).await
+    }
+
+    /// Like [`Harness::start_wrapped`], with the node's settings changed by `configure`.
+    pub async fn start_configured(
+        backend: Backend,
+        workers: usize,
+        prefetch: usize,
+        wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>,
+        configure: impl FnOnce(&mut SchedulerConfig),
+    ) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let (store, db): (Arc<dyn Store>, _) = match backend {
             Backend::Sqlite => (
@@ -66,6 +77,7 @@ impl Harness {
         let runtime = Arc::new(Runtime::new(RuntimeConfig::with_workers(workers)).unwrap());
         let mut config = SchedulerConfig::new("test-node");
         config.prefetch = prefetch;
+        configure(&mut config);
         let scheduler = Scheduler::new(store.clone(), runtime, config);
         let node = Node::start(scheduler.clone()).await.unwrap();
         Harness {

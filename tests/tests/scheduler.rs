@@ -500,6 +500,35 @@ async fn faulty_harness(backend: Backend, workers: usize) -> (Harness, Arc<Fault
     (h, faulty.unwrap())
 }
 
+/// Upkeep that rescues leases often prunes ended work only every tenth of the retention:
+/// finding what to prune reads the ended tasks, the whole table when none is old enough.
+async fn pruning_keeps_its_own_pace_beside_frequent_rescues(backend: Backend) {
+    let mut faulty = None;
+    let h = Harness::start_configured(
+        backend,
+        1,
+        0,
+        |store| {
+            let store = FaultyStore::new(store);
+            faulty = Some(store.clone());
+            store
+        },
+        |config| {
+            config.rescue_every = Some(Duration::from_millis(10));
+            config.retention = Some(Duration::from_secs(3600));
+        },
+    )
+    .await;
+    let faulty = faulty.unwrap();
+    faulty.rescued(20).await;
+    assert_eq!(
+        faulty.prunes(),
+        1,
+        "20 rescues 10 ms apart, within a tenth of an hour's retention: one prune, the first"
+    );
+    h.stop().await;
+}
+
 /// An attempt whose record the store refuses (too large for it) is recorded failed, with
 /// a short error saying why; the attempts written with it, and every later one, go through.
 async fn a_record_the_store_refuses_holds_up_nothing(backend: Backend) {
@@ -678,4 +707,5 @@ on_each_backend!(
     a_record_the_store_refuses_holds_up_nothing,
     a_store_that_takes_nothing_loses_nothing_and_holds_up_no_stop,
     a_host_error_is_not_charged_to_the_task,
+    pruning_keeps_its_own_pace_beside_frequent_rescues,
 );

@@ -1,5 +1,6 @@
 //! Maintenance: on a shared store, the node's heartbeat and the rescue of other nodes'
-//! expired leases; on any store with a retention, pruning what ended before it.
+//! expired leases; on any store with a retention, pruning what ended before it, every
+//! tenth of the retention.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,14 +23,14 @@ pub(super) async fn maintain(
     let rescue_every = config
         .rescue_every
         .or_else(|| shared.then(|| (config.lease / 3).min(Duration::from_secs(5))));
-    let every = match (rescue_every, config.retention) {
+    let prune_every = config.retention.map(prune_every);
+    let every = match (rescue_every, prune_every) {
         (None, None) => return,
-        (Some(rescue), None) => rescue,
-        (None, Some(retention)) => (retention / 10).max(Duration::from_secs(60)),
-        (Some(rescue), Some(retention)) => {
-            rescue.min((retention / 10).max(Duration::from_secs(60)))
-        }
+        (Some(rescue), _) => rescue,
+        // Nothing else to do: once a minute at most.
+        (None, Some(prune)) => prune.max(Duration::from_secs(60)),
     };
+    let mut pruned_at: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             () = tokio::time::sleep(every) => {}
@@ -54,11 +55,22 @@ pub(super) async fn maintain(
                 Err(err) => tracing::error!("rescuing expired leases failed: {err:#}"),
             }
         }
-        if let Some(retention) = config.retention {
+        if let (Some(retention), Some(prune_every)) = (config.retention, prune_every)
+            && pruned_at.is_none_or(|at| at.elapsed() >= prune_every)
+        {
+            pruned_at = Some(tokio::time::Instant::now());
             let before = now_micros() - duration_micros(retention);
             prune(&scheduler, before, &stop).await;
         }
     }
+}
+
+/// How often ended work is pruned, from the first upkeep on: every tenth of the retention
+/// (a second at least), not at every rescue of a shared store (every few seconds), since
+/// finding what to prune reads the ended tasks along the primary key, the whole table when
+/// none is old enough.
+fn prune_every(retention: Duration) -> Duration {
+    (retention / 10).max(Duration::from_secs(1))
 }
 
 /// Deletes ended work in bounded chunks, so claims are never stalled for long.
