@@ -155,7 +155,7 @@ impl Quotas {
 
     /// Quotas from their six columns, in the order of [`Quotas::columns`].
     pub(crate) fn from_columns(c: [Option<i64>; 6]) -> Quotas {
-        let q = |v: Option<i64>| v.map(|v| v.max(0) as u64);
+        let q = from_column;
         Quotas {
             tasks: q(c[0]),
             input_bytes: q(c[1]),
@@ -165,6 +165,11 @@ impl Quotas {
             depth: q(c[5]),
         }
     }
+}
+
+/// A quota from the column that holds it (NULL: none).
+pub(crate) fn from_column(column: Option<i64>) -> Option<u64> {
+    column.map(|q| q.max(0) as u64)
 }
 
 impl Usage {

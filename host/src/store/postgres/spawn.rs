@@ -5,6 +5,7 @@
 use deadpool_postgres::GenericClient;
 
 use super::{Commit, PostgresStore, gate, not_found, pg, tasks};
+use crate::store::quota;
 use crate::store::spawn::{self, Existing, Parent};
 use crate::store::*;
 
@@ -31,8 +32,8 @@ pub(super) async fn submit(
             depth: row.get::<_, i32>(2) as u32,
             running: row.get(3),
             children: row.get::<_, i64>(4) as u32,
-            max_children: row.get::<_, Option<i64>>(5).map(|q| q.max(0) as u64),
-            max_depth: row.get::<_, Option<i64>>(6).map(|q| q.max(0) as u64),
+            max_children: quota::from_column(row.get(5)),
+            max_depth: quota::from_column(row.get(6)),
         };
         let key = spec.key.clone().unwrap_or_default();
         let existing = tx

@@ -4,6 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{internal, not_found, tasks};
+use crate::store::quota;
 use crate::store::spawn::{self, Existing, Parent};
 use crate::store::*;
 
@@ -26,8 +27,8 @@ pub(super) fn submit(
                 depth: r.get(2)?,
                 running: r.get(3)?,
                 children: r.get(4)?,
-                max_children: r.get::<_, Option<i64>>(5)?.map(|q| q.max(0) as u64),
-                max_depth: r.get::<_, Option<i64>>(6)?.map(|q| q.max(0) as u64),
+                max_children: quota::from_column(r.get(5)?),
+                max_depth: quota::from_column(r.get(6)?),
             })
         })
         .optional()
