@@ -187,8 +187,36 @@ impl Store for FaultyStore {
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
         self.inner.batch_open_count(batch).await
     }
-    async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        self.inner.batch_authorize(batch, handle_hash).await
+    async fn batch_authorize(&self, batch: BatchId, key: BatchKey) -> StoreResult<()> {
+        self.inner.batch_authorize(batch, key).await
+    }
+    async fn tenant_add(&self, name: String, now: Micros) -> StoreResult<TenantInfo> {
+        self.inner.tenant_add(name, now).await
+    }
+    async fn tenant_list(&self) -> StoreResult<Vec<TenantInfo>> {
+        self.inner.tenant_list().await
+    }
+    async fn token_add(
+        &self,
+        tenant: String,
+        secret_hash: [u8; 32],
+        now: Micros,
+    ) -> StoreResult<TokenInfo> {
+        self.inner.token_add(tenant, secret_hash, now).await
+    }
+    async fn token_list(&self, tenant: String) -> StoreResult<Vec<TokenInfo>> {
+        self.inner.token_list(tenant).await
+    }
+    async fn token_revoke(
+        &self,
+        tenant: String,
+        token: i64,
+        now: Micros,
+    ) -> StoreResult<TokenInfo> {
+        self.inner.token_revoke(tenant, token, now).await
+    }
+    async fn token_check(&self, token: i64, secret_hash: [u8; 32]) -> StoreResult<TenantId> {
+        self.inner.token_check(token, secret_hash).await
     }
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
         self.inner.batch_seal(batch).await

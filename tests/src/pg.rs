@@ -11,6 +11,32 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
+/// Each named function `fn(Option<&str>)` as two tests: `sqlite::NAME`, given `None`, and
+/// `postgres::NAME`, given the URL of a fresh [`TestDb`].
+#[macro_export]
+macro_rules! on_each_driver {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(None)
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    let runtime = tokio::runtime::Runtime::new().unwrap();
+                    let db = runtime.block_on($crate::pg::TestDb::new());
+                    super::$name(Some(&db.url))
+                }
+            )*
+        }
+    };
+}
+
 /// A fresh schema for one test.
 pub struct TestDb {
     /// Selects the schema: give it to `--db` or `PostgresStore::connect`.

@@ -1455,6 +1455,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     settings: Vec::new(),
                     webhook: None,
                     quotas: Quotas::default(),
+                    tenant: None,
                 };
                 let mut hash = [0u8; 32];
                 getrandom::fill(&mut hash).unwrap();

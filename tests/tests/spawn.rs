@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use qhost::runtime::Outcome;
 use qhost::store::AttemptRecord;
-use qhost_tests::pg::TestDb;
 use qhost_tests::serve_node::{ServeNode, TOKEN};
 use qhost_tests::server::call;
 use serde_json::{Value, json};
@@ -415,31 +414,7 @@ fn a_kill_during_a_fan_out_loses_and_doubles_no_child(db: Option<&str>) {
     assert!(second.stop().success());
 }
 
-/// Each test above as one test on each driver.
-macro_rules! on_each_driver {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[test]
-                fn $name() {
-                    super::$name(None)
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[test]
-                fn $name() {
-                    let runtime = tokio::runtime::Runtime::new().unwrap();
-                    let db = runtime.block_on(super::TestDb::new());
-                    super::$name(Some(&db.url))
-                }
-            )*
-        }
-    };
-}
-
-on_each_driver!(
+qhost_tests::on_each_driver!(
     a_reducer_fans_out_mappers_on_its_own_slot_and_merges_their_counts,
     a_parent_waiting_on_its_child_holds_no_slot,
     a_parent_that_crashes_mid_fan_out_gets_its_children_back_not_new_ones,

@@ -1,5 +1,6 @@
-//! Who a request is: the admin (the server's token) or the holder of one batch's handle;
-//! and what it may open, decided from the request's path and headers alone.
+//! Who a request is: the admin (the server's token), a tenant (one of its tokens), or the
+//! holder of one batch's handle; and what it may open, decided from the request's path
+//! and headers alone.
 //!
 //! Every extractor here is taken from the request's head, so a handler that lists one
 //! before its body refuses a caller before a byte of the body is read: a wrong handle
@@ -13,8 +14,8 @@ use sha2::{Digest as _, Sha256};
 
 use super::AppState;
 use super::error::ApiError;
-use crate::scheduler::{Access, handle_batch};
-use crate::store::{BatchId, TaskId, TaskInfo};
+use crate::scheduler::{Access, handle_batch, token_parts};
+use crate::store::{BatchId, TaskId, TaskInfo, TenantId};
 
 /// The caller's credentials, taken from `Authorization: Bearer ...`.
 pub struct Caller(pub Access);
@@ -23,8 +24,29 @@ impl Caller {
     pub fn require_admin(&self) -> Result<(), ApiError> {
         match self.0 {
             Access::Admin => Ok(()),
-            Access::Handle(_) => Err(ApiError::forbidden()),
+            Access::Handle(_) | Access::Tenant(_) => Err(ApiError::forbidden()),
         }
+    }
+}
+
+/// Whose a request is, for what one credential may hold at once (uploads being read,
+/// long requests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Holder {
+    Admin,
+    Batch(BatchId),
+    Tenant(TenantId),
+}
+
+impl Holder {
+    pub fn of(access: &Access) -> Result<Holder, ApiError> {
+        Ok(match access {
+            Access::Admin => Holder::Admin,
+            Access::Handle(handle) => {
+                Holder::Batch(handle_batch(handle).ok_or_else(ApiError::unauthorized)?)
+            }
+            Access::Tenant(tenant) => Holder::Tenant(*tenant),
+        })
     }
 }
 
@@ -52,11 +74,33 @@ impl FromRequestParts<AppState> for Caller {
         if same_token(token, &state.admin_token) {
             return Ok(Caller(Access::Admin));
         }
-        // Only a token shaped like a handle (`qhb_<batch>_<secret>`) is looked up.
+        // Only a token shaped like a handle (`qhb_<batch>_<secret>`) or a tenant's
+        // (`qht_<id>_<secret>`) is looked up.
         if handle_batch(token).is_some() {
             return Ok(Caller(Access::Handle(token.to_owned())));
         }
+        if token_parts(token).is_some()
+            && let Some(tenant) = state.scheduler.token_tenant(token).await?
+        {
+            return Ok(Caller(Access::Tenant(tenant)));
+        }
         Err(ApiError::unauthorized())
+    }
+}
+
+/// The admin or a tenant: who may open batches. Holds the tenant a batch it opens
+/// belongs to (none for the admin).
+pub struct Opener(pub Option<TenantId>);
+
+impl FromRequestParts<AppState> for Opener {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match Caller::from_request_parts(parts, state).await?.0 {
+            Access::Admin => Ok(Opener(None)),
+            Access::Tenant(tenant) => Ok(Opener(Some(tenant))),
+            Access::Handle(_) => Err(ApiError::forbidden()),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::auth::{Admin, BatchCaller, SubmitCaller};
+use super::auth::{Admin, BatchCaller, Opener, SubmitCaller};
 use super::body::Upload;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::keys::{KeyHeader, KeyParams, replayed};
@@ -22,7 +22,9 @@ use super::whole;
 use crate::runtime::origin;
 pub use crate::scheduler::TaskRequest;
 use crate::scheduler::{BatchGraph, Keyed};
-use crate::store::{BatchId, BatchInfo, BatchSpec, FailurePolicy, QuotaChange, TaskId};
+use crate::store::{
+    BatchId, BatchInfo, BatchSpec, FailurePolicy, QuotaChange, Quotas, TaskId, TenantId,
+};
 use crate::units::parse_duration;
 
 /// Most time a wait may ask for; a client waits longer by asking again.
@@ -147,15 +149,16 @@ pub fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
             a webhook on a server started without a secret key; a setting's name or value \
             past its bounds.", body = ErrorBody),
     ),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("tenant_token" = [])),
 )]
 pub async fn open(
     State(state): State<AppState>,
-    _: Admin,
+    Opener(tenant): Opener,
     KeyHeader(key): KeyHeader,
     mut upload: Upload,
 ) -> ApiResult<impl IntoResponse> {
     let body: OpenBatch = upload.json().await?;
+    let key = key.map(|key| key.of_tenant(tenant));
     let asked = key.as_ref().map(|key| Keyed::new(key, &body));
     let spec = BatchSpec {
         name: body.name,
@@ -165,7 +168,8 @@ pub async fn open(
         allow_http: allow_http(&state, &body.allow_http)?,
         settings: super::settings::sealed(&state, body.settings)?,
         webhook: super::webhook::sealed(&state, body.webhook)?,
-        quotas: state.scheduler.batch_quotas().changed(body.quotas),
+        quotas: opening_quotas(&state, tenant, body.quotas)?,
+        tenant,
     };
     let specs = state.scheduler.task_specs(body.tasks).await?;
     let opened = state.scheduler.batch_create(spec, specs, asked).await?;
@@ -178,6 +182,21 @@ pub async fn open(
             tasks: opened.tasks,
         }),
     ))
+}
+
+/// The quotas a batch opens with: the server's defaults, changed as asked; a tenant may
+/// only lower them.
+fn opening_quotas(
+    state: &AppState,
+    tenant: Option<TenantId>,
+    asked: QuotaChange,
+) -> ApiResult<Quotas> {
+    let defaults = state.scheduler.batch_quotas();
+    let quotas = defaults.changed(asked);
+    match tenant {
+        None => Ok(quotas),
+        Some(_) => quotas.within(defaults).map_err(ApiError::bad_request),
+    }
 }
 
 /// Most origins one batch may be granted.
@@ -208,7 +227,7 @@ fn allow_http(state: &AppState, origins: &[String]) -> ApiResult<Vec<String>> {
         (status = 200, description = "The batch", body = BatchInfo),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn show(
     State(state): State<AppState>,
@@ -228,7 +247,7 @@ pub async fn show(
         (status = 200, description = "Its edges, at most 20,000 (`cut` when more)", body = BatchGraph),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn graph(
     State(state): State<AppState>,
@@ -260,7 +279,7 @@ pub async fn graph(
         (status = 503, description = "Four large uploads are being read already; try again \
             shortly (`busy`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn submit(
     State(state): State<AppState>,
@@ -322,20 +341,25 @@ pub struct SubmittedAlone {
             one input, a duration or size it cannot read or beyond the server's maximum, a \
             mount the server does not have.", body = ErrorBody),
     ),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("tenant_token" = [])),
 )]
 pub async fn submit_alone(
     State(state): State<AppState>,
-    _: Admin,
+    Opener(tenant): Opener,
     KeyHeader(key): KeyHeader,
     body: Result<Json<TaskRequest>, JsonRejection>,
 ) -> ApiResult<impl IntoResponse> {
     let task = json_body(body)?;
+    let key = key.map(|key| key.of_tenant(tenant));
     let asked = key.as_ref().map(|key| Keyed::new(key, &task));
     let spec = state.scheduler.task_spec_alone(task).await?;
+    let batch = BatchSpec {
+        tenant,
+        ..BatchSpec::default()
+    };
     let opened = state
         .scheduler
-        .batch_create(BatchSpec::default(), vec![spec], asked)
+        .batch_create(batch, vec![spec], asked)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -360,7 +384,7 @@ pub async fn submit_alone(
         (status = 200, description = "How many tasks took it", body = PriorityChanged),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn set_priority(
     State(state): State<AppState>,
@@ -386,7 +410,7 @@ pub async fn set_priority(
         (status = 204, description = "Sealed"),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn seal(State(state): State<AppState>, caller: BatchCaller) -> ApiResult<StatusCode> {
     state
@@ -407,7 +431,7 @@ pub async fn seal(State(state): State<AppState>, caller: BatchCaller) -> ApiResu
         (status = 200, description = "How many were cancelled", body = BatchCancelled),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn cancel(
     State(state): State<AppState>,
@@ -436,7 +460,7 @@ pub async fn cancel(
         (status = 429, description = "The credential, or batch handles together, hold as many \
             waits and event streams as they may (`too-many-requests`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn wait(
     State(state): State<AppState>,
@@ -477,7 +501,7 @@ pub async fn wait(
         (status = 409, description = "Some of its tasks have not ended; cancel it first \
             (`conflict`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn release(State(state): State<AppState>, caller: BatchCaller) -> ApiResult<StatusCode> {
     state

@@ -23,10 +23,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::AppState;
-use super::auth::Caller;
+use super::auth::{Caller, Holder};
 use super::error::{ApiError, ApiResult};
-use crate::scheduler::{Access, handle_batch};
-use crate::store::BatchId;
+use crate::scheduler::Access;
 
 /// A body announced larger than this, or grown past it, needs a permit.
 pub const LARGE_BODY: u64 = 1024 * 1024;
@@ -45,8 +44,8 @@ const PERMIT_WAIT: Duration = Duration::from_secs(30);
 pub struct LargeBodies {
     shared: Arc<Semaphore>,
     admin: Arc<Semaphore>,
-    /// One permit per batch handle with an upload being read or waiting.
-    handles: Arc<Mutex<HashMap<BatchId, Arc<Semaphore>>>>,
+    /// One permit per batch handle or tenant with an upload being read or waiting.
+    handles: Arc<Mutex<HashMap<Holder, Arc<Semaphore>>>>,
 }
 
 impl Default for LargeBodies {
@@ -68,7 +67,7 @@ struct Permit {
 /// A batch handle's turn at uploading; its entry goes when no upload of the handle waits.
 struct Turn {
     permit: Option<OwnedSemaphorePermit>,
-    batch: BatchId,
+    holder: Holder,
     bodies: LargeBodies,
 }
 
@@ -78,10 +77,10 @@ impl Drop for Turn {
         let mut handles = self.bodies.handles.lock().expect("upload turns lock");
         // Only the map holds it: no upload of this handle waits or is read.
         if handles
-            .get(&self.batch)
+            .get(&self.holder)
             .is_some_and(|s| Arc::strong_count(s) == 1)
         {
-            handles.remove(&self.batch);
+            handles.remove(&self.holder);
         }
     }
 }
@@ -97,8 +96,8 @@ fn busy() -> ApiError {
 impl LargeBodies {
     /// A permit for a large body of `access`, waiting at most [`PERMIT_WAIT`] in all.
     async fn acquire(&self, access: &Access) -> ApiResult<Permit> {
-        let batch = match access {
-            Access::Admin => {
+        let holder = match Holder::of(access)? {
+            Holder::Admin => {
                 // The admin's own permit, or a shared one if that comes first.
                 let permit = tokio::time::timeout(PERMIT_WAIT, async {
                     tokio::select! {
@@ -115,14 +114,14 @@ impl LargeBodies {
                     _ => Err(busy()),
                 };
             }
-            Access::Handle(handle) => handle_batch(handle).ok_or_else(ApiError::unauthorized)?,
+            holder => holder,
         };
         let deadline = tokio::time::Instant::now() + PERMIT_WAIT;
         let own = self
             .handles
             .lock()
             .expect("upload turns lock")
-            .entry(batch)
+            .entry(holder)
             .or_insert_with(|| Arc::new(Semaphore::new(1)))
             .clone();
         let turn = match tokio::time::timeout_at(deadline, own.acquire_owned()).await {
@@ -131,17 +130,17 @@ impl LargeBodies {
                 // Tidies the entry if no other upload of the handle holds it.
                 drop(Turn {
                     permit: None,
-                    batch,
+                    holder,
                     bodies: self.clone(),
                 });
                 return Err(ApiError::too_many(
-                    "another large upload with this handle is being read; send one at a time",
+                    "another large upload with this credential is being read; send one at a time",
                 ));
             }
         };
         let turn = Turn {
             permit: Some(turn),
-            batch,
+            holder,
             bodies: self.clone(),
         };
         match tokio::time::timeout_at(deadline, self.shared.clone().acquire_owned()).await {

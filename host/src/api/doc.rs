@@ -17,6 +17,8 @@ use super::error::ErrorBody;
 
 /// The security scheme of the server's admin token.
 pub const ADMIN: &str = "admin_token";
+/// The security scheme of a tenant's token.
+pub const TENANT: &str = "tenant_token";
 /// The security scheme of a batch handle.
 pub const HANDLE: &str = "batch_handle";
 /// The security scheme of the metrics token.
@@ -28,7 +30,7 @@ pub const METRICS: &str = "metrics_token";
         title = "qhost",
         description = "The HTTP JSON API of `qhost serve`: a durable queue of tasks, each run \
             as a sandboxed WebAssembly component. Times are microseconds since the Unix \
-            epoch. Send `Authorization: Bearer <admin token or batch handle>`. Every failure \
+            epoch. Send `Authorization: Bearer <admin token, tenant token or batch handle>`. Every failure \
             is JSON `{\"error\", \"detail\"}` with the status of its kind.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
@@ -40,6 +42,7 @@ pub const METRICS: &str = "metrics_token";
         (name = "tasks", description = "One task, its output, its group"),
         (name = "observe", description = "The execution log, what runs now, health"),
         (name = "schedules", description = "Batches opened from a plan on a cron expression"),
+        (name = "tenants", description = "Who may open batches besides the admin, and their tokens"),
     )
 )]
 struct Frame;
@@ -59,6 +62,16 @@ impl Modify for Credentials {
             bearer(
                 "The server's admin token (`qha_...`): it opens everything. `qhost serve` \
                  writes it to `admin-token` in its data directory unless given one.",
+            ),
+        );
+        components.add_security_scheme(
+            TENANT,
+            bearer(
+                "A tenant's token (`qht_<id>_<secret>`), made by the admin \
+                 (`POST /v1/tenants/{name}/tokens`): it opens batches that belong to its \
+                 tenant, and each of those batches as its handle does. Lists show its own \
+                 batches; a list of tasks, of attempts, or a change to many tasks names one \
+                 of its batches (`batch`).",
             ),
         );
         components.add_security_scheme(
@@ -170,15 +183,15 @@ fn shared_failures(operation: &Operation) -> Vec<(&'static str, String)> {
     if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
         failures.push((
             "401",
-            "No `Authorization: Bearer` header, or a token that is neither the admin token \
-             nor shaped like a batch handle (`unauthorized`)."
+            "No `Authorization: Bearer` header, or a token that is neither the admin token, \
+             a tenant's token not revoked, nor shaped like a batch handle (`unauthorized`)."
                 .into(),
         ));
         failures.push((
             "403",
-            "These credentials do not open this (`forbidden`): a batch handle for an admin \
-             operation, or for another batch. A handle is answered alike for a batch or \
-             task that does not exist."
+            "These credentials do not open this (`forbidden`): a batch handle or a tenant's \
+             token for an admin operation, or for a batch not its own. They are answered \
+             alike for a batch or task that does not exist."
                 .into(),
         ));
     }
@@ -345,7 +358,10 @@ mod tests {
             .unwrap();
         let mut names: Vec<&str> = schemes.keys().map(String::as_str).collect();
         names.sort();
-        assert_eq!(names, [super::ADMIN, super::HANDLE, super::METRICS]);
+        assert_eq!(
+            names,
+            [super::ADMIN, super::HANDLE, super::METRICS, super::TENANT]
+        );
         let public = ["health", "ready", "openapi"];
         for (method, path, operation) in operations(&document) {
             let id = operation["operationId"].as_str().unwrap();

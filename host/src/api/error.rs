@@ -125,7 +125,7 @@ impl ApiError {
         Self::new(
             StatusCode::UNAUTHORIZED,
             ErrorCode::Unauthorized,
-            "send `Authorization: Bearer <admin token or batch handle>`",
+            "send `Authorization: Bearer <admin token, tenant token or batch handle>`",
         )
     }
 

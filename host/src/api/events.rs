@@ -111,7 +111,7 @@ const PAGE: usize = 100;
         (status = 429, description = "The credential, or batch handles together, hold as many \
             waits and event streams as they may (`too-many-requests`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn events(
     State(state): State<AppState>,

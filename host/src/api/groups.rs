@@ -10,6 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::AppState;
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult, ErrorBody};
+use crate::scheduler::Access;
 use crate::store::GroupRow;
 
 /// Groups in a page when the query names no `limit`.
@@ -58,6 +59,10 @@ pub async fn list_groups(
     caller: Caller,
     query: Result<Query<GroupListQuery>, QueryRejection>,
 ) -> ApiResult<Json<GroupListPage>> {
+    if let Access::Tenant(_) = caller.0 {
+        // Groups are the server's; a tenant's own namespace of them is to come.
+        return Err(ApiError::forbidden());
+    }
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let limit = match query.limit.unwrap_or(DEFAULT_GROUPS) {
         limit @ 1..=MAX_GROUPS => limit,

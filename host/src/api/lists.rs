@@ -214,7 +214,7 @@ impl Pairs {
         (status = 400, description = "A state, time, limit or cursor it does not take, or an \
             unknown parameter (`bad-request`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn list_batches(
     State(state): State<AppState>,
@@ -225,6 +225,7 @@ pub async fn list_batches(
     let filter = BatchFilter {
         batch: q.parsed("batch", "a batch id")?,
         name: q.one("name")?,
+        tenant: None,
         states: q.list("state", BatchState::parse)?,
         created_after: q.time("created_after")?,
         created_before: q.time("created_before")?,
@@ -260,7 +261,7 @@ pub async fn list_batches(
         (status = 404, description = "No module has the `module` named (`not-found`), with \
             the candidates or the nearest name.", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn list_tasks(
     State(state): State<AppState>,

@@ -1,14 +1,14 @@
-//! Requests that stay open (`/wait`, `/events`): how many one credential and all batch
-//! handles together may hold at once. Past either bound a request is answered `429`,
+//! Requests that stay open (`/wait`, `/events`): how many one credential, and all batch
+//! handles and tenants together, may hold at once. Past either bound a request is answered `429`,
 //! before it waits. The admin's have a bound of their own, outside the handles' total, so
 //! that handles holding every long request they may leave the admin room.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::auth::Holder;
 use super::error::ApiError;
-use crate::scheduler::{Access, handle_batch};
-use crate::store::BatchId;
+use crate::scheduler::Access;
 
 /// The admin's long requests at once.
 pub const ADMIN_LONG_REQUESTS: usize = 256;
@@ -29,13 +29,6 @@ impl Default for LongLimits {
             total: 2500,
         }
     }
-}
-
-/// Whose long request it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Holder {
-    Admin,
-    Batch(BatchId),
 }
 
 #[derive(Default)]
@@ -67,12 +60,7 @@ impl LongPolls {
 
     /// A permit for a long request of `access`, or `429` past its bound.
     pub fn take(&self, access: &Access) -> Result<LongPermit, ApiError> {
-        let holder = match access {
-            Access::Admin => Holder::Admin,
-            Access::Handle(handle) => {
-                Holder::Batch(handle_batch(handle).ok_or_else(ApiError::unauthorized)?)
-            }
-        };
+        let holder = Holder::of(access)?;
         let mut held = self.held.lock().expect("long requests lock");
         let mine = held.by.get(&holder).copied().unwrap_or(0);
         let refused = ApiError::too_many;
@@ -83,21 +71,21 @@ impl LongPolls {
                      the most it may; close one first"
                 )));
             }
-            Holder::Batch(_) if mine >= self.limits.per_credential => {
+            Holder::Batch(_) | Holder::Tenant(_) if mine >= self.limits.per_credential => {
                 return Err(refused(format!(
-                    "this handle holds {} waits and event streams already, the most one \
+                    "this credential holds {} waits and event streams already, the most one \
                      credential may; close one first",
                     self.limits.per_credential
                 )));
             }
-            Holder::Batch(_) if held.handles >= self.limits.total => {
+            Holder::Batch(_) | Holder::Tenant(_) if held.handles >= self.limits.total => {
                 return Err(refused(format!(
-                    "batch handles hold {} waits and event streams already, the most the \
+                    "batch handles and tenants hold {} waits and event streams already, the most the \
                      server takes; try again shortly",
                     self.limits.total
                 )));
             }
-            Holder::Batch(_) => held.handles += 1,
+            Holder::Batch(_) | Holder::Tenant(_) => held.handles += 1,
             Holder::Admin => {}
         }
         *held.by.entry(holder).or_default() += 1;
@@ -111,7 +99,7 @@ impl LongPolls {
 impl Drop for LongPermit {
     fn drop(&mut self) {
         let mut held = self.held.lock().expect("long requests lock");
-        if let Holder::Batch(_) = self.holder {
+        if self.holder != Holder::Admin {
             held.handles -= 1;
         }
         if let Some(n) = held.by.get_mut(&self.holder) {
@@ -128,7 +116,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn handles_are_bounded_each_and_together_and_the_admin_apart() {
+    fn handles_and_tenants_are_bounded_each_and_together_and_the_admin_apart() {
         let polls = LongPolls::new(LongLimits {
             per_credential: 2,
             total: 3,
@@ -140,14 +128,16 @@ mod tests {
             Ok(_) => panic!("let in past its bound"),
             Err(err) => err.detail().to_owned(),
         };
-        assert!(refused(&handle(1)).contains("this handle"));
+        assert!(refused(&handle(1)).contains("this credential"));
         let _b1 = polls.take(&handle(2)).unwrap();
-        assert!(refused(&handle(3)).contains("batch handles"));
+        assert!(refused(&handle(3)).contains("batch handles and tenants"));
+        assert!(refused(&Access::Tenant(7)).contains("batch handles and tenants"));
         let admin: Vec<_> = (0..10)
             .map(|_| polls.take(&Access::Admin).unwrap())
             .collect();
         drop(a1);
-        let _c1 = polls.take(&handle(3)).unwrap();
+        let _t1 = polls.take(&Access::Tenant(7)).unwrap();
+        assert!(refused(&handle(3)).contains("batch handles and tenants"));
         drop(admin);
     }
 }

@@ -1,8 +1,9 @@
 //! The HTTP JSON API under `/v1`, served by `qhost serve`.
 //!
 //! - [`state`]: what every handler is given ([`AppState`]).
-//! - [`auth`]: admin token or batch handle, from `Authorization: Bearer`, and what it may
-//!   open, decided before a request's body is read.
+//! - [`auth`]: admin token, tenant token or batch handle, from `Authorization: Bearer`,
+//!   and what it may open, decided before a request's body is read; [`tenants`]: tenants
+//!   and their tokens.
 //! - [`body`]: upload bodies, and the permits that bound how many large ones are read at
 //!   once.
 //! - [`listen`]: accepting connections, with caps on them in all and per address, room
@@ -65,6 +66,7 @@ pub mod slow;
 pub mod state;
 pub mod status;
 pub mod tasks;
+pub mod tenants;
 pub mod webhook;
 pub use crate::whole;
 
@@ -167,6 +169,9 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(groups::list_groups))
         .routes(routes!(pause::pause_group))
         .routes(routes!(pause::resume_group))
+        .routes(routes!(tenants::add, tenants::list))
+        .routes(routes!(tenants::make_token, tenants::list_tokens))
+        .routes(routes!(tenants::revoke_token))
         .routes(routes!(backup::backup))
         .routes(routes!(openapi));
     OpenApiRouter::with_openapi(doc::frame())

@@ -85,14 +85,14 @@ pub struct LogPage {
         (status = 400, description = "An outcome or order it does not know, a limit out of \
             range, or `since` not before `until` (`bad-request`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn log(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<LogQuery>,
 ) -> ApiResult<Json<LogPage>> {
-    if let Access::Handle(_) = caller.0 {
+    if !matches!(caller.0, Access::Admin) {
         let batch = query.batch.ok_or_else(ApiError::forbidden)?;
         state.scheduler.authorize(&caller.0, batch).await?;
     }

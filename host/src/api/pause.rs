@@ -68,7 +68,7 @@ pub async fn resume_group(
         (status = 200, description = "The batch", body = BatchInfo),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn pause_batch(
     State(state): State<AppState>,
@@ -92,7 +92,7 @@ pub async fn pause_batch(
         (status = 200, description = "The batch", body = BatchInfo),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn resume_batch(
     State(state): State<AppState>,
@@ -127,7 +127,7 @@ pub struct SetMaxParallel {
         (status = 200, description = "The batch", body = BatchInfo),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn set_max_parallel(
     State(state): State<AppState>,

@@ -131,7 +131,7 @@ fn outcomes(text: Option<&str>) -> ApiResult<Vec<Outcome>> {
         (status = 409, description = "The task has not failed and was not cancelled \
             (`conflict`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn retry_task(
     State(state): State<AppState>,
@@ -167,7 +167,7 @@ pub struct RetryQuery {
         (status = 400, description = BAD_OUTCOME, body = ErrorBody),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn retry_batch(
     State(state): State<AppState>,
@@ -196,7 +196,7 @@ pub async fn retry_batch(
         (status = 400, description = BAD_OUTCOME, body = ErrorBody),
         (status = 404, description = NO_MODULE, body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn retry_where(
     State(state): State<AppState>,
@@ -222,7 +222,7 @@ pub async fn retry_where(
         (status = 400, description = BAD_OUTCOME, body = ErrorBody),
         (status = 404, description = NO_MODULE, body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn cancel_where(
     State(state): State<AppState>,
@@ -252,7 +252,7 @@ pub async fn cancel_where(
         (status = 400, description = BAD_OUTCOME, body = ErrorBody),
         (status = 404, description = NO_MODULE, body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn priority_where(
     State(state): State<AppState>,

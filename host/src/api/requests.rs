@@ -17,7 +17,7 @@ use tracing::Instrument as _;
 
 use super::AppState;
 use super::auth::{bearer, same_token};
-use crate::scheduler::handle_batch;
+use crate::scheduler::{handle_batch, token_parts};
 use crate::telemetry;
 
 /// The log target of the request lines.
@@ -109,9 +109,9 @@ pub async fn note_route(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// The kind of credential a request carries: `admin`, `handle` (shaped as a batch
-/// handle; whether it opens anything is the handler's to say), `metrics`, `invalid` (a
-/// token that is none of these) or `none`.
+/// The kind of credential a request carries: `admin`, `handle` or `tenant` (shaped as a
+/// batch handle or a tenant's token; whether it opens anything is the handler's to say),
+/// `metrics`, `invalid` (a token that is none of these) or `none`.
 fn credential(state: &AppState, headers: &HeaderMap) -> &'static str {
     let Some(token) = bearer(headers) else {
         return "none";
@@ -120,6 +120,8 @@ fn credential(state: &AppState, headers: &HeaderMap) -> &'static str {
         "admin"
     } else if handle_batch(token).is_some() {
         "handle"
+    } else if token_parts(token).is_some() {
+        "tenant"
     } else if state
         .metrics_token
         .as_deref()

@@ -54,7 +54,7 @@ pub struct TaskView {
         )),
         (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Json<TaskView>> {
     let mut info = caller.task;
@@ -96,7 +96,7 @@ pub async fn show(State(state): State<AppState>, caller: TaskCaller) -> ApiResul
         (status = 404, description = "No task has this id, or it has no such attempt in the \
             log (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn attempt(
     State(state): State<AppState>,
@@ -128,7 +128,7 @@ pub async fn attempt(
         (status = 404, description = "No task has this id (`not-found`), or it has no output: \
             it has not succeeded (`no-output`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn output(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Response> {
     let info = caller.task;
@@ -156,7 +156,7 @@ pub async fn output(State(state): State<AppState>, caller: TaskCaller) -> ApiRes
         (status = 200, description = "The input", content_type = "application/octet-stream", body = inline(Binary)),
         (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn input(State(state): State<AppState>, caller: TaskCaller) -> ApiResult<Response> {
     Ok(state
@@ -177,7 +177,7 @@ pub async fn input(State(state): State<AppState>, caller: TaskCaller) -> ApiResu
         (status = 200, description = "What became of it", body = TaskCancelled),
         (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn cancel(
     State(state): State<AppState>,
@@ -223,7 +223,7 @@ pub enum CancelOutcome {
         (status = 404, description = "No task has this id (`not-found`).", body = ErrorBody),
         (status = 409, description = "It has started (`conflict`).", body = ErrorBody),
     ),
-    security(("admin_token" = []), ("batch_handle" = [])),
+    security(("admin_token" = []), ("tenant_token" = []), ("batch_handle" = [])),
 )]
 pub async fn set_priority(
     State(state): State<AppState>,

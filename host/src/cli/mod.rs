@@ -6,7 +6,7 @@
 //! Clients of a server, sharing [`client`] (server address, token, errors): [`module`],
 //! [`submit`], [`batch`] (with the plan file of [`plan`]), [`task`] (its bulk actions in
 //! [`task_bulk`]), [`lists`] (`batch ls`, `task ls`), [`group`], [`status`], [`nodes`],
-//! [`log`], [`health`], [`backup`]; and [`completions`].
+//! [`log`], [`health`], [`backup`], [`tenant`]; and [`completions`].
 
 /// `println!` that hands back the write's error instead of panicking, for `?`: a reader
 /// that stopped reading (`| head`) then ends the command quietly (see [`broken_pipe`]).
@@ -53,6 +53,7 @@ mod submit;
 mod task;
 mod task_bulk;
 mod task_logs;
+mod tenant;
 
 use std::process::ExitCode;
 
@@ -105,6 +106,8 @@ pub enum Command {
     /// Whether the server lives (exit 0) or not (exit 1); with --ready, whether it has
     /// started: for health checks.
     Health(health::HealthArgs),
+    /// Add tenants, who may open batches of their own, and make and revoke their tokens.
+    Tenant(tenant::TenantArgs),
     /// Copy a running server's SQLite store into a file, consistently, while it serves.
     Backup(backup::BackupArgs),
     /// Print a shell completion script.
@@ -130,6 +133,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Log(args) => log::run(args),
         Command::Health(args) => health::run(args),
         Command::Backup(args) => backup::run(args),
+        Command::Tenant(args) => tenant::run(args),
         Command::Completions(args) => completions::run(args),
         Command::New(args) => new::run(args),
     }

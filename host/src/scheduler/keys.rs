@@ -35,6 +35,15 @@ impl IdempotencyKey {
         Ok(IdempotencyKey(text.to_owned()))
     }
 
+    /// This key as the tenant `tenant` sends it (none: the admin): each tenant's keys are
+    /// apart from every other's, so no tenant can replay another's opening.
+    pub fn of_tenant(&self, tenant: Option<TenantId>) -> IdempotencyKey {
+        match tenant {
+            None => self.clone(),
+            Some(tenant) => IdempotencyKey(format!("tenant {tenant}/{}", self.0)),
+        }
+    }
+
     /// What the store keeps for a request under this key whose body hashes to `body_hash`.
     fn stored(&self, body_hash: [u8; 32], sealed: Option<Vec<u8>>) -> RequestKey {
         RequestKey {

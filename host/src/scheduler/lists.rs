@@ -19,13 +19,17 @@ pub struct TaskList {
 
 impl Scheduler {
     /// A page of the batches `filter` names, newest first, and where the next starts. A
-    /// handle lists its own batch only.
+    /// handle lists its own batch only; a tenant its own batches.
     pub async fn batch_list(
         &self,
         access: &Access,
         mut filter: BatchFilter,
     ) -> Result<(Vec<BatchInfo>, Option<Position>)> {
-        filter.batch = self.confine(access, filter.batch).await?;
+        match access {
+            // A tenant lists its own batches: all of them when it names none.
+            Access::Tenant(tenant) if filter.batch.is_none() => filter.tenant = Some(*tenant),
+            _ => filter.batch = self.confine(access, filter.batch).await?,
+        }
         let limit = filter.limit;
         let mut rows = self.store.batch_list(filter).await?;
         let next = next_position(&mut rows, limit, |b| Position {

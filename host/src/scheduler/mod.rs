@@ -18,6 +18,7 @@
 //!   idempotency key; `pause`: pauses and limits changed after the fact; `redrive`:
 //!   failed and cancelled tasks run again, and bulk actions.
 //! - `spawn`: the children a running task submits into its batch, attenuated.
+//! - `tenants`: tenants and their tokens, and the tenant a request's token speaks for.
 
 pub mod admit;
 mod grants;
@@ -36,6 +37,7 @@ mod reserved;
 pub mod rules;
 mod schedules;
 mod spawn;
+mod tenants;
 
 pub use admit::{Admitted, MAX_ATTEMPTS, MAX_GROUP_KEY, MAX_INPUT, MAX_TASKS_PER_SUBMIT};
 pub use keys::{IdempotencyKey, Keyed, MAX_KEY_LEN, Opened};
@@ -43,8 +45,9 @@ pub use reads::{BatchGraph, GraphEdge, MAX_GRAPH_EDGES};
 pub use redrive::FAILURES;
 pub use request::TaskRequest;
 pub use schedules::SchedulePlan;
+pub use tenants::{NewToken, token_parts};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,11 +58,25 @@ use tokio_util::sync::CancellationToken;
 use crate::runtime::{Digest, LoadError, Runtime, TaskLimits, TaskModule};
 use crate::store::*;
 
-/// Who is asking: an admin may do anything; a batch handle opens only its own batch.
+/// Who is asking: an admin may do anything; a batch handle opens only its own batch; a
+/// tenant opens batches of its own and uses those alone.
 #[derive(Debug, Clone)]
 pub enum Access {
     Admin,
     Handle(String),
+    Tenant(TenantId),
+}
+
+impl Access {
+    /// The key that opens a batch to this caller; none for the admin, whom every batch
+    /// opens to.
+    fn batch_key(&self) -> Option<BatchKey> {
+        match self {
+            Access::Admin => None,
+            Access::Handle(handle) => Some(BatchKey::Handle(hash_handle(handle))),
+            Access::Tenant(tenant) => Some(BatchKey::Tenant(*tenant)),
+        }
+    }
 }
 
 /// What a handle was refused.
@@ -92,9 +109,9 @@ pub enum Error {
     /// Past one of a batch's quotas.
     #[error("{0}")]
     Quota(String),
-    /// A handle asked for what it does not open. A handle is refused alike whether what it
-    /// asked for exists or not: it learns nothing of other batches.
-    #[error("this batch handle does not open {0}")]
+    /// A handle or a tenant asked for what it does not open. It is refused alike whether
+    /// what it asked for exists or not: it learns nothing of other batches.
+    #[error("this credential does not open {0}")]
     Forbidden(Resource),
     #[error("internal error: {0:#}")]
     Internal(anyhow::Error),
@@ -211,12 +228,12 @@ pub struct Scheduler {
     pub(crate) running: Mutex<HashMap<TaskId, LocalRun>>,
     modules: Mutex<HashMap<Digest, Arc<TaskModule>>>,
     grants: grants::GrantCache,
-    /// Handles already checked against the store, by batch (their sha256): a handle never
-    /// changes, so a caller that submits and waits is checked once, not on every request.
+    /// Keys already checked against the store, by batch: a batch's handle and tenant never
+    /// change, so a caller that submits and waits is checked once, not on every request.
     /// On a store other nodes share, a release there must stop the handle here at once:
     /// requests check it against the store, and only a submission trusts this (see
     /// [`Scheduler::submit`]).
-    handles: Mutex<HashMap<BatchId, [u8; 32]>>,
+    handles: Mutex<HashSet<(BatchId, BatchKey)>>,
     /// Recent run times on this node, for how far ahead to claim.
     pub(crate) pace: node::Pace,
     pub metrics: metrics::Metrics,
@@ -245,7 +262,7 @@ impl Scheduler {
             running: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
             grants: grants::GrantCache::default(),
-            handles: Mutex::new(HashMap::new()),
+            handles: Mutex::new(HashSet::new()),
             pace: node::Pace::default(),
             metrics: metrics::Metrics::default(),
             module_labels: module_labels::ModuleLabels::default(),
@@ -349,32 +366,37 @@ impl Scheduler {
         self.authorize_with(access, batch, true).await
     }
 
-    /// [`Scheduler::authorize`], trusting a handle checked before when `cached`.
+    /// [`Scheduler::authorize`], trusting a key checked before when `cached`.
     async fn authorize_with(&self, access: &Access, batch: BatchId, cached: bool) -> Result<()> {
-        match access {
-            Access::Admin => Ok(()),
-            Access::Handle(handle) => {
-                let forbidden = Error::Forbidden(Resource::Batch(batch));
-                if handle_batch(handle) != Some(batch) {
-                    return Err(forbidden);
-                }
-                let hash = hash_handle(handle);
-                if cached && self.handles.lock().expect("handles lock").get(&batch) == Some(&hash) {
-                    return Ok(());
-                }
-                match self.store.batch_authorize(batch, hash).await {
-                    Ok(()) => {}
-                    Err(StoreError::NotFound { .. }) => return Err(forbidden),
-                    Err(err) => return Err(err.into()),
-                }
-                let mut handles = self.handles.lock().expect("handles lock");
-                if handles.len() >= MAX_CHECKED_HANDLES {
-                    handles.clear();
-                }
-                handles.insert(batch, hash);
-                Ok(())
-            }
+        let Some(key) = access.batch_key() else {
+            return Ok(());
+        };
+        let forbidden = Error::Forbidden(Resource::Batch(batch));
+        if let Access::Handle(handle) = access
+            && handle_batch(handle) != Some(batch)
+        {
+            return Err(forbidden);
         }
+        if cached
+            && self
+                .handles
+                .lock()
+                .expect("handles lock")
+                .contains(&(batch, key))
+        {
+            return Ok(());
+        }
+        match self.store.batch_authorize(batch, key).await {
+            Ok(()) => {}
+            Err(StoreError::NotFound { .. } | StoreError::Forbidden(_)) => return Err(forbidden),
+            Err(err) => return Err(err.into()),
+        }
+        let mut handles = self.handles.lock().expect("handles lock");
+        if handles.len() >= MAX_CHECKED_HANDLES {
+            handles.clear();
+        }
+        handles.insert((batch, key));
+        Ok(())
     }
 
     /// The batch a read or an action over many tasks is confined to: for a handle, the batch
@@ -385,12 +407,19 @@ impl Scheduler {
         access: &Access,
         asked: Option<BatchId>,
     ) -> Result<Option<BatchId>> {
-        let Access::Handle(handle) = access else {
-            return Ok(asked);
+        let batch = match access {
+            Access::Admin => return Ok(asked),
+            Access::Handle(handle) => asked
+                .or(handle_batch(handle))
+                .ok_or(Error::Forbidden(Resource::Batch(0)))?,
+            Access::Tenant(_) => asked.ok_or_else(|| {
+                Error::BadRequest(
+                    "parameter `batch`: a tenant's token reads and changes one batch of its \
+                     own at a time here; name it (`batch=ID`)"
+                        .into(),
+                )
+            })?,
         };
-        let batch = asked
-            .or(handle_batch(handle))
-            .ok_or(Error::Forbidden(Resource::Batch(0)))?;
         self.authorize(access, batch).await?;
         Ok(Some(batch))
     }
@@ -410,7 +439,7 @@ impl Scheduler {
         let tasks = self.check_tasks(tasks)?;
         let now = now_micros();
         let ids = match self.store.task_submit(batch, tasks, now).await {
-            Err(StoreError::NotFound { .. }) if matches!(access, Access::Handle(_)) => {
+            Err(StoreError::NotFound { .. }) if !matches!(access, Access::Admin) => {
                 return Err(Error::Forbidden(Resource::Batch(batch)));
             }
             ids => ids?,
@@ -487,7 +516,10 @@ impl Scheduler {
     /// Forgets that a batch's handle was checked: the batch was released, and its handle
     /// opens nothing.
     fn forget_handle(&self, batch: BatchId) {
-        self.handles.lock().expect("handles lock").remove(&batch);
+        self.handles
+            .lock()
+            .expect("handles lock")
+            .retain(|(checked, _)| *checked != batch);
     }
 
     /// The task, if `access` may use it. A handle is refused alike for a task that does
@@ -496,7 +528,9 @@ impl Scheduler {
         let forbidden = || Error::Forbidden(Resource::Task(task));
         let info = match (self.store.task_get(task).await, access) {
             (Ok(info), _) => info,
-            (Err(StoreError::NotFound { .. }), Access::Handle(_)) => return Err(forbidden()),
+            (Err(StoreError::NotFound { .. }), Access::Handle(_) | Access::Tenant(_)) => {
+                return Err(forbidden());
+            }
             (Err(err), _) => return Err(err.into()),
         };
         match self.authorize(access, info.batch).await {

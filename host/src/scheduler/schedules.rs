@@ -158,6 +158,8 @@ impl Scheduler {
             // Nor a webhook of its own: the server's hears of its end.
             webhook: None,
             quotas: self.config.batch_quotas,
+            // Schedules are the admin's, and so are their batches.
+            tenant: None,
         };
         let tasks = self.task_specs(plan.tasks).await?;
         let tasks = self.check_tasks(tasks)?;

@@ -90,6 +90,8 @@ pub struct BatchFilter {
     pub batch: Option<BatchId>,
     /// The exact name.
     pub name: Option<String>,
+    /// The batches of this tenant alone.
+    pub tenant: Option<super::TenantId>,
     /// Any of these; empty: any.
     pub states: Vec<BatchState>,
     /// Created at or after.

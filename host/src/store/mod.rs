@@ -41,6 +41,7 @@ pub mod spawn;
 pub mod sqlite;
 mod state;
 mod stats;
+mod tenant;
 pub mod text;
 mod time;
 mod types;
@@ -64,6 +65,7 @@ pub use schedule::*;
 pub use select::{BulkCancel, TaskSelect};
 pub use state::*;
 pub use stats::*;
+pub use tenant::*;
 pub use time::*;
 pub use types::*;
 pub use webhook::*;
@@ -105,6 +107,24 @@ pub trait Store: Send + Sync + 'static {
     /// Removes a name; the module it named keeps its others. Returns that module.
     async fn module_unname(&self, name: String) -> StoreResult<Digest>;
 
+    /// Adds a tenant; refused when its name is taken.
+    async fn tenant_add(&self, name: String, now: Micros) -> StoreResult<TenantInfo>;
+    async fn tenant_list(&self) -> StoreResult<Vec<TenantInfo>>;
+    /// Adds a token to a tenant, by the sha256 of its secret.
+    async fn token_add(
+        &self,
+        tenant: String,
+        secret_hash: [u8; 32],
+        now: Micros,
+    ) -> StoreResult<TokenInfo>;
+    async fn token_list(&self, tenant: String) -> StoreResult<Vec<TokenInfo>>;
+    /// Revokes a token of the tenant (again: no change).
+    async fn token_revoke(&self, tenant: String, token: i64, now: Micros)
+    -> StoreResult<TokenInfo>;
+    /// The tenant whose token `token` is, if the token's secret hashes to `secret_hash`
+    /// and it is not revoked; `NotFound` otherwise.
+    async fn token_check(&self, token: i64, secret_hash: [u8; 32]) -> StoreResult<TenantId>;
+
     async fn batch_open(
         &self,
         spec: BatchSpec,
@@ -130,7 +150,8 @@ pub trait Store: Send + Sync + 'static {
     /// completion (unlike the full progress counts).
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64>;
     /// Checks a handle's hash against the batch's.
-    async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()>;
+    /// Whether `key` opens the batch: `Forbidden` when not, `NotFound` when it is gone.
+    async fn batch_authorize(&self, batch: BatchId, key: BatchKey) -> StoreResult<()>;
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()>;
     /// Sets the priority of the batch and of all its tasks that have not started (pending
     /// or reserved: a node holding one hands it back on [`Signal::Reclaim`]).

@@ -140,6 +140,49 @@ impl Quotas {
         }
     }
 
+    /// These quotas if none is past `bound`'s (none: no bound); otherwise which one, and
+    /// by how much: a tenant's opening may lower the server's defaults, not raise them.
+    pub fn within(self, bound: Quotas) -> Result<Quotas, String> {
+        let names = [
+            "tasks",
+            "input_bytes",
+            "output_bytes",
+            "text_bytes",
+            "children",
+            "depth",
+        ];
+        let asked = [
+            self.tasks,
+            self.input_bytes,
+            self.output_bytes,
+            self.text_bytes,
+            self.children,
+            self.depth,
+        ];
+        let most = [
+            bound.tasks,
+            bound.input_bytes,
+            bound.output_bytes,
+            bound.text_bytes,
+            bound.children,
+            bound.depth,
+        ];
+        for ((name, asked), most) in names.iter().zip(asked).zip(most) {
+            let Some(most) = most else { continue };
+            match asked {
+                Some(asked) if asked <= most => {}
+                asked => {
+                    let asked = asked.map_or("none".to_owned(), |a| a.to_string());
+                    return Err(format!(
+                        "field `quotas.{name}`: {asked} is past the server's {most}; a tenant's \
+                         batch may lower its quotas, and the admin alone raise them"
+                    ));
+                }
+            }
+        }
+        Ok(self)
+    }
+
     /// Each quota as a database column holds it: NULL for none, within i64.
     pub(crate) fn columns(self) -> [Option<i64>; 6] {
         [

@@ -42,6 +42,10 @@ pub struct BatchSpec {
     /// What it may store; the scheduler fills in the server's defaults.
     #[serde(default)]
     pub quotas: super::Quotas,
+    /// The tenant it belongs to; none: the admin's. Set from the caller's token, never
+    /// from a request's body.
+    #[serde(skip)]
+    pub tenant: Option<super::TenantId>,
 }
 
 /// A task to submit.

@@ -1,5 +1,6 @@
-//! Batches: a handle opens only its own batch; a released batch leaves nothing behind, and
-//! its ids are never given again.
+//! Batches: a handle opens only its own batch, and a tenant only its own batches; tenants'
+//! tokens are checked by their secrets' hashes; a released batch leaves nothing behind,
+//! and its ids are never given again.
 
 use super::*;
 
@@ -9,13 +10,108 @@ pub async fn handles_open_only_their_batch(store: Arc<dyn Store>) {
         .batch_open(BatchSpec::default(), hash, T0)
         .await
         .unwrap();
-    store.batch_authorize(info.id, hash).await.unwrap();
+    let handle = BatchKey::Handle(hash);
+    store.batch_authorize(info.id, handle).await.unwrap();
     assert!(matches!(
-        store.batch_authorize(info.id, rand_hash()).await,
+        store
+            .batch_authorize(info.id, BatchKey::Handle(rand_hash()))
+            .await,
         Err(StoreError::Forbidden(_))
     ));
     assert!(matches!(
-        store.batch_authorize(info.id + 1000, hash).await,
+        store.batch_authorize(info.id + 1000, handle).await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+/// A tenant's batch opens to its tenant and its handle; the admin's and another tenant's
+/// do not open to it. A token opens while its secret's hash matches and it is not
+/// revoked.
+pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
+    let a = store.tenant_add("a".into(), T0).await.unwrap();
+    let b = store.tenant_add("b".into(), T0).await.unwrap();
+    assert!(matches!(
+        store.tenant_add("a".into(), T0).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(matches!(
+        store.tenant_add("A".into(), T0).await,
+        Err(StoreError::Invalid(_))
+    ));
+    let hash = rand_hash();
+    let spec = BatchSpec {
+        tenant: Some(a.id),
+        ..BatchSpec::default()
+    };
+    let owned = store.batch_open(spec, hash, T0).await.unwrap();
+    let admins = store
+        .batch_open(BatchSpec::default(), rand_hash(), T0)
+        .await
+        .unwrap();
+    store
+        .batch_authorize(owned.id, BatchKey::Tenant(a.id))
+        .await
+        .unwrap();
+    store
+        .batch_authorize(owned.id, BatchKey::Handle(hash))
+        .await
+        .unwrap();
+    for (batch, tenant) in [(owned.id, b.id), (admins.id, a.id)] {
+        assert!(matches!(
+            store.batch_authorize(batch, BatchKey::Tenant(tenant)).await,
+            Err(StoreError::Forbidden(_))
+        ));
+    }
+    let by_tenant = |tenant| BatchFilter {
+        tenant: Some(tenant),
+        limit: 10,
+        ..BatchFilter::default()
+    };
+    let listed: Vec<BatchId> = store
+        .batch_list(by_tenant(a.id))
+        .await
+        .unwrap()
+        .iter()
+        .map(|b| b.id)
+        .collect();
+    assert_eq!(listed, [owned.id]);
+    assert!(store.batch_list(by_tenant(b.id)).await.unwrap().is_empty());
+
+    let secret = rand_hash();
+    let token = store.token_add("a".into(), secret, T0).await.unwrap();
+    assert_eq!(store.token_check(token.id, secret).await.unwrap(), a.id);
+    assert!(matches!(
+        store.token_check(token.id, rand_hash()).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let listed = store.tenant_list().await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|t| (&*t.name, t.tokens))
+            .collect::<Vec<_>>(),
+        [("a", 1), ("b", 0)]
+    );
+    let revoked = store
+        .token_revoke("a".into(), token.id, T0 + 1)
+        .await
+        .unwrap();
+    assert_eq!(revoked.revoked_at, Some(T0 + 1));
+    let again = store
+        .token_revoke("a".into(), token.id, T0 + 2)
+        .await
+        .unwrap();
+    assert_eq!(again.revoked_at, Some(T0 + 1), "revoked once");
+    assert!(matches!(
+        store.token_check(token.id, secret).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.token_revoke("b".into(), token.id, T0).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.token_add("nosuch".into(), secret, T0).await,
         Err(StoreError::NotFound { .. })
     ));
 }

@@ -81,9 +81,12 @@ pub async fn an_opened_batch_has_its_handle(store: Arc<dyn Store>) {
     let secret = new.handle.secret;
     let created = first(store.batch_create(new, T0).await.unwrap());
     let id = created.batch.id;
-    store.batch_authorize(id, hash(id, &secret)).await.unwrap();
+    store
+        .batch_authorize(id, BatchKey::Handle(hash(id, &secret)))
+        .await
+        .unwrap();
     assert!(matches!(
-        store.batch_authorize(id, secret).await,
+        store.batch_authorize(id, BatchKey::Handle(secret)).await,
         Err(StoreError::Forbidden(_))
     ));
 }

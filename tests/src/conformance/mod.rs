@@ -51,6 +51,7 @@ macro_rules! conformance_tests {
             modules::reads_give_a_tasks_input_size,
             modules::names_are_aliases_and_move_one_at_a_time,
             batches::handles_open_only_their_batch,
+            batches::tenants_open_only_their_batches,
             batches::a_released_batch_leaves_nothing_to_the_next,
             batches::ids_are_never_reused,
             gates::gates_hold_back_higher_orders,

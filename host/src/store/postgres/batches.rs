@@ -43,8 +43,8 @@ pub(super) async fn insert(
     let id: BatchId = tx
         .query_one(
             "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at,
-                                  webhook_url, webhook_secret)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                                  webhook_url, webhook_secret, tenant_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
             &[
                 &&handle_hash[..],
                 &spec.name,
@@ -54,6 +54,7 @@ pub(super) async fn insert(
                 &now,
                 &spec.webhook.as_ref().map(|h| &h.url),
                 &spec.webhook.as_ref().map(|h| &h.sealed_secret),
+                &spec.tenant,
             ],
         )
         .await
@@ -105,17 +106,20 @@ pub(super) async fn open_count(store: &PostgresStore, batch: BatchId) -> StoreRe
 pub(super) async fn authorize(
     store: &PostgresStore,
     batch: BatchId,
-    handle_hash: [u8; 32],
+    key: BatchKey,
 ) -> StoreResult<()> {
     let client = store.client(Commit::Durable).await?;
-    let stored: Option<Vec<u8>> = client
-        .query_opt("SELECT handle_hash FROM batches WHERE id = $1", &[&batch])
+    let stored: Option<(Vec<u8>, Option<TenantId>)> = client
+        .query_opt(
+            "SELECT handle_hash, tenant_id FROM batches WHERE id = $1",
+            &[&batch],
+        )
         .await
         .map_err(pg)?
-        .map(|r| r.get(0));
+        .map(|r| (r.get(0), r.get(1)));
     match stored {
         None => Err(not_found("batch", batch)),
-        Some(hash) if hash == handle_hash => Ok(()),
+        Some((handle, tenant)) if key.opens(&handle, tenant) => Ok(()),
         Some(_) => Err(StoreError::Forbidden(batch)),
     }
 }

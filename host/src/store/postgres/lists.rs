@@ -39,6 +39,7 @@ pub(super) async fn batches(
                 &filter.batch,
                 &filter.name,
                 &limit,
+                &filter.tenant,
             ],
         )
         .await

@@ -134,6 +134,7 @@ mod schema;
 mod spawn;
 mod stats;
 mod tasks;
+mod tenants;
 
 impl PostgresStore {
     /// Connects to the database at `url` (a `postgres://` URL; `?options=-csearch_path%3DNAME`
@@ -267,6 +268,40 @@ impl Store for PostgresStore {
         modules::bytes(self, digest).await
     }
 
+    async fn tenant_add(&self, name: String, now: Micros) -> StoreResult<TenantInfo> {
+        tenants::add(self, name, now).await
+    }
+
+    async fn tenant_list(&self) -> StoreResult<Vec<TenantInfo>> {
+        tenants::list(self).await
+    }
+
+    async fn token_add(
+        &self,
+        tenant: String,
+        secret_hash: [u8; 32],
+        now: Micros,
+    ) -> StoreResult<TokenInfo> {
+        tenants::token_add(self, tenant, secret_hash, now).await
+    }
+
+    async fn token_list(&self, tenant: String) -> StoreResult<Vec<TokenInfo>> {
+        tenants::token_list(self, tenant).await
+    }
+
+    async fn token_revoke(
+        &self,
+        tenant: String,
+        token: i64,
+        now: Micros,
+    ) -> StoreResult<TokenInfo> {
+        tenants::token_revoke(self, tenant, token, now).await
+    }
+
+    async fn token_check(&self, token: i64, secret_hash: [u8; 32]) -> StoreResult<TenantId> {
+        tenants::token_check(self, token, secret_hash).await
+    }
+
     async fn module_list(&self) -> StoreResult<Vec<ModuleInfo>> {
         modules::list(self).await
     }
@@ -320,8 +355,8 @@ impl Store for PostgresStore {
         batches::open_count(self, batch).await
     }
 
-    async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        batches::authorize(self, batch, handle_hash).await
+    async fn batch_authorize(&self, batch: BatchId, key: BatchKey) -> StoreResult<()> {
+        batches::authorize(self, batch, key).await
     }
 
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {

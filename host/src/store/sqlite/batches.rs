@@ -15,8 +15,8 @@ pub(super) fn open(
 ) -> StoreResult<BatchInfo> {
     tx.execute(
         "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at,
-                              webhook_url, webhook_secret)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                              webhook_url, webhook_secret, tenant_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         params![
             handle_hash,
             spec.name,
@@ -26,6 +26,7 @@ pub(super) fn open(
             now,
             spec.webhook.as_ref().map(|h| &h.url),
             spec.webhook.as_ref().map(|h| &h.sealed_secret),
+            spec.tenant,
         ],
     )
     .map_err(internal)?;
@@ -105,21 +106,17 @@ pub(super) fn open_count(conn: &Connection, batch: BatchId) -> StoreResult<u64> 
         .map_err(internal)
 }
 
-/// Whether `handle_hash` is the hash of the batch's handle.
-pub(super) fn authorize(
-    conn: &Connection,
-    batch: BatchId,
-    handle_hash: [u8; 32],
-) -> StoreResult<()> {
-    let stored: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT handle_hash FROM batches WHERE id = ?")
+/// Whether `key` opens the batch.
+pub(super) fn authorize(conn: &Connection, batch: BatchId, key: BatchKey) -> StoreResult<()> {
+    let stored: Option<(Vec<u8>, Option<TenantId>)> = conn
+        .prepare_cached("SELECT handle_hash, tenant_id FROM batches WHERE id = ?")
         .map_err(internal)?
-        .query_row([batch], |r| r.get(0))
+        .query_row([batch], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()
         .map_err(internal)?;
     match stored {
         None => Err(not_found("batch", batch)),
-        Some(hash) if hash == handle_hash => Ok(()),
+        Some((handle, tenant)) if key.opens(&handle, tenant) => Ok(()),
         Some(_) => Err(StoreError::Forbidden(batch)),
     }
 }

@@ -38,6 +38,10 @@ pub(super) fn batches(conn: &Connection, filter: BatchFilter) -> StoreResult<Vec
         sql.push_str(" AND b.name = ?");
         args.push(name.into());
     }
+    if let Some(tenant) = filter.tenant {
+        sql.push_str(" AND b.tenant_id = ?");
+        args.push(tenant.into());
+    }
     sql.push_str(" ORDER BY b.created_at DESC, b.id DESC LIMIT ?");
     args.push((filter.limit as i64 + 1).into());
     let ids: Vec<BatchId> = {
@@ -379,5 +383,11 @@ mod tests {
         );
         let named = format!("{sql} AND b.name = ?{ordered}");
         assert_indexed(&plan(&conn, &named, 7), "batches_name", "batches by name");
+        let owned = format!("{sql} AND b.tenant_id = ?{ordered}");
+        assert_indexed(
+            &plan(&conn, &owned, 7),
+            "batches_tenant",
+            "a tenant's batches",
+        );
     }
 }

@@ -54,6 +54,7 @@ mod schema;
 mod spawn;
 mod stats;
 mod tasks;
+mod tenants;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -231,6 +232,44 @@ impl Store for SqliteStore {
         self.write(move |tx| modules::unname(tx, &name)).await
     }
 
+    async fn tenant_add(&self, name: String, now: Micros) -> StoreResult<TenantInfo> {
+        self.write(move |tx| tenants::add(tx, name, now)).await
+    }
+
+    async fn tenant_list(&self) -> StoreResult<Vec<TenantInfo>> {
+        self.call(|conn| tenants::list(conn)).await
+    }
+
+    async fn token_add(
+        &self,
+        tenant: String,
+        secret_hash: [u8; 32],
+        now: Micros,
+    ) -> StoreResult<TokenInfo> {
+        self.write(move |tx| tenants::token_add(tx, tenant, secret_hash, now))
+            .await
+    }
+
+    async fn token_list(&self, tenant: String) -> StoreResult<Vec<TokenInfo>> {
+        self.call(move |conn| tenants::token_list(conn, tenant))
+            .await
+    }
+
+    async fn token_revoke(
+        &self,
+        tenant: String,
+        token: i64,
+        now: Micros,
+    ) -> StoreResult<TokenInfo> {
+        self.write(move |tx| tenants::token_revoke(tx, tenant, token, now))
+            .await
+    }
+
+    async fn token_check(&self, token: i64, secret_hash: [u8; 32]) -> StoreResult<TenantId> {
+        self.call(move |conn| tenants::token_check(conn, token, secret_hash))
+            .await
+    }
+
     async fn batch_open(
         &self,
         spec: BatchSpec,
@@ -272,8 +311,8 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn batch_authorize(&self, batch: BatchId, handle_hash: [u8; 32]) -> StoreResult<()> {
-        self.call(move |conn| batches::authorize(conn, batch, handle_hash))
+    async fn batch_authorize(&self, batch: BatchId, key: BatchKey) -> StoreResult<()> {
+        self.call(move |conn| batches::authorize(conn, batch, key))
             .await
     }
 

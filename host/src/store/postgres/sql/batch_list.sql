@@ -5,7 +5,7 @@
 --    2 ended (no task left to end, and sealed or with tasks): BatchState::of
 -- $2 created at or after; $3 created before
 -- $4, $5 the position a page ended at: rows strictly before it
--- $6 batch id, $7 name; each NULL for any
+-- $6 batch id, $7 name, $9 tenant; each NULL for any
 -- $8 limit
 SELECT b.id
 FROM batches b
@@ -22,5 +22,6 @@ WHERE s.state_code = ANY($1::int[])
   AND (b.created_at, b.id) < ($4, $5)
   AND ($6::bigint IS NULL OR b.id = $6)
   AND ($7::text IS NULL OR b.name = $7)
+  AND ($9::bigint IS NULL OR b.tenant_id = $9)
 ORDER BY b.created_at DESC, b.id DESC
 LIMIT $8

@@ -1,0 +1,154 @@
+//! `qhost tenant add NAME`, `ls`, `token NAME`, `tokens NAME`, `revoke NAME ID`: the
+//! tenants who may open batches besides the admin, and their tokens (the admin's to do).
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::client::{Client, ConnectArgs, print_json};
+use super::module::encode;
+use crate::api::tenants::{TenantList, TokenList};
+use crate::scheduler::NewToken;
+use crate::store::{TenantInfo, TokenInfo};
+
+#[derive(Debug, Args)]
+pub struct TenantArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[command(subcommand)]
+    pub command: TenantCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Add a tenant (1 to 64 of a-z, 0-9, `-` and `_`).
+    Add {
+        /// The tenant's name.
+        name: String,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tenants, with how many tokens each holds.
+    Ls {
+        /// Print them as JSON, one array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a token for a tenant and print it: it is shown this once.
+    Token {
+        /// The tenant's name.
+        name: String,
+        /// Print it as JSON, with its id.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a tenant's tokens (their ids, never their secrets).
+    Tokens {
+        /// The tenant's name.
+        name: String,
+        /// Print them as JSON, one array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a tenant's token: it opens nothing from the next request on.
+    Revoke {
+        /// The tenant's name.
+        name: String,
+        /// The token's id: `qht_<id>_...`, or as `qhost tenant tokens` lists it.
+        id: i64,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.connect)?;
+    match args.command {
+        TenantCommand::Add { name, json } => {
+            let added: TenantInfo = serde_json::from_value(client.call(
+                "POST",
+                "/v1/tenants",
+                Some(&json!({ "name": name })),
+            )?)?;
+            if json {
+                print_json(&added)?;
+            } else {
+                outln!(
+                    "tenant {} added; make its token with `qhost tenant token {}`",
+                    added.name,
+                    added.name
+                )?;
+            }
+        }
+        TenantCommand::Ls { json } => {
+            let list: TenantList = client.get("/v1/tenants")?;
+            if json {
+                print_json(&list.tenants)?;
+            } else if list.tenants.is_empty() {
+                outln!("no tenants")?;
+            } else {
+                let width = list
+                    .tenants
+                    .iter()
+                    .map(|t| t.name.len())
+                    .max()
+                    .unwrap_or(6)
+                    .max(6);
+                outln!("{:<width$}  {:>6}", "tenant", "tokens")?;
+                for t in &list.tenants {
+                    outln!("{:<width$}  {:>6}", t.name, t.tokens)?;
+                }
+            }
+        }
+        TenantCommand::Token { name, json } => {
+            let path = format!("/v1/tenants/{}/tokens", encode(&name));
+            let made: NewToken = serde_json::from_value(client.call("POST", &path, None)?)?;
+            if json {
+                print_json(&made)?;
+            } else {
+                // The token alone on stdout, for `$(qhost tenant token NAME)`.
+                outln!("{}", made.token)?;
+                errln!(
+                    "token {} of tenant {}: it is shown this once; revoke it with \
+                     `qhost tenant revoke {} {}`",
+                    made.info.id,
+                    made.info.tenant,
+                    made.info.tenant,
+                    made.info.id
+                );
+            }
+        }
+        TenantCommand::Tokens { name, json } => {
+            let path = format!("/v1/tenants/{}/tokens", encode(&name));
+            let list: TokenList = client.get(&path)?;
+            if json {
+                print_json(&list.tokens)?;
+            } else if list.tokens.is_empty() {
+                outln!("tenant {name} has no tokens")?;
+            } else {
+                outln!("{:>6}  {:<7}", "token", "state")?;
+                for t in &list.tokens {
+                    let state = if t.revoked_at.is_some() {
+                        "revoked"
+                    } else {
+                        "active"
+                    };
+                    outln!("{:>6}  {state:<7}", t.id)?;
+                }
+            }
+        }
+        TenantCommand::Revoke { name, id, json } => {
+            let path = format!("/v1/tenants/{}/tokens/{id}", encode(&name));
+            let revoked: TokenInfo = serde_json::from_value(client.call("DELETE", &path, None)?)?;
+            if json {
+                print_json(&revoked)?;
+            } else {
+                outln!("token {} of tenant {} revoked", revoked.id, revoked.tenant)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

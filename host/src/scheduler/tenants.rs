@@ -1,0 +1,94 @@
+//! Tenants as the scheduler sees them: the admin adds them and makes and revokes their
+//! tokens; a request's token is turned into the tenant it speaks for.
+
+use sha2::{Digest as _, Sha256};
+
+use super::{Error, Result, Scheduler};
+use crate::store::*;
+
+/// A token just made: shown this once.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct NewToken {
+    /// `qht_<id>_<secret>`: send it as `Authorization: Bearer <token>`. Only its hash is
+    /// kept, so it cannot be shown again.
+    pub token: String,
+    #[serde(flatten)]
+    pub info: TokenInfo,
+}
+
+/// The token id and secret a tenant token names (`qht_<id>_<secret>`), if it has that
+/// shape.
+pub fn token_parts(token: &str) -> Option<(i64, &str)> {
+    let (id, secret) = token.strip_prefix("qht_")?.split_once('_')?;
+    (secret.len() == 64).then_some(())?;
+    Some((id.parse().ok()?, secret))
+}
+
+fn secret_hash(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+impl Scheduler {
+    pub async fn tenant_add(&self, name: String) -> Result<TenantInfo> {
+        Ok(self.store.tenant_add(name, now_micros()).await?)
+    }
+
+    pub async fn tenant_list(&self) -> Result<Vec<TenantInfo>> {
+        Ok(self.store.tenant_list().await?)
+    }
+
+    /// Makes a token for `tenant`.
+    pub async fn token_make(&self, tenant: String) -> Result<NewToken> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).expect("the system random source");
+        let secret = hex::encode(bytes);
+        let info = self
+            .store
+            .token_add(tenant, secret_hash(&secret), now_micros())
+            .await?;
+        Ok(NewToken {
+            token: format!("qht_{}_{secret}", info.id),
+            info,
+        })
+    }
+
+    pub async fn token_list(&self, tenant: String) -> Result<Vec<TokenInfo>> {
+        Ok(self.store.token_list(tenant).await?)
+    }
+
+    pub async fn token_revoke(&self, tenant: String, token: i64) -> Result<TokenInfo> {
+        Ok(self.store.token_revoke(tenant, token, now_micros()).await?)
+    }
+
+    /// The tenant a token speaks for; `None` for a token of no tenant, or revoked.
+    /// Looked up at every request, so a revocation holds at once on every node.
+    pub async fn token_tenant(&self, token: &str) -> Result<Option<TenantId>> {
+        let Some((id, secret)) = token_parts(token) else {
+            return Ok(None);
+        };
+        match self.store.token_check(id, secret_hash(secret)).await {
+            Ok(tenant) => Ok(Some(tenant)),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(err) => Err(Error::from(err)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_token_of_its_shape_is_looked_up() {
+        let secret = "a".repeat(64);
+        assert_eq!(token_parts(&format!("qht_7_{secret}")), Some((7, &*secret)));
+        for bad in [
+            format!("qhb_7_{secret}"),
+            format!("qht_x_{secret}"),
+            "qht_7_short".to_owned(),
+            format!("qht_7{secret}"),
+        ] {
+            assert_eq!(token_parts(&bad), None, "{bad}");
+        }
+    }
+}

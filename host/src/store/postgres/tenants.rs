@@ -1,0 +1,156 @@
+//! Tenants and their tokens (see [`crate::store::tenant`]).
+
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
+use super::{Commit, PostgresStore, pg};
+use crate::store::*;
+
+fn tenant(r: &Row) -> TenantInfo {
+    TenantInfo {
+        id: r.get(0),
+        name: r.get(1),
+        created_at: r.get(2),
+        tokens: r.get::<_, i64>(3) as u64,
+    }
+}
+
+fn token(r: &Row) -> TokenInfo {
+    TokenInfo {
+        id: r.get(0),
+        tenant: r.get(1),
+        created_at: r.get(2),
+        revoked_at: r.get(3),
+    }
+}
+
+pub(super) async fn add(
+    store: &PostgresStore,
+    name: String,
+    now: Micros,
+) -> StoreResult<TenantInfo> {
+    check_tenant_name(&name)?;
+    let client = store.client(Commit::Durable).await?;
+    let added = client
+        .query_opt(
+            "INSERT INTO tenants (name, created_at) VALUES ($1, $2)
+             ON CONFLICT (name) DO NOTHING RETURNING id",
+            &[&name, &now],
+        )
+        .await
+        .map_err(pg)?;
+    let Some(row) = added else {
+        return Err(tenant_exists(&name));
+    };
+    Ok(TenantInfo {
+        id: row.get(0),
+        name,
+        created_at: now,
+        tokens: 0,
+    })
+}
+
+pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<TenantInfo>> {
+    let client = store.client(Commit::Durable).await?;
+    let rows = client
+        .query(include_str!("sql/tenant_list.sql"), &[])
+        .await
+        .map_err(pg)?;
+    Ok(rows.iter().map(tenant).collect())
+}
+
+async fn tenant_id(client: &impl GenericClient, name: &str) -> StoreResult<TenantId> {
+    client
+        .query_opt("SELECT id FROM tenants WHERE name = $1", &[&name])
+        .await
+        .map_err(pg)?
+        .map(|r| r.get(0))
+        .ok_or_else(|| no_tenant(name))
+}
+
+pub(super) async fn token_add(
+    store: &PostgresStore,
+    tenant: String,
+    secret_hash: [u8; 32],
+    now: Micros,
+) -> StoreResult<TokenInfo> {
+    let client = store.client(Commit::Durable).await?;
+    let id = tenant_id(&client, &tenant).await?;
+    let row = client
+        .query_one(
+            "INSERT INTO tenant_tokens (tenant_id, secret_hash, created_at) VALUES ($1, $2, $3)
+             RETURNING id",
+            &[&id, &&secret_hash[..], &now],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(TokenInfo {
+        id: row.get(0),
+        tenant,
+        created_at: now,
+        revoked_at: None,
+    })
+}
+
+async fn tokens(client: &impl GenericClient, tenant: &str) -> StoreResult<Vec<TokenInfo>> {
+    tenant_id(client, tenant).await?;
+    let rows = client
+        .query(include_str!("sql/token_list.sql"), &[&tenant])
+        .await
+        .map_err(pg)?;
+    Ok(rows.iter().map(token).collect())
+}
+
+pub(super) async fn token_list(
+    store: &PostgresStore,
+    tenant: String,
+) -> StoreResult<Vec<TokenInfo>> {
+    let client = store.client(Commit::Durable).await?;
+    tokens(&client, &tenant).await
+}
+
+pub(super) async fn token_revoke(
+    store: &PostgresStore,
+    tenant: String,
+    token_id: i64,
+    now: Micros,
+) -> StoreResult<TokenInfo> {
+    let client = store.client(Commit::Durable).await?;
+    let id = tenant_id(&client, &tenant).await?;
+    client
+        .execute(
+            "UPDATE tenant_tokens SET revoked_at = coalesce(revoked_at, $1)
+             WHERE id = $2 AND tenant_id = $3",
+            &[&now, &token_id, &id],
+        )
+        .await
+        .map_err(pg)?;
+    tokens(&client, &tenant)
+        .await?
+        .into_iter()
+        .find(|t| t.id == token_id)
+        .ok_or_else(|| no_token(&tenant, token_id))
+}
+
+pub(super) async fn token_check(
+    store: &PostgresStore,
+    token_id: i64,
+    secret_hash: [u8; 32],
+) -> StoreResult<TenantId> {
+    let client = store.client(Commit::Durable).await?;
+    let found = client
+        .query_opt(
+            "SELECT tenant_id, secret_hash FROM tenant_tokens
+             WHERE id = $1 AND revoked_at IS NULL",
+            &[&token_id],
+        )
+        .await
+        .map_err(pg)?;
+    match found {
+        Some(r) if r.get::<_, &[u8]>(1) == secret_hash.as_slice() => Ok(r.get(0)),
+        _ => Err(StoreError::NotFound {
+            what: "token",
+            id: token_id.to_string(),
+        }),
+    }
+}

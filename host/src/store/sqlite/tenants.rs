@@ -1,0 +1,131 @@
+//! Tenants and their tokens (see [`crate::store::tenant`]).
+
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::internal;
+use crate::store::*;
+
+fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
+    Ok(TenantInfo {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        created_at: r.get(2)?,
+        tokens: r.get::<_, i64>(3)? as u64,
+    })
+}
+
+fn token(r: &Row<'_>) -> rusqlite::Result<TokenInfo> {
+    Ok(TokenInfo {
+        id: r.get(0)?,
+        tenant: r.get(1)?,
+        created_at: r.get(2)?,
+        revoked_at: r.get(3)?,
+    })
+}
+
+pub(super) fn add(tx: &Transaction<'_>, name: String, now: Micros) -> StoreResult<TenantInfo> {
+    check_tenant_name(&name)?;
+    let added = tx
+        .execute(
+            "INSERT INTO tenants (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+            params![name, now],
+        )
+        .map_err(internal)?;
+    if added == 0 {
+        return Err(tenant_exists(&name));
+    }
+    Ok(TenantInfo {
+        id: tx.last_insert_rowid(),
+        name,
+        created_at: now,
+        tokens: 0,
+    })
+}
+
+pub(super) fn list(conn: &Connection) -> StoreResult<Vec<TenantInfo>> {
+    let mut stmt = conn
+        .prepare_cached(include_str!("sql/tenant_list.sql"))
+        .map_err(internal)?;
+    let rows = stmt.query_map([], tenant).map_err(internal)?;
+    rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+fn tenant_id(conn: &Connection, name: &str) -> StoreResult<TenantId> {
+    conn.prepare_cached("SELECT id FROM tenants WHERE name = ?")
+        .map_err(internal)?
+        .query_row([name], |r| r.get(0))
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| no_tenant(name))
+}
+
+pub(super) fn token_add(
+    tx: &Transaction<'_>,
+    tenant: String,
+    secret_hash: [u8; 32],
+    now: Micros,
+) -> StoreResult<TokenInfo> {
+    let id = tenant_id(tx, &tenant)?;
+    tx.execute(
+        "INSERT INTO tenant_tokens (tenant_id, secret_hash, created_at) VALUES (?, ?, ?)",
+        params![id, secret_hash, now],
+    )
+    .map_err(internal)?;
+    Ok(TokenInfo {
+        id: tx.last_insert_rowid(),
+        tenant,
+        created_at: now,
+        revoked_at: None,
+    })
+}
+
+pub(super) fn token_list(conn: &Connection, tenant: String) -> StoreResult<Vec<TokenInfo>> {
+    tenant_id(conn, &tenant)?;
+    let mut stmt = conn
+        .prepare_cached(include_str!("sql/token_list.sql"))
+        .map_err(internal)?;
+    let rows = stmt.query_map([tenant], token).map_err(internal)?;
+    rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+pub(super) fn token_revoke(
+    tx: &Transaction<'_>,
+    tenant: String,
+    token_id: i64,
+    now: Micros,
+) -> StoreResult<TokenInfo> {
+    let id = tenant_id(tx, &tenant)?;
+    tx.execute(
+        "UPDATE tenant_tokens SET revoked_at = coalesce(revoked_at, ?)
+         WHERE id = ? AND tenant_id = ?",
+        params![now, token_id, id],
+    )
+    .map_err(internal)?;
+    token_list(tx, tenant.clone())?
+        .into_iter()
+        .find(|t| t.id == token_id)
+        .ok_or_else(|| no_token(&tenant, token_id))
+}
+
+pub(super) fn token_check(
+    conn: &Connection,
+    token_id: i64,
+    secret_hash: [u8; 32],
+) -> StoreResult<TenantId> {
+    let found: Option<(TenantId, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT tenant_id, secret_hash FROM tenant_tokens
+             WHERE id = ? AND revoked_at IS NULL",
+        )
+        .map_err(internal)?
+        .query_row([token_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(internal)?;
+    match found {
+        Some((tenant, hash)) if hash == secret_hash => Ok(tenant),
+        _ => Err(StoreError::NotFound {
+            what: "token",
+            id: token_id.to_string(),
+        }),
+    }
+}

@@ -1,0 +1,633 @@
+//! Tenants through a real `qhost serve`, on SQLite and on PostgreSQL: the authorization
+//! matrix (every route of the API document × the admin, tenant A, tenant B, A's batch
+//! handle, B's batch handle and no credential, each cell listed below and checked), what a
+//! tenant's lists show, tokens shown once, kept hashed and revoked, and the command line.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use qhost_tests::server::{Server, agent, call};
+use serde_json::{Value, json};
+
+/// Who sends a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Who {
+    Admin,
+    TenantA,
+    TenantB,
+    HandleA,
+    HandleB,
+    Nobody,
+}
+
+const EVERYONE: [Who; 6] = [
+    Who::Admin,
+    Who::TenantA,
+    Who::TenantB,
+    Who::HandleA,
+    Who::HandleB,
+    Who::Nobody,
+];
+
+/// Who a route lets in. Every request of the matrix aims at tenant A's batch or task
+/// (or at nothing that exists, for the admin's routes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// No credential needed.
+    Public,
+    /// The admin alone.
+    Admin,
+    /// Who may open batches: the admin and every tenant.
+    Opener,
+    /// What a batch or task is: the admin, its tenant, its batch's handle.
+    Owner,
+    /// Lists every credential may read, each its own: the admin, both tenants, both
+    /// handles.
+    Anyone,
+    /// Groups: the admin, and each handle the groups its batch names; no tenant yet.
+    Handles,
+}
+
+impl Class {
+    fn lets_in(self, who: Who) -> bool {
+        use Who::*;
+        match self {
+            Class::Public => true,
+            Class::Admin => who == Admin,
+            Class::Opener => matches!(who, Admin | TenantA | TenantB),
+            Class::Owner => matches!(who, Admin | TenantA | HandleA),
+            Class::Anyone => who != Nobody,
+            Class::Handles => matches!(who, Admin | HandleA | HandleB),
+        }
+    }
+}
+
+/// Every operation of the API document: who it lets in, and the query and body of the
+/// request sent to it (`{A}` is tenant A's batch). A body the route would refuse is
+/// fine for the admin's routes: a refusal past the credentials is not a 401 or 403.
+const MATRIX: &[(&str, Class, &str, Option<&str>)] = &[
+    ("health", Class::Public, "", None),
+    ("ready", Class::Public, "", None),
+    ("openapi", Class::Public, "", None),
+    ("metrics", Class::Admin, "", None),
+    ("add_module", Class::Admin, "", Some("{}")),
+    ("list_modules", Class::Admin, "", None),
+    ("delete_module", Class::Admin, "", None),
+    ("remove_module_name", Class::Admin, "", None),
+    (
+        "open_batch",
+        Class::Opener,
+        "",
+        Some(r#"{"tasks": [{"module": "echo", "input": "x", "delay": "1h"}]}"#),
+    ),
+    ("list_batches", Class::Anyone, "", None),
+    ("show_batch", Class::Owner, "", None),
+    ("release_batch", Class::Owner, "", None),
+    ("show_batch_graph", Class::Owner, "", None),
+    (
+        "submit_tasks",
+        Class::Owner,
+        "",
+        Some(r#"{"tasks": [{"module": "echo", "input": "y", "delay": "1h"}]}"#),
+    ),
+    (
+        "set_batch_priority",
+        Class::Owner,
+        "",
+        Some(r#"{"priority": 1}"#),
+    ),
+    ("seal_batch", Class::Owner, "", None),
+    (
+        "set_batch_quotas",
+        Class::Admin,
+        "",
+        Some(r#"{"tasks": 5}"#),
+    ),
+    ("cancel_batch", Class::Owner, "", None),
+    ("wait_batch", Class::Owner, "?timeout=0", None),
+    ("batch_events", Class::Owner, "", None),
+    (
+        "submit_task",
+        Class::Opener,
+        "",
+        Some(r#"{"module": "echo", "input": "x", "delay": "1h"}"#),
+    ),
+    ("list_tasks", Class::Owner, "?batch={A}", None),
+    ("show_task", Class::Owner, "", None),
+    ("task_output", Class::Owner, "", None),
+    ("task_input", Class::Owner, "", None),
+    ("show_attempt", Class::Owner, "", None),
+    ("cancel_task", Class::Owner, "", None),
+    (
+        "set_task_priority",
+        Class::Owner,
+        "",
+        Some(r#"{"priority": 1}"#),
+    ),
+    ("show_group", Class::Admin, "", None),
+    ("set_group_limit", Class::Admin, "", Some(r#"{"limit": 1}"#)),
+    ("list_attempts", Class::Owner, "?batch={A}", None),
+    ("list_running", Class::Admin, "", None),
+    ("list_nodes", Class::Admin, "", None),
+    ("status", Class::Admin, "", None),
+    ("status_history", Class::Admin, "", None),
+    ("create_schedule", Class::Admin, "", Some("{}")),
+    ("list_schedules", Class::Admin, "", None),
+    ("show_schedule", Class::Admin, "", None),
+    ("delete_schedule", Class::Admin, "", None),
+    ("pause_schedule", Class::Admin, "", None),
+    ("resume_schedule", Class::Admin, "", None),
+    ("run_schedule_now", Class::Admin, "", None),
+    ("retry_batch", Class::Owner, "", None),
+    ("pause_batch", Class::Owner, "", None),
+    ("resume_batch", Class::Owner, "", None),
+    (
+        "set_batch_max_parallel",
+        Class::Owner,
+        "",
+        Some(r#"{"max_parallel": 1}"#),
+    ),
+    ("retry_task", Class::Owner, "", None),
+    ("retry_tasks", Class::Owner, "?batch={A}", None),
+    ("cancel_tasks", Class::Owner, "?batch={A}", None),
+    (
+        "set_tasks_priority",
+        Class::Owner,
+        "?batch={A}",
+        Some(r#"{"priority": 1}"#),
+    ),
+    ("list_groups", Class::Handles, "", None),
+    ("pause_group", Class::Admin, "", None),
+    ("resume_group", Class::Admin, "", None),
+    ("backup", Class::Admin, "", None),
+    ("add_tenant", Class::Admin, "", Some("{}")),
+    ("list_tenants", Class::Admin, "", None),
+    ("make_tenant_token", Class::Admin, "", None),
+    ("list_tenant_tokens", Class::Admin, "", None),
+    ("revoke_tenant_token", Class::Admin, "", None),
+];
+
+/// A server with tenants `a` and `b`, each holding a token.
+struct Tenants {
+    server: Server,
+    a: String,
+    b: String,
+}
+
+/// A batch a credential opened: its id, handle and task.
+struct Opened {
+    id: i64,
+    handle: String,
+    task: i64,
+}
+
+impl Tenants {
+    fn start(data: &Path, db: Option<&str>) -> Tenants {
+        let server = Server::start_with(data, 1, |command| {
+            if let Some(db) = db {
+                command.args(["--db", db]);
+            }
+        });
+        server.upload("echo");
+        let token = |name: &str| {
+            let (status, added) = admin(&server, "POST", "/v1/tenants", json!({ "name": name }));
+            assert_eq!(status, 201, "{added}");
+            let (status, made) = admin(
+                &server,
+                "POST",
+                &format!("/v1/tenants/{name}/tokens"),
+                json!({}),
+            );
+            assert_eq!(status, 201, "{made}");
+            made["token"].as_str().unwrap().to_owned()
+        };
+        let a = token("a");
+        let b = token("b");
+        Tenants { server, a, b }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.server.url)
+    }
+
+    /// A batch opened with `token`, holding one task that waits an hour.
+    fn open(&self, token: &str) -> Opened {
+        let body = json!({"tasks": [{"module": "echo", "input": "x", "delay": "1h"}]});
+        let (status, opened) = call("POST", &self.url("/v1/batches"), Some(token), Some(body));
+        assert_eq!(status, 201, "{opened}");
+        Opened {
+            id: opened["batch"]["id"].as_i64().unwrap(),
+            handle: opened["handle"].as_str().unwrap().to_owned(),
+            task: opened["tasks"][0].as_i64().unwrap(),
+        }
+    }
+}
+
+fn admin(server: &Server, method: &str, path: &str, body: Value) -> (u16, Value) {
+    call(
+        method,
+        &format!("{}{path}", server.url),
+        Some(&server.token),
+        Some(body),
+    )
+}
+
+/// The status of a request, its body unread (an event stream never ends).
+fn status_of(method: &str, url: &str, credential: Option<&str>, body: Option<&str>) -> u16 {
+    let mut request = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(token) = credential {
+        request = request.header("Authorization", format!("Bearer {token}"));
+    }
+    let response = match body {
+        Some(body) => agent().run(
+            request
+                .header("content-type", "application/json")
+                .body(body.to_owned())
+                .unwrap(),
+        ),
+        None => agent().run(request.body(()).unwrap()),
+    };
+    response.expect("request").status().as_u16()
+}
+
+/// `(method, path, operation id, its security schemes)` of every operation documented.
+fn operations(server: &Server) -> Vec<(String, String, String, Vec<String>)> {
+    let (status, document) = call(
+        "GET",
+        &format!("{}/v1/openapi.json", server.url),
+        None,
+        None,
+    );
+    assert_eq!(status, 200);
+    let mut found = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let schemes = operation["security"]
+                .as_array()
+                .map(|s| {
+                    s.iter()
+                        .flat_map(|r| r.as_object().unwrap().keys().cloned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            found.push((
+                method.to_uppercase(),
+                path.clone(),
+                operation["operationId"].as_str().unwrap().to_owned(),
+                schemes,
+            ));
+        }
+    }
+    found
+}
+
+/// `path` with its parameters filled: a batch's or task's id with tenant A's, and names,
+/// digests and keys that name nothing.
+fn filled(path: &str, batch: &Opened) -> String {
+    let id = if path.starts_with("/v1/batches/") {
+        batch.id
+    } else {
+        batch.task
+    };
+    path.replace("{id}", &id.to_string())
+        .replace("{attempt}", "1")
+        .replace("{digest}", &"0".repeat(64))
+        .replace("{name}", "nosuch")
+        .replace("{key}", "nosuch")
+}
+
+fn every_route_answers_every_credential_as_the_matrix_says(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let tenants = Tenants::start(data.path(), db);
+    let table: BTreeMap<&str, (Class, &str, Option<&str>)> = MATRIX
+        .iter()
+        .map(|&(id, class, query, body)| (id, (class, query, body)))
+        .collect();
+    let documented = operations(&tenants.server);
+    let mut ids: Vec<&str> = documented.iter().map(|(_, _, id, _)| id.as_str()).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        table.keys().copied().collect::<Vec<_>>(),
+        "the matrix lists every documented operation, and no other"
+    );
+
+    let mut cells = Vec::new();
+    for (method, path, id, schemes) in &documented {
+        let (class, query, body) = table[id.as_str()];
+        // What the document says agrees with the matrix.
+        for (scheme, who) in [
+            ("tenant_token", Who::TenantA),
+            ("batch_handle", Who::HandleA),
+        ] {
+            if class != Class::Public {
+                assert_eq!(
+                    schemes.iter().any(|s| s == scheme),
+                    class.lets_in(who) || (who == Who::HandleA && class.lets_in(Who::HandleB)),
+                    "{id}: the document's security {schemes:?} against {class:?}"
+                );
+            }
+        }
+        for who in EVERYONE {
+            // Each cell on batches of its own: what an earlier one released or
+            // cancelled does not decide it.
+            let a = tenants.open(&tenants.a);
+            let b = tenants.open(&tenants.b);
+            let credential = match who {
+                Who::Admin => Some(tenants.server.token.as_str()),
+                Who::TenantA => Some(tenants.a.as_str()),
+                Who::TenantB => Some(tenants.b.as_str()),
+                Who::HandleA => Some(a.handle.as_str()),
+                Who::HandleB => Some(b.handle.as_str()),
+                Who::Nobody => None,
+            };
+            let url = tenants.url(&format!(
+                "{}{}",
+                filled(path, &a),
+                query.replace("{A}", &a.id.to_string())
+            ));
+            let status = status_of(method, &url, credential, body);
+            // A credential refused is 403, or 401 where the route takes another kind
+            // (`/metrics`); no credential is 401.
+            let expected = if class.lets_in(who) {
+                "let in"
+            } else if who == Who::Nobody {
+                "401"
+            } else {
+                "refused"
+            };
+            let answered = match status {
+                401 if who == Who::Nobody => "401",
+                401 | 403 => "refused",
+                _ => "let in",
+            };
+            cells.push(format!("{method} {path} as {who:?}: {status}"));
+            assert_eq!(
+                answered, expected,
+                "{method} {url} ({id}) as {who:?} answered {status}"
+            );
+        }
+    }
+    assert_eq!(cells.len(), MATRIX.len() * EVERYONE.len());
+}
+
+fn a_tenant_sees_and_changes_its_own_batches_alone(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let tenants = Tenants::start(data.path(), db);
+    let mine = [tenants.open(&tenants.a), tenants.open(&tenants.a)];
+    let theirs = tenants.open(&tenants.b);
+    let admins = tenants.server.open_batch(json!({}));
+
+    let listed = |token: &str, query: &str| -> Vec<i64> {
+        let (status, page) = call(
+            "GET",
+            &tenants.url(&format!("/v1/batches{query}")),
+            Some(token),
+            None,
+        );
+        assert_eq!(status, 200, "{page}");
+        page["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(listed(&tenants.a, ""), [mine[1].id, mine[0].id]);
+    assert_eq!(listed(&tenants.b, ""), [theirs.id]);
+    assert_eq!(
+        listed(&tenants.server.token, ""),
+        [admins.id, theirs.id, mine[1].id, mine[0].id],
+        "the admin lists every batch"
+    );
+    // Paged, a tenant's list goes on over its own batches alone.
+    let (_, first) = call(
+        "GET",
+        &tenants.url("/v1/batches?limit=1"),
+        Some(&tenants.a),
+        None,
+    );
+    let cursor = first["next_cursor"].as_str().unwrap();
+    assert_eq!(
+        listed(&tenants.a, &format!("?limit=1&cursor={cursor}")),
+        [mine[0].id]
+    );
+    // Naming another's batch is refused as if it did not exist.
+    let (status, _) = call(
+        "GET",
+        &tenants.url(&format!("/v1/batches?batch={}", theirs.id)),
+        Some(&tenants.a),
+        None,
+    );
+    assert_eq!(status, 403);
+    // A list of tasks or a change to many names one of its batches.
+    let (status, refused) = call("GET", &tenants.url("/v1/tasks"), Some(&tenants.a), None);
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("`batch`"),
+        "{refused}"
+    );
+    let (status, page) = call(
+        "GET",
+        &tenants.url(&format!("/v1/tasks?batch={}", mine[0].id)),
+        Some(&tenants.a),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(page["tasks"][0]["id"], mine[0].task);
+    // A tenant's batch answers its handle too, and the handle nothing else.
+    let (status, _) = call(
+        "GET",
+        &tenants.url(&format!("/v1/batches/{}", mine[0].id)),
+        Some(&mine[0].handle),
+        None,
+    );
+    assert_eq!(status, 200);
+    let (status, _) = call(
+        "GET",
+        &tenants.url(&format!("/v1/batches/{}", mine[1].id)),
+        Some(&mine[0].handle),
+        None,
+    );
+    assert_eq!(status, 403);
+    // A tenant's opening may lower its batch's quotas, never raise them.
+    let open_with = |quotas: Value| {
+        call(
+            "POST",
+            &tenants.url("/v1/batches"),
+            Some(&tenants.a),
+            Some(json!({ "quotas": quotas })),
+        )
+    };
+    let (status, refused) = open_with(json!({"tasks": 10_000_001}));
+    assert_eq!(status, 400, "{refused}");
+    let detail = refused["detail"].as_str().unwrap();
+    assert!(detail.contains("`quotas.tasks`"), "{detail}");
+    let (status, refused) = open_with(json!({"children": null}));
+    assert_eq!(status, 400, "no quota at all is past any: {refused}");
+    let (status, lowered) = open_with(json!({"tasks": 3}));
+    assert_eq!(status, 201, "{lowered}");
+    assert_eq!(lowered["batch"]["quotas"]["tasks"], 3);
+    assert_eq!(
+        listed(&tenants.b, ""),
+        [theirs.id],
+        "what A refused or opened is not B's"
+    );
+    // An idempotency key is the tenant's own: the same key and body from another
+    // tenant opens a batch of its own, not the first one's again.
+    let open_keyed = |token: &str| {
+        let mut response = agent()
+            .post(tenants.url("/v1/batches"))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Idempotency-Key", "same-key")
+            .header("content-type", "application/json")
+            .send("{}")
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201);
+        let body: Value =
+            serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+        body["batch"]["id"].as_i64().unwrap()
+    };
+    let first = open_keyed(&tenants.a);
+    assert_eq!(open_keyed(&tenants.a), first, "a repeat is answered alike");
+    assert_ne!(
+        open_keyed(&tenants.b),
+        first,
+        "another tenant's key is its own"
+    );
+}
+
+fn a_token_is_shown_once_kept_hashed_and_revoked_at_once(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let tenants = Tenants::start(data.path(), db);
+    let (status, made) = admin(&tenants.server, "POST", "/v1/tenants/a/tokens", json!({}));
+    assert_eq!(status, 201);
+    let token = made["token"].as_str().unwrap().to_owned();
+    let id = made["id"].as_i64().unwrap();
+    assert!(token.starts_with(&format!("qht_{id}_")), "{token}");
+    let opened = tenants.open(&token);
+
+    // Listed without secrets, and the tenant counts its tokens not revoked.
+    let (_, tokens) = call(
+        "GET",
+        &tenants.url("/v1/tenants/a/tokens"),
+        Some(&tenants.server.token),
+        None,
+    );
+    assert_eq!(tokens["tokens"].as_array().unwrap().len(), 2, "{tokens}");
+    assert!(!tokens.to_string().contains(&token[20..]), "{tokens}");
+    let (_, list) = call(
+        "GET",
+        &tenants.url("/v1/tenants"),
+        Some(&tenants.server.token),
+        None,
+    );
+    assert_eq!(list["tenants"][0]["name"], "a");
+    assert_eq!(list["tenants"][0]["tokens"], 2);
+
+    // The store holds no token, only hashes.
+    if db.is_none() {
+        let store = std::fs::read_dir(data.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains("qhost.db"))
+            .map(|p| std::fs::read(p).unwrap())
+            .collect::<Vec<_>>()
+            .concat();
+        let secret = token.rsplit('_').next().unwrap();
+        assert!(
+            !store.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "the token's secret is not in the store"
+        );
+    }
+
+    // Revoked: refused from the next request on; the batch and its handle stay.
+    let (status, revoked) = call(
+        "DELETE",
+        &tenants.url(&format!("/v1/tenants/a/tokens/{id}")),
+        Some(&tenants.server.token),
+        None,
+    );
+    assert_eq!(status, 200, "{revoked}");
+    assert!(revoked["revoked_at"].as_i64().is_some());
+    let batch = tenants.url(&format!("/v1/batches/{}", opened.id));
+    let (status, _) = call("GET", &batch, Some(&token), None);
+    assert_eq!(status, 401, "a revoked token opens nothing");
+    let (status, _) = call("GET", &batch, Some(&opened.handle), None);
+    assert_eq!(status, 200, "the batch's handle still opens it");
+    let (status, _) = call("GET", &batch, Some(&tenants.a), None);
+    assert_eq!(status, 200, "the tenant's other token still opens it");
+    // A token of the right shape whose secret is wrong opens nothing either.
+    let forged = format!("qht_{}_{}", id + 100, "0".repeat(64));
+    let (status, _) = call("GET", &batch, Some(&forged), None);
+    assert_eq!(status, 401);
+
+    // Bad input names the field and what is allowed; a taken name is a conflict.
+    let (status, bad) = admin(
+        &tenants.server,
+        "POST",
+        "/v1/tenants",
+        json!({"name": "A b"}),
+    );
+    assert_eq!(status, 400, "{bad}");
+    assert!(
+        bad["detail"].as_str().unwrap().contains("field `name`"),
+        "{bad}"
+    );
+    let (status, taken) = admin(&tenants.server, "POST", "/v1/tenants", json!({"name": "a"}));
+    assert_eq!(status, 409, "{taken}");
+    let (status, _) = admin(
+        &tenants.server,
+        "POST",
+        "/v1/tenants/nosuch/tokens",
+        json!({}),
+    );
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 1);
+    let run = |args: &[&str]| {
+        let out = server.run(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(run(&["tenant", "add", "acme"]).contains("tenant acme added"));
+    let token = run(&["tenant", "token", "acme"]).trim().to_owned();
+    assert!(token.starts_with("qht_"), "{token}");
+    let listed = run(&["tenant", "ls"]);
+    assert!(listed.contains("acme") && listed.contains('1'), "{listed}");
+    // The token opens batches of its tenant.
+    let (status, _) = call(
+        "POST",
+        &format!("{}/v1/batches", server.url),
+        Some(&token),
+        Some(json!({})),
+    );
+    assert_eq!(status, 201);
+    let id = token.split('_').nth(1).unwrap();
+    assert!(run(&["tenant", "revoke", "acme", id]).contains("revoked"));
+    assert!(run(&["tenant", "tokens", "acme"]).contains("revoked"));
+    let (status, _) = call(
+        "POST",
+        &format!("{}/v1/batches", server.url),
+        Some(&token),
+        Some(json!({})),
+    );
+    assert_eq!(status, 401);
+    // A tenant's token is no admin's: the command line says so.
+    let refused = server
+        .cli()
+        .args(["tenant", "ls", "--token", &token])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+}
+
+qhost_tests::on_each_driver!(
+    every_route_answers_every_credential_as_the_matrix_says,
+    a_tenant_sees_and_changes_its_own_batches_alone,
+    a_token_is_shown_once_kept_hashed_and_revoked_at_once,
+);
