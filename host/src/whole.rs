@@ -41,6 +41,16 @@ where
     Ok(Option::<Whole<T>>::deserialize(deserializer)?.map(|Whole(value)| value))
 }
 
+/// An optional integer field that `null` clears (with `#[serde(default)]`): absent is
+/// `None`, `null` is `Some(None)`.
+pub fn clearable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<i64> + TryFrom<u64>,
+{
+    option(deserializer).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;

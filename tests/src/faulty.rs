@@ -187,7 +187,11 @@ impl Store for FaultyStore {
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64> {
         self.inner.batch_open_count(batch).await
     }
-    async fn batch_authorize(&self, batch: BatchId, key: BatchKey) -> StoreResult<()> {
+    async fn batch_authorize(
+        &self,
+        batch: BatchId,
+        key: BatchKey,
+    ) -> StoreResult<Option<TenantId>> {
         self.inner.batch_authorize(batch, key).await
     }
     async fn tenant_add(&self, name: String, now: Micros) -> StoreResult<TenantInfo> {
@@ -195,6 +199,12 @@ impl Store for FaultyStore {
     }
     async fn tenant_list(&self) -> StoreResult<Vec<TenantInfo>> {
         self.inner.tenant_list().await
+    }
+    async fn tenant_get(&self, tenant: TenantId) -> StoreResult<TenantInfo> {
+        self.inner.tenant_get(tenant).await
+    }
+    async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
+        self.inner.tenant_set(name, change).await
     }
     async fn token_add(
         &self,

@@ -1,7 +1,8 @@
 //! Tenants through a real `qhost serve`, on SQLite and on PostgreSQL: the authorization
 //! matrix (every route of the API document × the admin, tenant A, tenant B, A's batch
 //! handle, B's batch handle and no credential, each cell listed below and checked), what a
-//! tenant's lists show, tokens shown once, kept hashed and revoked, and the command line.
+//! tenant's lists show, tokens shown once, kept hashed and revoked, priority ceilings and
+//! group namespaces for tokens and handles alike, and the command line.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -162,6 +163,7 @@ const MATRIX: &[(&str, Class, &str, Option<&str>)] = &[
     ("backup", Class::Admin, "", None),
     ("add_tenant", Class::Admin, "", Some("{}")),
     ("list_tenants", Class::Admin, "", None),
+    ("set_tenant", Class::Admin, "", Some("{}")),
     ("make_tenant_token", Class::Admin, "", None),
     ("list_tenant_tokens", Class::Admin, "", None),
     ("revoke_tenant_token", Class::Admin, "", None),
@@ -183,10 +185,15 @@ struct Opened {
 
 impl Tenants {
     fn start(data: &Path, db: Option<&str>) -> Tenants {
+        Tenants::start_with(data, db, &[])
+    }
+
+    fn start_with(data: &Path, db: Option<&str>, args: &[&str]) -> Tenants {
         let server = Server::start_with(data, 1, |command| {
             if let Some(db) = db {
                 command.args(["--db", db]);
             }
+            command.args(args);
         });
         server.upload("echo");
         let token = |name: &str| {
@@ -585,6 +592,145 @@ fn a_token_is_shown_once_kept_hashed_and_revoked_at_once(db: Option<&str>) {
     assert_eq!(status, 404);
 }
 
+fn priority_ceilings_and_group_namespaces_hold_for_tokens_and_handles_alike(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let tenants = Tenants::start_with(data.path(), db, &["--tenant-max-priority", "10"]);
+    let task = |priority: i32, group: Option<&str>| json!({"module": "echo", "input": "x", "delay": "1h", "priority": priority, "group": group});
+    let refused = |(status, body): (u16, Value), names: &[&str]| {
+        assert_eq!(status, 400, "{body}");
+        let detail = body["detail"].as_str().unwrap();
+        for name in names {
+            assert!(detail.contains(name), "{name} in {detail}");
+        }
+    };
+    let post = |path: &str, token: &str, body: Value| {
+        call("POST", &tenants.url(path), Some(token), Some(body))
+    };
+    let put = |path: &str, token: &str, body: Value| {
+        call("PUT", &tenants.url(path), Some(token), Some(body))
+    };
+
+    // Opening: the batch's priority and each task's.
+    refused(
+        post("/v1/batches", &tenants.a, json!({"priority": 11})),
+        &["field `priority` is 11", "ceiling of 10"],
+    );
+    refused(
+        post(
+            "/v1/batches",
+            &tenants.a,
+            json!({"tasks": [task(11, None)]}),
+        ),
+        &["task 0: field `priority`"],
+    );
+    refused(
+        post("/v1/tasks", &tenants.a, task(11, None)),
+        &["field `priority`"],
+    );
+    let (status, opened) = post("/v1/batches", &tenants.a, json!({"priority": 10}));
+    assert_eq!(status, 201, "{opened}");
+    let batch = opened["batch"]["id"].as_i64().unwrap();
+    let handle = opened["handle"].as_str().unwrap().to_owned();
+
+    // The token and the batch's handle alike: submissions and every priority change.
+    for token in [tenants.a.as_str(), handle.as_str()] {
+        let tasks = format!("/v1/batches/{batch}/tasks");
+        refused(
+            post(&tasks, token, json!({"tasks": [task(11, None)]})),
+            &["task 0: field `priority` is 11"],
+        );
+        refused(
+            put(
+                &format!("/v1/batches/{batch}/priority"),
+                token,
+                json!({"priority": 11}),
+            ),
+            &["field `priority` is 11"],
+        );
+        refused(
+            put(
+                &format!("/v1/tasks/priority?batch={batch}"),
+                token,
+                json!({"priority": 11}),
+            ),
+            &["field `priority` is 11"],
+        );
+        refused(
+            post(&tasks, token, json!({"tasks": [task(0, Some("plain"))]})),
+            &["field `group` is `plain`", "`a/plain`"],
+        );
+        refused(
+            post(&tasks, token, json!({"tasks": [task(0, Some("b/x"))]})),
+            &["field `group` is `b/x`"],
+        );
+        let (status, answer) = post(&tasks, token, json!({"tasks": [task(10, Some("a/x"))]}));
+        assert_eq!(status, 201, "{answer}");
+        let id = answer["tasks"][0].as_i64().unwrap();
+        refused(
+            put(
+                &format!("/v1/tasks/{id}/priority"),
+                token,
+                json!({"priority": 11}),
+            ),
+            &["field `priority` is 11"],
+        );
+    }
+    let (_, shown) = call(
+        "GET",
+        &tenants.url(&format!("/v1/batches/{batch}")),
+        Some(&tenants.a),
+        None,
+    );
+    assert_eq!(shown["priority"], 10, "no refused change stored");
+    assert_eq!(
+        shown["progress"]["waiting"], 2,
+        "no refused task stored: {shown}"
+    );
+
+    // The admin raises one tenant's ceiling and shares a group with it; the other's stay.
+    let (status, set) = call(
+        "PATCH",
+        &tenants.url("/v1/tenants/a"),
+        Some(&tenants.server.token),
+        Some(json!({"max_priority": 50, "shared_groups": ["shared"]})),
+    );
+    assert_eq!(status, 200, "{set}");
+    assert_eq!(
+        (&set["max_priority"], &set["shared_groups"]),
+        (&json!(50), &json!(["shared"]))
+    );
+    let (status, answer) = post(
+        &format!("/v1/batches/{batch}/tasks"),
+        &handle,
+        json!({"tasks": [task(50, Some("shared"))]}),
+    );
+    assert_eq!(status, 201, "{answer}");
+    refused(
+        post(
+            "/v1/batches",
+            &tenants.b,
+            json!({"tasks": [task(50, Some("shared"))]}),
+        ),
+        &["field `priority` is 50", "ceiling of 10"],
+    );
+    refused(
+        post(
+            "/v1/batches",
+            &tenants.b,
+            json!({"tasks": [task(0, Some("shared"))]}),
+        ),
+        &["field `group` is `shared`"],
+    );
+    // The admin's own batches have no tenant's bounds, nor do their handles.
+    let admins = tenants.server.open_batch(json!({}));
+    let (status, _) = put(
+        &format!("/v1/batches/{}/priority", admins.id),
+        &admins.handle,
+        json!({"priority": 1000}),
+    );
+    assert_eq!(status, 200);
+}
+
 #[test]
 fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     let data = tempfile::tempdir().unwrap();
@@ -607,6 +753,29 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
         Some(json!({})),
     );
     assert_eq!(status, 201);
+    let set = run(&[
+        "tenant",
+        "set",
+        "acme",
+        "--max-priority",
+        "7",
+        "--share-group",
+        "g1",
+    ]);
+    assert!(set.contains("at most 7") && set.contains("g1"), "{set}");
+    let set = run(&[
+        "tenant",
+        "set",
+        "acme",
+        "--max-priority",
+        "server",
+        "--unshare-group",
+        "g1",
+    ]);
+    assert!(
+        set.contains("the server's") && set.contains("shared: none"),
+        "{set}"
+    );
     let id = token.split('_').nth(1).unwrap();
     assert!(run(&["tenant", "revoke", "acme", id]).contains("revoked"));
     assert!(run(&["tenant", "tokens", "acme"]).contains("revoked"));
@@ -630,4 +799,5 @@ qhost_tests::on_each_driver!(
     every_route_answers_every_credential_as_the_matrix_says,
     a_tenant_sees_and_changes_its_own_batches_alone,
     a_token_is_shown_once_kept_hashed_and_revoked_at_once,
+    priority_ceilings_and_group_namespaces_hold_for_tokens_and_handles_alike,
 );

@@ -463,6 +463,11 @@ mod tests {
                 schemas["TaskRequest"]["properties"]["group"]["maxLength"].clone(),
                 MAX_GROUP_KEY,
             ),
+            (schemas["GroupKey"]["maxLength"].clone(), MAX_GROUP_KEY),
+            (
+                schemas["SetTenant"]["properties"]["shared_groups"]["maxItems"].clone(),
+                crate::store::MAX_SHARED_GROUPS,
+            ),
             (
                 schemas["TaskRequest"]["properties"]["max_attempts"]["maximum"].clone(),
                 MAX_ATTEMPTS as usize,

@@ -170,6 +170,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(pause::pause_group))
         .routes(routes!(pause::resume_group))
         .routes(routes!(tenants::add, tenants::list))
+        .routes(routes!(tenants::set))
         .routes(routes!(tenants::make_token, tenants::list_tokens))
         .routes(routes!(tenants::revoke_token))
         .routes(routes!(backup::backup))

@@ -1,5 +1,6 @@
-//! `/v1/tenants`: tenants and their tokens (admin only). A token is shown once, in the
-//! answer that makes it; revoked, it opens nothing on any node from the next request.
+//! `/v1/tenants`: tenants, what their batches may do, and their tokens (admin only). A
+//! token is shown once, in the answer that makes it; revoked, it opens nothing on any node
+//! from the next request on.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -11,9 +12,9 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::Admin;
 use super::batches::json_body;
-use super::error::{ApiResult, ErrorBody};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::scheduler::NewToken;
-use crate::store::{TenantInfo, TokenInfo};
+use crate::store::{TenantChange, TenantInfo, TokenInfo};
 
 /// `POST /v1/tenants`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -65,6 +66,72 @@ pub async fn list(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Ten
     Ok(Json(TenantList {
         tenants: state.scheduler.tenant_list().await?,
     }))
+}
+
+/// `PATCH /v1/tenants/{name}`: a field left out stays.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetTenant {
+    /// The highest priority its batches and tasks may be given, by its token or their
+    /// handles; `null`: the server's (`--tenant-max-priority`).
+    #[serde(default, deserialize_with = "crate::whole::clearable")]
+    #[schema(value_type = Option<i32>)]
+    pub max_priority: Option<Option<i32>>,
+    /// Groups outside its namespace (`<tenant>/...`) its tasks may name, all of them (at
+    /// most 100).
+    #[schema(max_items = 100)]
+    pub shared_groups: Option<Vec<GroupKey>>,
+}
+
+/// A group key, as tasks name it in `group`.
+#[derive(Debug, Deserialize)]
+pub struct GroupKey(pub String);
+
+impl utoipa::PartialSchema for GroupKey {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .min_length(Some(1))
+            .max_length(Some(crate::scheduler::MAX_GROUP_KEY))
+            .into()
+    }
+}
+
+impl ToSchema for GroupKey {}
+
+/// Change what a tenant's batches may do. A ceiling holds from the next request on; a
+/// priority given before stays.
+#[utoipa::path(
+    patch,
+    path = "/tenants/{name}",
+    operation_id = "set_tenant",
+    tag = "tenants",
+    params(("name" = String, Path, description = "The tenant's name")),
+    request_body = SetTenant,
+    responses(
+        (status = 200, description = "The tenant", body = TenantInfo),
+        (status = 400, description = "A group key it does not take, or more than 100 \
+            (`invalid`).", body = ErrorBody),
+        (status = 404, description = "No tenant has this name (`not-found`).", body = ErrorBody),
+    ),
+    security(("admin_token" = [])),
+)]
+pub async fn set(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(name): Path<String>,
+    body: Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
+) -> ApiResult<Json<TenantInfo>> {
+    // An object, read field by field: serde would take a struct from an array too.
+    let body: SetTenant = serde_json::from_value(json_body(body)?.into())
+        .map_err(|e| ApiError::bad_request(format!("the body: {e}")))?;
+    let change = TenantChange {
+        max_priority: body.max_priority,
+        shared_groups: body
+            .shared_groups
+            .map(|groups| groups.into_iter().map(|g| g.0).collect()),
+    };
+    Ok(Json(state.scheduler.tenant_set(name, change).await?))
 }
 
 /// Make a token for a tenant. The answer is the only time the token is shown.

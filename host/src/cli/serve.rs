@@ -148,7 +148,7 @@ pub struct ServeArgs {
     /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
     /// metrics_listen, max_timeout, max_memory, max_defer, max_deferrals, quota_tasks,
     /// quota_input, quota_output, quota_text, quota_children, quota_depth, webhook,
-    /// webhook_secret_file, otlp_endpoint);
+    /// webhook_secret_file, otlp_endpoint, tenant_max_priority);
     /// flags and variables take precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
@@ -160,6 +160,10 @@ pub struct ServeArgs {
     /// OTEL_EXPORTER_OTLP_ENDPOINT does the same (default: none, no traces).
     #[arg(long, env = "QHOST_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
+    /// The highest priority a tenant's batches and tasks may be given, by its token or
+    /// their handles, unless the admin gives the tenant another (default 100).
+    #[arg(long, env = "QHOST_TENANT_MAX_PRIORITY", allow_negative_numbers = true)]
+    pub tenant_max_priority: Option<i32>,
     #[command(flatten)]
     pub quotas: QuotaArgs,
 }
@@ -203,6 +207,7 @@ struct FileConfig {
     quota_children: Option<String>,
     quota_depth: Option<String>,
     otlp_endpoint: Option<String>,
+    tenant_max_priority: Option<i32>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -215,6 +220,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         None => FileConfig::default(),
     };
+    let tenant_max_priority = args
+        .tenant_max_priority
+        .or(file.tenant_max_priority)
+        .unwrap_or(crate::store::DEFAULT_MAX_PRIORITY);
     let listen = args
         .listen
         .or(file.listen)
@@ -535,6 +544,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.lease = lease;
         config.retention = retention;
         config.batch_quotas = batch_quotas;
+        config.tenant_max_priority = tenant_max_priority;
         config.secret_key = Some(secret_key);
         config.default_limits = default_limits;
         config.webhook = webhook;

@@ -1,5 +1,6 @@
-//! `qhost tenant add NAME`, `ls`, `token NAME`, `tokens NAME`, `revoke NAME ID`: the
-//! tenants who may open batches besides the admin, and their tokens (the admin's to do).
+//! `qhost tenant add NAME`, `ls`, `set NAME`, `token NAME`, `tokens NAME`, `revoke NAME
+//! ID`: the tenants who may open batches besides the admin, what their batches may do, and
+//! their tokens (the admin's to do).
 
 use std::process::ExitCode;
 
@@ -33,6 +34,25 @@ pub enum TenantCommand {
     /// List the tenants, with how many tokens each holds.
     Ls {
         /// Print them as JSON, one array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what a tenant's batches may do, or change it: its priority ceiling, and the
+    /// groups outside its namespace (`NAME/...`) shared with it.
+    Set {
+        /// The tenant's name.
+        name: String,
+        /// The highest priority its batches and tasks may be given; `server`: the
+        /// server's ceiling (`--tenant-max-priority`).
+        #[arg(long, allow_negative_numbers = true)]
+        max_priority: Option<String>,
+        /// Share a group with it (again for more).
+        #[arg(long, value_name = "KEY")]
+        share_group: Vec<String>,
+        /// Stop sharing a group with it (again for more).
+        #[arg(long, value_name = "KEY")]
+        unshare_group: Vec<String>,
+        /// Print it as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -101,6 +121,62 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 for t in &list.tenants {
                     outln!("{:<width$}  {:>6}", t.name, t.tokens)?;
                 }
+            }
+        }
+        TenantCommand::Set {
+            name,
+            max_priority,
+            share_group,
+            unshare_group,
+            json,
+        } => {
+            let path = format!("/v1/tenants/{}", encode(&name));
+            let mut change = serde_json::Map::new();
+            if let Some(text) = max_priority {
+                let ceiling = match text.as_str() {
+                    "server" => serde_json::Value::Null,
+                    text => json!(text.parse::<i32>().map_err(|_| anyhow::anyhow!(
+                        "--max-priority `{text}`: a whole number, or `server`"
+                    ))?),
+                };
+                change.insert("max_priority".into(), ceiling);
+            }
+            if !share_group.is_empty() || !unshare_group.is_empty() {
+                let list: TenantList = client.get("/v1/tenants")?;
+                let current = list
+                    .tenants
+                    .into_iter()
+                    .find(|t| t.name == name)
+                    .map(|t| t.shared_groups)
+                    .unwrap_or_default();
+                let mut groups: Vec<String> = current
+                    .into_iter()
+                    .filter(|g| !unshare_group.contains(g))
+                    .collect();
+                groups.extend(share_group);
+                change.insert("shared_groups".into(), json!(groups));
+            }
+            let tenant: TenantInfo = serde_json::from_value(client.call(
+                "PATCH",
+                &path,
+                Some(&serde_json::Value::Object(change)),
+            )?)?;
+            if json {
+                print_json(&tenant)?;
+            } else {
+                let ceiling = tenant
+                    .max_priority
+                    .map_or("the server's".to_owned(), |p| p.to_string());
+                let shared = if tenant.shared_groups.is_empty() {
+                    "none".to_owned()
+                } else {
+                    tenant.shared_groups.join(", ")
+                };
+                outln!(
+                    "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}",
+                    tenant.name,
+                    tenant.name
+                )?;
             }
         }
         TenantCommand::Token { name, json } => {

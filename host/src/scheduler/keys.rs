@@ -118,6 +118,8 @@ impl Scheduler {
         keyed: Option<Keyed<'_>>,
     ) -> Result<Opened> {
         check_name("name", spec.name.as_deref())?;
+        self.check_for_tenant(spec.tenant, Some(spec.priority), &tasks)
+            .await?;
         let tasks = if tasks.is_empty() {
             Admitted::none()
         } else {
@@ -173,7 +175,10 @@ impl Scheduler {
         tasks: Vec<TaskSpec>,
         keyed: Keyed<'_>,
     ) -> Result<(Vec<TaskId>, bool)> {
-        self.authorize(access, batch).await?;
+        let tenant = self
+            .authorize_with(access, batch, !self.store.is_shared())
+            .await?;
+        self.check_for_tenant(tenant, None, &tasks).await?;
         let tasks = self.check_tasks(tasks)?;
         // The batch is part of the request: the same body sent to another batch differs.
         let body_hash = Sha256::digest([&batch.to_le_bytes()[..], &keyed.body_hash[..]].concat());

@@ -47,7 +47,7 @@ pub use request::TaskRequest;
 pub use schedules::SchedulePlan;
 pub use tenants::{NewToken, token_parts};
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -155,6 +155,8 @@ pub struct SchedulerConfig {
     pub webhook: Option<crate::webhooks::ServerWebhook>,
     /// The quotas a batch opens with when its opening sets none.
     pub batch_quotas: crate::store::Quotas,
+    /// The priority ceiling of a tenant that sets none of its own.
+    pub tenant_max_priority: i32,
 }
 
 impl SchedulerConfig {
@@ -174,6 +176,7 @@ impl SchedulerConfig {
                 depth: Some(crate::store::spawn::DEFAULT_DEPTH),
                 ..crate::store::Quotas::default()
             },
+            tenant_max_priority: DEFAULT_MAX_PRIORITY,
         }
     }
 }
@@ -233,7 +236,7 @@ pub struct Scheduler {
     /// On a store other nodes share, a release there must stop the handle here at once:
     /// requests check it against the store, and only a submission trusts this (see
     /// [`Scheduler::submit`]).
-    handles: Mutex<HashSet<(BatchId, BatchKey)>>,
+    handles: Mutex<HashMap<(BatchId, BatchKey), Option<TenantId>>>,
     /// Recent run times on this node, for how far ahead to claim.
     pub(crate) pace: node::Pace,
     pub metrics: metrics::Metrics,
@@ -262,7 +265,7 @@ impl Scheduler {
             running: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
             grants: grants::GrantCache::default(),
-            handles: Mutex::new(HashSet::new()),
+            handles: Mutex::new(HashMap::new()),
             pace: node::Pace::default(),
             metrics: metrics::Metrics::default(),
             module_labels: module_labels::ModuleLabels::default(),
@@ -358,18 +361,25 @@ impl Scheduler {
     pub async fn authorize(&self, access: &Access, batch: BatchId) -> Result<()> {
         self.authorize_with(access, batch, !self.store.is_shared())
             .await
+            .map(drop)
     }
 
     /// [`Scheduler::authorize`] for a submission, which may trust a handle checked before
     /// (see [`Scheduler::submit`]).
     pub async fn authorize_submission(&self, access: &Access, batch: BatchId) -> Result<()> {
-        self.authorize_with(access, batch, true).await
+        self.authorize_with(access, batch, true).await.map(drop)
     }
 
-    /// [`Scheduler::authorize`], trusting a key checked before when `cached`.
-    async fn authorize_with(&self, access: &Access, batch: BatchId, cached: bool) -> Result<()> {
+    /// [`Scheduler::authorize`], trusting a key checked before when `cached`. Returns the
+    /// tenant whose rules bind what `access` does to the batch: none for the admin.
+    async fn authorize_with(
+        &self,
+        access: &Access,
+        batch: BatchId,
+        cached: bool,
+    ) -> Result<Option<TenantId>> {
         let Some(key) = access.batch_key() else {
-            return Ok(());
+            return Ok(None);
         };
         let forbidden = Error::Forbidden(Resource::Batch(batch));
         if let Access::Handle(handle) = access
@@ -377,26 +387,26 @@ impl Scheduler {
         {
             return Err(forbidden);
         }
-        if cached
-            && self
-                .handles
-                .lock()
-                .expect("handles lock")
-                .contains(&(batch, key))
-        {
-            return Ok(());
+        let checked = self
+            .handles
+            .lock()
+            .expect("handles lock")
+            .get(&(batch, key))
+            .copied();
+        if let (true, Some(tenant)) = (cached, checked) {
+            return Ok(tenant);
         }
-        match self.store.batch_authorize(batch, key).await {
-            Ok(()) => {}
+        let tenant = match self.store.batch_authorize(batch, key).await {
+            Ok(tenant) => tenant,
             Err(StoreError::NotFound { .. } | StoreError::Forbidden(_)) => return Err(forbidden),
             Err(err) => return Err(err.into()),
-        }
+        };
         let mut handles = self.handles.lock().expect("handles lock");
         if handles.len() >= MAX_CHECKED_HANDLES {
             handles.clear();
         }
-        handles.insert((batch, key));
-        Ok(())
+        handles.insert((batch, key), tenant);
+        Ok(tenant)
     }
 
     /// The batch a read or an action over many tasks is confined to: for a handle, the batch
@@ -435,7 +445,8 @@ impl Scheduler {
         // again: if the batch is gone now, it was released, and the submission's own
         // transaction finds it gone. So a submission, the hot path, trusts the cache even
         // on a shared store.
-        self.authorize_with(access, batch, true).await?;
+        let tenant = self.authorize_with(access, batch, true).await?;
+        self.check_for_tenant(tenant, None, &tasks).await?;
         let tasks = self.check_tasks(tasks)?;
         let now = now_micros();
         let ids = match self.store.task_submit(batch, tasks, now).await {
@@ -467,7 +478,10 @@ impl Scheduler {
         batch: BatchId,
         priority: i32,
     ) -> Result<u64> {
-        self.authorize(access, batch).await?;
+        let tenant = self
+            .authorize_with(access, batch, !self.store.is_shared())
+            .await?;
+        self.check_for_tenant(tenant, Some(priority), &[]).await?;
         let changed = self.store.batch_set_priority(batch, priority).await?;
         self.reclaim.notify_one();
         Ok(changed)
@@ -519,7 +533,7 @@ impl Scheduler {
         self.handles
             .lock()
             .expect("handles lock")
-            .retain(|(checked, _)| *checked != batch);
+            .retain(|(checked, _), _| *checked != batch);
     }
 
     /// The task, if `access` may use it. A handle is refused alike for a task that does
@@ -546,7 +560,9 @@ impl Scheduler {
         task: TaskId,
         priority: i32,
     ) -> Result<()> {
-        self.task_for(access, task).await?;
+        let info = self.task_for(access, task).await?;
+        let tenant = self.authorize_with(access, info.batch, true).await?;
+        self.check_for_tenant(tenant, Some(priority), &[]).await?;
         self.store.task_set_priority(task, priority).await?;
         self.reclaim.notify_one();
         Ok(())

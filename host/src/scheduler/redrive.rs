@@ -88,6 +88,10 @@ impl Scheduler {
         priority: i32,
     ) -> Result<u64> {
         self.authorize_select(access, &mut select).await?;
+        if let Some(batch) = select.batch {
+            let tenant = self.authorize_with(access, batch, true).await?;
+            self.check_for_tenant(tenant, Some(priority), &[]).await?;
+        }
         let changed = self.store.task_set_priority_where(select, priority).await?;
         self.reclaim.notify_one();
         Ok(changed)

@@ -60,6 +60,43 @@ impl Scheduler {
         Ok(self.store.token_revoke(tenant, token, now_micros()).await?)
     }
 
+    /// Checks what is asked of a tenant's batch against its rules: a priority given
+    /// (`priority`), and each task's priority and group. Nothing is checked for the
+    /// admin's batches, or the admin (`tenant` none).
+    pub(crate) async fn check_for_tenant(
+        &self,
+        tenant: Option<TenantId>,
+        priority: Option<i32>,
+        tasks: &[TaskSpec],
+    ) -> Result<()> {
+        let Some(tenant) = tenant else {
+            return Ok(());
+        };
+        let info = self.store.tenant_get(tenant).await?;
+        let rules = TenantRules::of(info, self.config.tenant_max_priority);
+        if let Some(priority) = priority {
+            rules
+                .check_priority("priority", priority)
+                .map_err(Error::Invalid)?;
+        }
+        for (index, task) in tasks.iter().enumerate() {
+            let refused = |e: String| Error::Invalid(format!("task {index}: {e}"));
+            if let Some(priority) = task.priority {
+                rules
+                    .check_priority("priority", priority)
+                    .map_err(refused)?;
+            }
+            if let Some(group) = &task.group {
+                rules.check_group(group).map_err(refused)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn tenant_set(&self, name: String, change: TenantChange) -> Result<TenantInfo> {
+        Ok(self.store.tenant_set(name, change).await?)
+    }
+
     /// The tenant a token speaks for; `None` for a token of no tenant, or revoked.
     /// Looked up at every request, so a revocation holds at once on every node.
     pub async fn token_tenant(&self, token: &str) -> Result<Option<TenantId>> {

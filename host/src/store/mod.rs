@@ -110,6 +110,9 @@ pub trait Store: Send + Sync + 'static {
     /// Adds a tenant; refused when its name is taken.
     async fn tenant_add(&self, name: String, now: Micros) -> StoreResult<TenantInfo>;
     async fn tenant_list(&self) -> StoreResult<Vec<TenantInfo>>;
+    async fn tenant_get(&self, tenant: TenantId) -> StoreResult<TenantInfo>;
+    /// Changes what a tenant's batches may do.
+    async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo>;
     /// Adds a token to a tenant, by the sha256 of its secret.
     async fn token_add(
         &self,
@@ -150,8 +153,10 @@ pub trait Store: Send + Sync + 'static {
     /// completion (unlike the full progress counts).
     async fn batch_open_count(&self, batch: BatchId) -> StoreResult<u64>;
     /// Checks a handle's hash against the batch's.
-    /// Whether `key` opens the batch: `Forbidden` when not, `NotFound` when it is gone.
-    async fn batch_authorize(&self, batch: BatchId, key: BatchKey) -> StoreResult<()>;
+    /// Whether `key` opens the batch: the tenant it belongs to when it does, `Forbidden`
+    /// when not, `NotFound` when it is gone.
+    async fn batch_authorize(&self, batch: BatchId, key: BatchKey)
+    -> StoreResult<Option<TenantId>>;
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()>;
     /// Sets the priority of the batch and of all its tasks that have not started (pending
     /// or reserved: a node holding one hands it back on [`Signal::Reclaim`]).

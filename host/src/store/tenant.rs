@@ -1,6 +1,11 @@
-//! Tenants: who, besides the admin, may open batches, and the tokens they do it with.
-//! A token is `qht_<id>_<secret>`; a store keeps the sha256 of its secret only, so a
-//! token is shown once, when it is made, and a stolen copy of the store opens nothing.
+//! Tenants: who, besides the admin, may open batches, the tokens they do it with, and
+//! what their batches may do. A token is `qht_<id>_<secret>`; a store keeps the sha256 of
+//! its secret only, so a token is shown once, when it is made, and a stolen copy of the
+//! store opens nothing.
+//!
+//! What a tenant's batches may do holds for every credential but the admin's, its token
+//! and its batches' handles alike: no priority above its ceiling, and groups in its own
+//! namespace (`<tenant>/<key>`) or shared with it by the admin.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -11,6 +16,11 @@ pub type TenantId = i64;
 
 /// Longest tenant name.
 pub const MAX_TENANT_NAME: usize = 64;
+/// The priority ceiling of a tenant that has none of its own, unless the server sets
+/// another (`--tenant-max-priority`).
+pub const DEFAULT_MAX_PRIORITY: i32 = 100;
+/// Most groups shared with one tenant.
+pub const MAX_SHARED_GROUPS: usize = 100;
 
 /// A tenant, as the admin lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -20,6 +30,65 @@ pub struct TenantInfo {
     pub created_at: Micros,
     /// Its tokens not revoked.
     pub tokens: u64,
+    /// The highest priority its batches and tasks may have; none: the server's.
+    #[schema(required = true)]
+    pub max_priority: Option<i32>,
+    /// Groups outside its namespace its tasks may name.
+    pub shared_groups: Vec<String>,
+}
+
+/// A change to what a tenant's batches may do; a field left out (`None`) stays.
+#[derive(Debug, Clone, Default)]
+pub struct TenantChange {
+    /// `Some(None)`: the server's ceiling.
+    pub max_priority: Option<Option<i32>>,
+    pub shared_groups: Option<Vec<String>>,
+}
+
+/// What a tenant's batches may do, its ceiling resolved against the server's.
+#[derive(Debug, Clone)]
+pub struct TenantRules {
+    pub name: String,
+    pub max_priority: i32,
+    pub shared_groups: Vec<String>,
+}
+
+impl TenantRules {
+    pub fn of(tenant: TenantInfo, server_max_priority: i32) -> TenantRules {
+        TenantRules {
+            max_priority: tenant.max_priority.unwrap_or(server_max_priority),
+            name: tenant.name,
+            shared_groups: tenant.shared_groups,
+        }
+    }
+
+    /// `priority` if within the ceiling; otherwise what `field` was refused for.
+    pub fn check_priority(&self, field: &str, priority: i32) -> Result<(), String> {
+        if priority > self.max_priority {
+            return Err(format!(
+                "field `{field}` is {priority}, above tenant {}'s ceiling of {}; the admin \
+                 sets it (`qhost tenant set {} --max-priority N`)",
+                self.name, self.max_priority, self.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// `group` if in the tenant's namespace or shared with it.
+    pub fn check_group(&self, group: &str) -> Result<(), String> {
+        let own = group
+            .strip_prefix(&self.name)
+            .is_some_and(|rest| rest.starts_with('/'));
+        if own || self.shared_groups.iter().any(|g| g == group) {
+            return Ok(());
+        }
+        Err(format!(
+            "field `group` is `{group}`, outside tenant {name}'s groups: name it \
+             `{name}/{group}`, or ask the admin to share it (`qhost tenant set {name} \
+             --share-group {group}`)",
+            name = self.name
+        ))
+    }
 }
 
 /// One of a tenant's tokens, without its secret.
@@ -71,6 +140,28 @@ pub fn check_tenant_name(name: &str) -> Result<(), StoreError> {
              `-` and `_`, starting with a letter or digit"
         )))
     }
+}
+
+/// The groups shared with a tenant, each a group key, at most [`MAX_SHARED_GROUPS`].
+pub fn check_shared_groups(mut groups: Vec<String>) -> Result<Vec<String>, StoreError> {
+    groups.sort();
+    groups.dedup();
+    if groups.len() > MAX_SHARED_GROUPS {
+        return Err(StoreError::Invalid(format!(
+            "field `shared_groups`: {} groups, more than the {MAX_SHARED_GROUPS} allowed",
+            groups.len()
+        )));
+    }
+    let max = crate::scheduler::MAX_GROUP_KEY;
+    if let Some(bad) = groups
+        .iter()
+        .find(|g| !(1..=max).contains(&g.chars().count()))
+    {
+        return Err(StoreError::Invalid(format!(
+            "field `shared_groups`: `{bad}` is not a group key (1 to {max} characters)"
+        )));
+    }
+    Ok(groups)
 }
 
 pub(crate) fn tenant_exists(name: &str) -> StoreError {

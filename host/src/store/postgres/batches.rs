@@ -107,7 +107,7 @@ pub(super) async fn authorize(
     store: &PostgresStore,
     batch: BatchId,
     key: BatchKey,
-) -> StoreResult<()> {
+) -> StoreResult<Option<TenantId>> {
     let client = store.client(Commit::Durable).await?;
     let stored: Option<(Vec<u8>, Option<TenantId>)> = client
         .query_opt(
@@ -119,7 +119,7 @@ pub(super) async fn authorize(
         .map(|r| (r.get(0), r.get(1)));
     match stored {
         None => Err(not_found("batch", batch)),
-        Some((handle, tenant)) if key.opens(&handle, tenant) => Ok(()),
+        Some((handle, tenant)) if key.opens(&handle, tenant) => Ok(tenant),
         Some(_) => Err(StoreError::Forbidden(batch)),
     }
 }

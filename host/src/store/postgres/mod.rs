@@ -276,6 +276,14 @@ impl Store for PostgresStore {
         tenants::list(self).await
     }
 
+    async fn tenant_get(&self, tenant: TenantId) -> StoreResult<TenantInfo> {
+        tenants::get(self, tenant).await
+    }
+
+    async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
+        tenants::set(self, name, change).await
+    }
+
     async fn token_add(
         &self,
         tenant: String,
@@ -355,7 +363,11 @@ impl Store for PostgresStore {
         batches::open_count(self, batch).await
     }
 
-    async fn batch_authorize(&self, batch: BatchId, key: BatchKey) -> StoreResult<()> {
+    async fn batch_authorize(
+        &self,
+        batch: BatchId,
+        key: BatchKey,
+    ) -> StoreResult<Option<TenantId>> {
         batches::authorize(self, batch, key).await
     }
 

@@ -12,6 +12,8 @@ fn tenant(r: &Row) -> TenantInfo {
         name: r.get(1),
         created_at: r.get(2),
         tokens: r.get::<_, i64>(3) as u64,
+        max_priority: r.get(4),
+        shared_groups: serde_json::from_str(r.get(5)).unwrap_or_default(),
     }
 }
 
@@ -42,21 +44,67 @@ pub(super) async fn add(
     let Some(row) = added else {
         return Err(tenant_exists(&name));
     };
-    Ok(TenantInfo {
-        id: row.get(0),
-        name,
-        created_at: now,
-        tokens: 0,
-    })
+    get(store, row.get(0)).await
+}
+
+/// Every tenant, or the one of id `only`.
+async fn tenants(
+    client: &impl GenericClient,
+    only: Option<TenantId>,
+) -> StoreResult<Vec<TenantInfo>> {
+    let rows = client
+        .query(include_str!("sql/tenant_list.sql"), &[&only])
+        .await
+        .map_err(pg)?;
+    Ok(rows.iter().map(tenant).collect())
 }
 
 pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<TenantInfo>> {
     let client = store.client(Commit::Durable).await?;
-    let rows = client
-        .query(include_str!("sql/tenant_list.sql"), &[])
+    tenants(&client, None).await
+}
+
+pub(super) async fn get(store: &PostgresStore, id: TenantId) -> StoreResult<TenantInfo> {
+    let client = store.client(Commit::Durable).await?;
+    tenants(&client, Some(id))
+        .await?
+        .pop()
+        .ok_or_else(|| no_tenant(&id.to_string()))
+}
+
+pub(super) async fn set(
+    store: &PostgresStore,
+    name: String,
+    change: TenantChange,
+) -> StoreResult<TenantInfo> {
+    let groups = change
+        .shared_groups
+        .map(|groups| {
+            check_shared_groups(groups).map(|g| serde_json::to_string(&g).expect("strings"))
+        })
+        .transpose()?;
+    let client = store.client(Commit::Durable).await?;
+    let id = tenant_id(&client, &name).await?;
+    // One statement: a field left out keeps its value.
+    client
+        .execute(
+            "UPDATE tenants
+             SET max_priority = CASE WHEN $2 THEN $3 ELSE max_priority END,
+                 shared_groups = coalesce($4, shared_groups)
+             WHERE id = $1",
+            &[
+                &id,
+                &change.max_priority.is_some(),
+                &change.max_priority.flatten(),
+                &groups,
+            ],
+        )
         .await
         .map_err(pg)?;
-    Ok(rows.iter().map(tenant).collect())
+    tenants(&client, Some(id))
+        .await?
+        .pop()
+        .ok_or_else(|| no_tenant(&name))
 }
 
 async fn tenant_id(client: &impl GenericClient, name: &str) -> StoreResult<TenantId> {

@@ -106,8 +106,12 @@ pub(super) fn open_count(conn: &Connection, batch: BatchId) -> StoreResult<u64> 
         .map_err(internal)
 }
 
-/// Whether `key` opens the batch.
-pub(super) fn authorize(conn: &Connection, batch: BatchId, key: BatchKey) -> StoreResult<()> {
+/// Whether `key` opens the batch; the tenant it belongs to if it does.
+pub(super) fn authorize(
+    conn: &Connection,
+    batch: BatchId,
+    key: BatchKey,
+) -> StoreResult<Option<TenantId>> {
     let stored: Option<(Vec<u8>, Option<TenantId>)> = conn
         .prepare_cached("SELECT handle_hash, tenant_id FROM batches WHERE id = ?")
         .map_err(internal)?
@@ -116,7 +120,7 @@ pub(super) fn authorize(conn: &Connection, batch: BatchId, key: BatchKey) -> Sto
         .map_err(internal)?;
     match stored {
         None => Err(not_found("batch", batch)),
-        Some((handle, tenant)) if key.opens(&handle, tenant) => Ok(()),
+        Some((handle, tenant)) if key.opens(&handle, tenant) => Ok(tenant),
         Some(_) => Err(StoreError::Forbidden(batch)),
     }
 }

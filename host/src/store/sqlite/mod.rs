@@ -237,7 +237,15 @@ impl Store for SqliteStore {
     }
 
     async fn tenant_list(&self) -> StoreResult<Vec<TenantInfo>> {
-        self.call(|conn| tenants::list(conn)).await
+        self.call(|conn| tenants::list(conn, None)).await
+    }
+
+    async fn tenant_get(&self, tenant: TenantId) -> StoreResult<TenantInfo> {
+        self.call(move |conn| tenants::get(conn, tenant)).await
+    }
+
+    async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
+        self.write(move |tx| tenants::set(tx, name, change)).await
     }
 
     async fn token_add(
@@ -311,7 +319,11 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn batch_authorize(&self, batch: BatchId, key: BatchKey) -> StoreResult<()> {
+    async fn batch_authorize(
+        &self,
+        batch: BatchId,
+        key: BatchKey,
+    ) -> StoreResult<Option<TenantId>> {
         self.call(move |conn| batches::authorize(conn, batch, key))
             .await
     }

@@ -6,11 +6,14 @@ use super::internal;
 use crate::store::*;
 
 fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
+    let groups: String = r.get(5)?;
     Ok(TenantInfo {
         id: r.get(0)?,
         name: r.get(1)?,
         created_at: r.get(2)?,
         tokens: r.get::<_, i64>(3)? as u64,
+        max_priority: r.get(4)?,
+        shared_groups: serde_json::from_str(&groups).unwrap_or_default(),
     })
 }
 
@@ -34,20 +37,46 @@ pub(super) fn add(tx: &Transaction<'_>, name: String, now: Micros) -> StoreResul
     if added == 0 {
         return Err(tenant_exists(&name));
     }
-    Ok(TenantInfo {
-        id: tx.last_insert_rowid(),
-        name,
-        created_at: now,
-        tokens: 0,
-    })
+    get(tx, tx.last_insert_rowid())
 }
 
-pub(super) fn list(conn: &Connection) -> StoreResult<Vec<TenantInfo>> {
+/// Every tenant, or the one of id `only`.
+pub(super) fn list(conn: &Connection, only: Option<TenantId>) -> StoreResult<Vec<TenantInfo>> {
     let mut stmt = conn
         .prepare_cached(include_str!("sql/tenant_list.sql"))
         .map_err(internal)?;
-    let rows = stmt.query_map([], tenant).map_err(internal)?;
+    let rows = stmt.query_map([only], tenant).map_err(internal)?;
     rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+pub(super) fn get(conn: &Connection, id: TenantId) -> StoreResult<TenantInfo> {
+    list(conn, Some(id))?
+        .pop()
+        .ok_or_else(|| no_tenant(&id.to_string()))
+}
+
+pub(super) fn set(
+    tx: &Transaction<'_>,
+    name: String,
+    change: TenantChange,
+) -> StoreResult<TenantInfo> {
+    let id = tenant_id(tx, &name)?;
+    if let Some(max_priority) = change.max_priority {
+        tx.execute(
+            "UPDATE tenants SET max_priority = ? WHERE id = ?",
+            params![max_priority, id],
+        )
+        .map_err(internal)?;
+    }
+    if let Some(groups) = change.shared_groups {
+        let groups = serde_json::to_string(&check_shared_groups(groups)?).expect("strings");
+        tx.execute(
+            "UPDATE tenants SET shared_groups = ? WHERE id = ?",
+            params![groups, id],
+        )
+        .map_err(internal)?;
+    }
+    get(tx, id)
 }
 
 fn tenant_id(conn: &Connection, name: &str) -> StoreResult<TenantId> {

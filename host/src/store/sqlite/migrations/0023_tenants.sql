@@ -1,11 +1,14 @@
--- Tenants (see store/tenant.rs): who may open batches besides the admin, their tokens
+-- Tenants (see store/tenant.rs): who may open batches besides the admin, what their
+-- batches may do (a priority ceiling, groups shared with them), their tokens
 -- (the sha256 of each token's secret, never the token), and the tenant a batch belongs
 -- to (NULL: the admin's). Ids are never used again, so a revoked token's id names no
 -- later one.
 CREATE TABLE tenants (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL UNIQUE,
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL,
+    max_priority INTEGER,                     -- NULL: the server's ceiling
+    shared_groups TEXT NOT NULL DEFAULT '[]'  -- JSON array: groups outside its namespace it may use
 );
 CREATE TABLE tenant_tokens (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
