@@ -228,6 +228,9 @@ impl Store for FaultyStore {
     async fn token_check(&self, token: i64, secret_hash: [u8; 32]) -> StoreResult<TenantId> {
         self.inner.token_check(token, secret_hash).await
     }
+    async fn batch_tenant(&self, batch: BatchId) -> StoreResult<Option<TenantId>> {
+        self.inner.batch_tenant(batch).await
+    }
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
         self.inner.batch_seal(batch).await
     }

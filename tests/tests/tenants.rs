@@ -72,7 +72,7 @@ const MATRIX: &[(&str, Class, &str, Option<&str>)] = &[
     ("openapi", Class::Public, "", None),
     ("metrics", Class::Admin, "", None),
     ("add_module", Class::Admin, "", Some("{}")),
-    ("list_modules", Class::Admin, "", None),
+    ("list_modules", Class::Opener, "", None),
     ("delete_module", Class::Admin, "", None),
     ("remove_module_name", Class::Admin, "", None),
     (
@@ -731,6 +731,102 @@ fn priority_ceilings_and_group_namespaces_hold_for_tokens_and_handles_alike(db: 
     assert_eq!(status, 200);
 }
 
+fn a_tenant_runs_the_modules_it_is_allowed_alone(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let tenants = Tenants::start(data.path(), db);
+    tenants.server.upload("spawner");
+    let set = |body: Value| {
+        let (status, set) = call(
+            "PATCH",
+            &tenants.url("/v1/tenants/a"),
+            Some(&tenants.server.token),
+            Some(body),
+        );
+        assert_eq!(status, 200, "{set}");
+        set
+    };
+    let listed = |token: &str| -> Vec<String> {
+        let (status, list) = call("GET", &tenants.url("/v1/modules"), Some(token), None);
+        assert_eq!(status, 200, "{list}");
+        let mut names: Vec<String> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        listed(&tenants.a),
+        ["echo", "spawner"],
+        "every module by default"
+    );
+    let allowed = set(json!({"modules": ["spawner"]}));
+    assert_eq!(allowed["modules"], json!(["spawner"]));
+    assert_eq!(listed(&tenants.a), ["spawner"]);
+    assert_eq!(listed(&tenants.b), ["echo", "spawner"], "B's are its own");
+
+    let task = |module: &str, input: &str| json!({"module": module, "input": input});
+    let (status, refused) = call(
+        "POST",
+        &tenants.url("/v1/batches"),
+        Some(&tenants.a),
+        Some(json!({"tasks": [task("spawner", "ok"), task("echo", "x")]})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    let detail = refused["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("task 1: field `module`") && detail.contains("spawner"),
+        "{detail}"
+    );
+    // Its handle may not submit another module either, nor may a child name one.
+    let (status, opened) = call(
+        "POST",
+        &tenants.url("/v1/batches"),
+        Some(&tenants.a),
+        Some(json!({"tasks": [task("spawner", "module:echo"), task("spawner", "module:spawner")]})),
+    );
+    assert_eq!(status, 201, "{opened}");
+    let batch = opened["batch"]["id"].as_i64().unwrap();
+    let handle = opened["handle"].as_str().unwrap();
+    let (status, refused) = call(
+        "POST",
+        &tenants.url(&format!("/v1/batches/{batch}/tasks")),
+        Some(handle),
+        Some(json!({"tasks": [task("echo", "x")]})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    let (_, waited) = call(
+        "GET",
+        &tenants.url(&format!("/v1/batches/{batch}/wait?timeout=60s")),
+        Some(handle),
+        None,
+    );
+    assert_eq!(waited["progress"]["succeeded"], 3, "{waited}");
+    let outputs: Vec<String> = opened["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| {
+            let url = tenants.url(&format!("/v1/tasks/{id}/output"));
+            let (status, output) = call("GET", &url, Some(handle), None);
+            assert_eq!(status, 200, "{output}");
+            output.as_str().map_or(output.to_string(), str::to_owned)
+        })
+        .collect();
+    assert!(
+        outputs[0].starts_with("refused:") && outputs[0].contains("field `module`"),
+        "a child of a module not allowed: {}",
+        outputs[0]
+    );
+    assert!(outputs[1].starts_with("spawned"), "{}", outputs[1]);
+    // Every module again.
+    let every = set(json!({"modules": null}));
+    assert_eq!(every["modules"], Value::Null);
+    assert_eq!(listed(&tenants.a), ["echo", "spawner"]);
+}
+
 #[test]
 fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     let data = tempfile::tempdir().unwrap();
@@ -800,4 +896,5 @@ qhost_tests::on_each_driver!(
     a_tenant_sees_and_changes_its_own_batches_alone,
     a_token_is_shown_once_kept_hashed_and_revoked_at_once,
     priority_ceilings_and_group_namespaces_hold_for_tokens_and_handles_alike,
+    a_tenant_runs_the_modules_it_is_allowed_alone,
 );

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::auth::Admin;
+use super::auth::{Admin, Opener};
 use super::body::Upload;
 use super::doc::Binary;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::Digest;
+use crate::scheduler::Access;
 use crate::store::{ModuleAdded, ModuleInfo};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -67,18 +68,24 @@ pub async fn add(
     Ok((StatusCode::CREATED, Json(info)))
 }
 
-/// Every module, oldest first.
+/// Every module, oldest first; for a tenant, those it may run.
 #[utoipa::path(
     get,
     path = "/modules",
     operation_id = "list_modules",
     tag = "modules",
     responses((status = 200, description = "The modules", body = Vec<ModuleInfo>)),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("tenant_token" = [])),
 )]
-pub async fn list(State(state): State<AppState>, _: Admin) -> ApiResult<Json<Vec<ModuleInfo>>> {
-    let modules = state.scheduler.module_list().await?;
-    Ok(Json(modules))
+pub async fn list(
+    State(state): State<AppState>,
+    Opener(tenant): Opener,
+) -> ApiResult<Json<Vec<ModuleInfo>>> {
+    let access = match tenant {
+        Some(tenant) => Access::Tenant(tenant),
+        None => Access::Admin,
+    };
+    Ok(Json(state.scheduler.modules_for(&access).await?))
 }
 
 /// Delete a module that no task which has not ended uses.

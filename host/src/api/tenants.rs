@@ -81,7 +81,28 @@ pub struct SetTenant {
     /// most 100).
     #[schema(max_items = 100)]
     pub shared_groups: Option<Vec<GroupKey>>,
+    /// The modules its tasks may run, by name or digest (at most 100); `null`: every
+    /// module.
+    #[serde(default, deserialize_with = "super::tasks::present")]
+    #[schema(max_items = 100)]
+    pub modules: Option<Option<Vec<ModuleRef>>>,
 }
+
+/// A module's name or digest.
+#[derive(Debug, Deserialize)]
+pub struct ModuleRef(pub String);
+
+impl utoipa::PartialSchema for ModuleRef {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .min_length(Some(1))
+            .max_length(Some(crate::scheduler::MAX_NAME))
+            .into()
+    }
+}
+
+impl ToSchema for ModuleRef {}
 
 /// A group key, as tasks name it in `group`.
 #[derive(Debug, Deserialize)]
@@ -130,6 +151,9 @@ pub async fn set(
         shared_groups: body
             .shared_groups
             .map(|groups| groups.into_iter().map(|g| g.0).collect()),
+        modules: body
+            .modules
+            .map(|modules| modules.map(|m| m.into_iter().map(|m| m.0).collect())),
     };
     Ok(Json(state.scheduler.tenant_set(name, change).await?))
 }

@@ -52,6 +52,16 @@ pub enum TenantCommand {
         /// Stop sharing a group with it (again for more).
         #[arg(long, value_name = "KEY")]
         unshare_group: Vec<String>,
+        /// Let its tasks run this module, by name or digest (again for more); from the
+        /// first, they run only the modules allowed.
+        #[arg(long, value_name = "MODULE", conflicts_with = "every_module")]
+        allow_module: Vec<String>,
+        /// Stop letting its tasks run this module (again for more).
+        #[arg(long, value_name = "MODULE", conflicts_with = "every_module")]
+        disallow_module: Vec<String>,
+        /// Let its tasks run every module.
+        #[arg(long)]
+        every_module: bool,
         /// Print it as JSON.
         #[arg(long)]
         json: bool,
@@ -128,6 +138,9 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
             max_priority,
             share_group,
             unshare_group,
+            allow_module,
+            disallow_module,
+            every_module,
             json,
         } => {
             let path = format!("/v1/tenants/{}", encode(&name));
@@ -141,20 +154,32 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 };
                 change.insert("max_priority".into(), ceiling);
             }
-            if !share_group.is_empty() || !unshare_group.is_empty() {
+            let lists_change = !share_group.is_empty()
+                || !unshare_group.is_empty()
+                || !allow_module.is_empty()
+                || !disallow_module.is_empty();
+            if lists_change {
                 let list: TenantList = client.get("/v1/tenants")?;
                 let current = list
                     .tenants
                     .into_iter()
                     .find(|t| t.name == name)
-                    .map(|t| t.shared_groups)
-                    .unwrap_or_default();
-                let mut groups: Vec<String> = current
-                    .into_iter()
-                    .filter(|g| !unshare_group.contains(g))
-                    .collect();
-                groups.extend(share_group);
-                change.insert("shared_groups".into(), json!(groups));
+                    .ok_or_else(|| anyhow::anyhow!("no tenant is named `{name}`"))?;
+                if !share_group.is_empty() || !unshare_group.is_empty() {
+                    let groups = edited(current.shared_groups, share_group, &unshare_group);
+                    change.insert("shared_groups".into(), json!(groups));
+                }
+                if !allow_module.is_empty() || !disallow_module.is_empty() {
+                    let modules = edited(
+                        current.modules.unwrap_or_default(),
+                        allow_module,
+                        &disallow_module,
+                    );
+                    change.insert("modules".into(), json!(modules));
+                }
+            }
+            if every_module {
+                change.insert("modules".into(), serde_json::Value::Null);
             }
             let tenant: TenantInfo = serde_json::from_value(client.call(
                 "PATCH",
@@ -172,8 +197,12 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 } else {
                     tenant.shared_groups.join(", ")
                 };
+                let modules = tenant
+                    .modules
+                    .map_or("every one".to_owned(), |m| m.join(", "));
                 outln!(
-                    "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}",
+                    "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}; \
+                     modules: {modules}",
                     tenant.name,
                     tenant.name
                 )?;
@@ -227,4 +256,11 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `list` with `added` and without `removed`.
+fn edited(list: Vec<String>, added: Vec<String>, removed: &[String]) -> Vec<String> {
+    let mut list: Vec<String> = list.into_iter().filter(|x| !removed.contains(x)).collect();
+    list.extend(added);
+    list
 }

@@ -112,6 +112,14 @@ impl Parent {
             .map(|id| Dep::task(id as TaskId))
             .collect();
         spec.on_failure = OnFailure::Run;
+        // Another module than its parent's is one its tenant must allow; the parent's
+        // own passed when the parent was submitted.
+        if spec.module != self.module {
+            self.scheduler
+                .check_child(self.batch, &spec)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         Ok(spec)
     }
 

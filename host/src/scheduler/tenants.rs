@@ -1,9 +1,12 @@
 //! Tenants as the scheduler sees them: the admin adds them and makes and revokes their
 //! tokens; a request's token is turned into the tenant it speaks for.
 
+use std::collections::HashSet;
+
 use sha2::{Digest as _, Sha256};
 
-use super::{Error, Result, Scheduler};
+use super::{Access, Error, Result, Scheduler};
+use crate::runtime::Digest;
 use crate::store::*;
 
 /// A token just made: shown this once.
@@ -72,8 +75,21 @@ impl Scheduler {
         let Some(tenant) = tenant else {
             return Ok(());
         };
-        let info = self.store.tenant_get(tenant).await?;
-        let rules = TenantRules::of(info, self.config.tenant_max_priority);
+        let rules = self.tenant_rules(tenant).await?;
+        if let Some(allowed) = self.allowed_modules(&rules).await?
+            && let Some((index, _)) = tasks
+                .iter()
+                .enumerate()
+                .find(|(_, t)| !allowed.contains(&t.module))
+        {
+            return Err(Error::Invalid(format!(
+                "task {index}: field `module`: tenant {name} may run only the modules the \
+                 admin allows it ({}); the admin adds one with `qhost tenant set {name} \
+                 --allow-module NAME`",
+                rules.modules.as_deref().unwrap_or_default().join(", "),
+                name = rules.name
+            )));
+        }
         if let Some(priority) = priority {
             rules
                 .check_priority("priority", priority)
@@ -91,6 +107,52 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+
+    async fn tenant_rules(&self, tenant: TenantId) -> Result<TenantRules> {
+        let info = self.store.tenant_get(tenant).await?;
+        Ok(TenantRules::of(info, self.config.tenant_max_priority))
+    }
+
+    /// The digests of the modules a tenant may run; none: every one. A name that names no
+    /// module now allows none.
+    async fn allowed_modules(&self, rules: &TenantRules) -> Result<Option<HashSet<Digest>>> {
+        let Some(allowed) = &rules.modules else {
+            return Ok(None);
+        };
+        let named = self.store.module_lookup(allowed.clone()).await?;
+        let digests = allowed.iter().filter_map(|m| Digest::from_hex(m).ok());
+        Ok(Some(
+            named
+                .into_iter()
+                .map(|(_, digest)| digest)
+                .chain(digests)
+                .collect(),
+        ))
+    }
+
+    /// The modules `access` may see: every one for the admin, those its tenant may run for
+    /// a tenant.
+    pub async fn modules_for(&self, access: &Access) -> Result<Vec<ModuleInfo>> {
+        let modules = self.store.module_list().await?;
+        let Access::Tenant(tenant) = access else {
+            return Ok(modules);
+        };
+        let rules = self.tenant_rules(*tenant).await?;
+        Ok(match self.allowed_modules(&rules).await? {
+            None => modules,
+            Some(allowed) => modules
+                .into_iter()
+                .filter(|m| allowed.contains(&m.digest))
+                .collect(),
+        })
+    }
+
+    /// Checks a child a task of `batch` submits against the rules of the batch's tenant.
+    pub(crate) async fn check_child(&self, batch: BatchId, child: &TaskSpec) -> Result<()> {
+        let tenant = self.store.batch_tenant(batch).await?;
+        self.check_for_tenant(tenant, None, std::slice::from_ref(child))
+            .await
     }
 
     pub async fn tenant_set(&self, name: String, change: TenantChange) -> Result<TenantInfo> {

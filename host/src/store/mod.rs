@@ -157,6 +157,8 @@ pub trait Store: Send + Sync + 'static {
     /// when not, `NotFound` when it is gone.
     async fn batch_authorize(&self, batch: BatchId, key: BatchKey)
     -> StoreResult<Option<TenantId>>;
+    /// The tenant the batch belongs to; none: the admin's.
+    async fn batch_tenant(&self, batch: BatchId) -> StoreResult<Option<TenantId>>;
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()>;
     /// Sets the priority of the batch and of all its tasks that have not started (pending
     /// or reserved: a node holding one hands it back on [`Signal::Reclaim`]).

@@ -140,34 +140,33 @@ impl Quotas {
         }
     }
 
-    /// These quotas if none is past `bound`'s (none: no bound); otherwise which one, and
-    /// by how much: a tenant's opening may lower the server's defaults, not raise them.
-    pub fn within(self, bound: Quotas) -> Result<Quotas, String> {
-        let names = [
-            "tasks",
-            "input_bytes",
-            "output_bytes",
-            "text_bytes",
-            "children",
-            "depth",
-        ];
-        let asked = [
+    /// The quotas' names, in the order of [`Quotas::each`].
+    const NAMES: [&str; 6] = [
+        "tasks",
+        "input_bytes",
+        "output_bytes",
+        "text_bytes",
+        "children",
+        "depth",
+    ];
+
+    /// Each quota, in the order of [`Quotas::NAMES`].
+    fn each(self) -> [Option<u64>; 6] {
+        [
             self.tasks,
             self.input_bytes,
             self.output_bytes,
             self.text_bytes,
             self.children,
             self.depth,
-        ];
-        let most = [
-            bound.tasks,
-            bound.input_bytes,
-            bound.output_bytes,
-            bound.text_bytes,
-            bound.children,
-            bound.depth,
-        ];
-        for ((name, asked), most) in names.iter().zip(asked).zip(most) {
+        ]
+    }
+
+    /// These quotas if none is past `bound`'s (none: no bound); otherwise which one, and
+    /// by how much: a tenant's opening may lower the server's defaults, not raise them.
+    pub fn within(self, bound: Quotas) -> Result<Quotas, String> {
+        let quotas = Self::NAMES.iter().zip(self.each()).zip(bound.each());
+        for ((name, asked), most) in quotas {
             let Some(most) = most else { continue };
             match asked {
                 Some(asked) if asked <= most => {}
@@ -185,15 +184,8 @@ impl Quotas {
 
     /// Each quota as a database column holds it: NULL for none, within i64.
     pub(crate) fn columns(self) -> [Option<i64>; 6] {
-        [
-            self.tasks,
-            self.input_bytes,
-            self.output_bytes,
-            self.text_bytes,
-            self.children,
-            self.depth,
-        ]
-        .map(|q| q.map(|q| i64::try_from(q).unwrap_or(i64::MAX)))
+        self.each()
+            .map(|q| q.map(|q| i64::try_from(q).unwrap_or(i64::MAX)))
     }
 
     /// Quotas from their six columns, in the order of [`Quotas::columns`].

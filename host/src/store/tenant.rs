@@ -35,6 +35,9 @@ pub struct TenantInfo {
     pub max_priority: Option<i32>,
     /// Groups outside its namespace its tasks may name.
     pub shared_groups: Vec<String>,
+    /// The modules its tasks may run, by name or digest; none: every one.
+    #[schema(required = true)]
+    pub modules: Option<Vec<String>>,
 }
 
 /// A change to what a tenant's batches may do; a field left out (`None`) stays.
@@ -43,6 +46,8 @@ pub struct TenantChange {
     /// `Some(None)`: the server's ceiling.
     pub max_priority: Option<Option<i32>>,
     pub shared_groups: Option<Vec<String>>,
+    /// `Some(None)`: every module.
+    pub modules: Option<Option<Vec<String>>>,
 }
 
 /// What a tenant's batches may do, its ceiling resolved against the server's.
@@ -51,6 +56,7 @@ pub struct TenantRules {
     pub name: String,
     pub max_priority: i32,
     pub shared_groups: Vec<String>,
+    pub modules: Option<Vec<String>>,
 }
 
 impl TenantRules {
@@ -59,6 +65,7 @@ impl TenantRules {
             max_priority: tenant.max_priority.unwrap_or(server_max_priority),
             name: tenant.name,
             shared_groups: tenant.shared_groups,
+            modules: tenant.modules,
         }
     }
 
@@ -162,6 +169,28 @@ pub fn check_shared_groups(mut groups: Vec<String>) -> Result<Vec<String>, Store
         )));
     }
     Ok(groups)
+}
+
+/// The modules a tenant may run, by name or digest, at most [`MAX_SHARED_GROUPS`].
+pub fn check_modules(mut modules: Vec<String>) -> Result<Vec<String>, StoreError> {
+    modules.sort();
+    modules.dedup();
+    if modules.len() > MAX_SHARED_GROUPS {
+        return Err(StoreError::Invalid(format!(
+            "field `modules`: {} modules, more than the {MAX_SHARED_GROUPS} allowed",
+            modules.len()
+        )));
+    }
+    let max = crate::scheduler::MAX_NAME;
+    if let Some(bad) = modules
+        .iter()
+        .find(|m| !(1..=max).contains(&m.chars().count()))
+    {
+        return Err(StoreError::Invalid(format!(
+            "field `modules`: `{bad}` is neither a module name nor a digest"
+        )));
+    }
+    Ok(modules)
 }
 
 pub(crate) fn tenant_exists(name: &str) -> StoreError {

@@ -62,6 +62,51 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
             Err(StoreError::Forbidden(_))
         ));
     }
+    assert_eq!(store.batch_tenant(owned.id).await.unwrap(), Some(a.id));
+    assert_eq!(store.batch_tenant(admins.id).await.unwrap(), None);
+
+    // What its batches may do: each field changed alone, `Some(None)` back to none.
+    let set = |change: TenantChange| store.tenant_set("a".into(), change);
+    let changed = set(TenantChange {
+        max_priority: Some(Some(7)),
+        shared_groups: Some(vec!["s2".into(), "s1".into(), "s1".into()]),
+        modules: Some(Some(vec!["echo".into()])),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        (
+            changed.max_priority,
+            &changed.shared_groups[..],
+            changed.modules.as_deref()
+        ),
+        (
+            Some(7),
+            &["s1".to_owned(), "s2".to_owned()][..],
+            Some(&["echo".to_owned()][..])
+        )
+    );
+    let kept = set(TenantChange::default()).await.unwrap();
+    assert_eq!(kept, changed, "a change of nothing keeps all");
+    let cleared = set(TenantChange {
+        max_priority: Some(None),
+        modules: Some(None),
+        ..TenantChange::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!((cleared.max_priority, &cleared.modules), (None, &None));
+    assert_eq!(cleared.shared_groups, ["s1", "s2"]);
+    assert_eq!(store.tenant_get(a.id).await.unwrap(), cleared);
+    assert!(matches!(
+        set(TenantChange {
+            shared_groups: Some(vec![String::new()]),
+            ..TenantChange::default()
+        })
+        .await,
+        Err(StoreError::Invalid(_))
+    ));
+
     let by_tenant = |tenant| BatchFilter {
         tenant: Some(tenant),
         limit: 10,

@@ -124,6 +124,16 @@ pub(super) async fn authorize(
     }
 }
 
+pub(super) async fn tenant(store: &PostgresStore, batch: BatchId) -> StoreResult<Option<TenantId>> {
+    let client = store.client(Commit::Durable).await?;
+    client
+        .query_opt("SELECT tenant_id FROM batches WHERE id = $1", &[&batch])
+        .await
+        .map_err(pg)?
+        .map(|r| r.get(0))
+        .ok_or_else(|| not_found("batch", batch))
+}
+
 pub(super) async fn seal(store: &PostgresStore, batch: BatchId) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
         match tx

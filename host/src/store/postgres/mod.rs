@@ -371,6 +371,10 @@ impl Store for PostgresStore {
         batches::authorize(self, batch, key).await
     }
 
+    async fn batch_tenant(&self, batch: BatchId) -> StoreResult<Option<TenantId>> {
+        batches::tenant(self, batch).await
+    }
+
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
         batches::seal(self, batch).await
     }

@@ -14,6 +14,9 @@ fn tenant(r: &Row) -> TenantInfo {
         tokens: r.get::<_, i64>(3) as u64,
         max_priority: r.get(4),
         shared_groups: serde_json::from_str(r.get(5)).unwrap_or_default(),
+        modules: r
+            .get::<_, Option<&str>>(6)
+            .and_then(|m| serde_json::from_str(m).ok()),
     }
 }
 
@@ -83,6 +86,12 @@ pub(super) async fn set(
             check_shared_groups(groups).map(|g| serde_json::to_string(&g).expect("strings"))
         })
         .transpose()?;
+    let modules = change
+        .modules
+        .clone()
+        .flatten()
+        .map(|m| check_modules(m).map(|m| serde_json::to_string(&m).expect("strings")))
+        .transpose()?;
     let client = store.client(Commit::Durable).await?;
     let id = tenant_id(&client, &name).await?;
     // One statement: a field left out keeps its value.
@@ -90,13 +99,16 @@ pub(super) async fn set(
         .execute(
             "UPDATE tenants
              SET max_priority = CASE WHEN $2 THEN $3 ELSE max_priority END,
-                 shared_groups = coalesce($4, shared_groups)
+                 shared_groups = coalesce($4, shared_groups),
+                 modules = CASE WHEN $5 THEN $6 ELSE modules END
              WHERE id = $1",
             &[
                 &id,
                 &change.max_priority.is_some(),
                 &change.max_priority.flatten(),
                 &groups,
+                &change.modules.is_some(),
+                &modules,
             ],
         )
         .await

@@ -125,6 +125,15 @@ pub(super) fn authorize(
     }
 }
 
+pub(super) fn tenant(conn: &Connection, batch: BatchId) -> StoreResult<Option<TenantId>> {
+    conn.prepare_cached("SELECT tenant_id FROM batches WHERE id = ?")
+        .map_err(internal)?
+        .query_row([batch], |r| r.get(0))
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| not_found("batch", batch))
+}
+
 pub(super) fn seal(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<()> {
     match tx
         .execute("UPDATE batches SET sealed = 1 WHERE id = ?", [batch])

@@ -328,6 +328,10 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn batch_tenant(&self, batch: BatchId) -> StoreResult<Option<TenantId>> {
+        self.call(move |conn| batches::tenant(conn, batch)).await
+    }
+
     async fn batch_seal(&self, batch: BatchId) -> StoreResult<()> {
         self.write(move |tx| batches::seal(tx, batch)).await
     }

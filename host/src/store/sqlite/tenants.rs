@@ -14,6 +14,9 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
         tokens: r.get::<_, i64>(3)? as u64,
         max_priority: r.get(4)?,
         shared_groups: serde_json::from_str(&groups).unwrap_or_default(),
+        modules: r
+            .get::<_, Option<String>>(6)?
+            .and_then(|m| serde_json::from_str(&m).ok()),
     })
 }
 
@@ -65,6 +68,16 @@ pub(super) fn set(
         tx.execute(
             "UPDATE tenants SET max_priority = ? WHERE id = ?",
             params![max_priority, id],
+        )
+        .map_err(internal)?;
+    }
+    if let Some(modules) = change.modules {
+        let modules = modules
+            .map(|m| check_modules(m).map(|m| serde_json::to_string(&m).expect("strings")))
+            .transpose()?;
+        tx.execute(
+            "UPDATE tenants SET modules = ? WHERE id = ?",
+            params![modules, id],
         )
         .map_err(internal)?;
     }

@@ -7,6 +7,7 @@
 //! | `many:N` | submits N children (`echo`-like: this module, input `ok`), stops at the first refusal |
 //! | `priority:P` | submits a child of priority P |
 //! | `group:G` | submits a child in group G |
+//! | `module:M` | submits a child that runs module M (a name or digest), input `ok` |
 //! | `mount:NAME` | submits a child with the mount NAME |
 //! | `memory:BYTES` | submits a child with that memory limit |
 //! | `after:ID` | submits a child that runs after task ID |
@@ -76,6 +77,10 @@ impl Guest for Spawner {
             "group" => said(submit(&Child {
                 group: Some(arg.into()),
                 ..child("g", "ok")
+            })),
+            "module" => said(submit(&Child {
+                module: Some(arg.into()),
+                ..child("m", "ok")
             })),
             "mount" => said(submit(&Child {
                 mounts: vec![Mount {

@@ -1,5 +1,6 @@
 -- Tenants (see store/tenant.rs): who may open batches besides the admin, what their
--- batches may do (a priority ceiling, groups shared with them), their tokens
+-- batches may do (a priority ceiling, groups shared with them, the modules they may run),
+-- their tokens
 -- (the sha256 of each token's secret, never the token), and the tenant a batch belongs
 -- to (NULL: the admin's). Ids are never used again, so a revoked token's id names no
 -- later one.
@@ -8,7 +9,8 @@ CREATE TABLE tenants (
     name TEXT NOT NULL UNIQUE,
     created_at INTEGER NOT NULL,
     max_priority INTEGER,                     -- NULL: the server's ceiling
-    shared_groups TEXT NOT NULL DEFAULT '[]'  -- JSON array: groups outside its namespace it may use
+    shared_groups TEXT NOT NULL DEFAULT '[]', -- JSON array: groups outside its namespace it may use
+    modules TEXT                              -- JSON array of the module names and digests it may run; NULL: every one
 );
 CREATE TABLE tenant_tokens (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
