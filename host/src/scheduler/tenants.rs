@@ -1,5 +1,7 @@
-//! Tenants as the scheduler sees them: the admin adds them and makes and revokes their
-//! tokens; a request's token is turned into the tenant it speaks for.
+//! Tenants as the scheduler sees them: the admin adds them, sets what their batches may
+//! do, and makes and revokes their tokens; a request's token is turned into the tenant it
+//! speaks for; and what is asked of a tenant's batch is checked against its rules
+//! ([`TenantRules`]), whoever of its token and its batches' handles asks.
 
 use std::collections::HashSet;
 
@@ -64,8 +66,8 @@ impl Scheduler {
     }
 
     /// Checks what is asked of a tenant's batch against its rules: a priority given
-    /// (`priority`), and each task's priority and group. Nothing is checked for the
-    /// admin's batches, or the admin (`tenant` none).
+    /// (`priority`), and each task's module, priority and group. Nothing is checked for
+    /// the admin's batches, or the admin (`tenant` none).
     pub(crate) async fn check_for_tenant(
         &self,
         tenant: Option<TenantId>,
