@@ -425,7 +425,7 @@ fn fuzz(fixture: &Fixture, token: &str, (batch, task): (i64, i64)) {
 /// refuse with `400`, each with the checks that do, as that operation's documented `400`
 /// names them (`the_checks_no_schema_states_are_named_by_their_operations`). schemathesis
 /// expects `400` from these alone.
-const SERVER_CHECKS: [(&str, &[&str]); 6] = [
+const SERVER_CHECKS: [(&str, &[&str]); 7] = [
     (
         "add_module",
         &["not a webassembly component", "does not compile"],
@@ -467,6 +467,7 @@ const SERVER_CHECKS: [(&str, &[&str]); 6] = [
         ],
     ),
     ("list_attempts", &["`since`", "`until`"]),
+    ("set_tenant", &["`allow_http`"]),
 ];
 
 /// What schemathesis is told besides its command line.

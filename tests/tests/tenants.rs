@@ -827,6 +827,68 @@ fn a_tenant_runs_the_modules_it_is_allowed_alone(db: Option<&str>) {
     assert_eq!(listed(&tenants.a), ["echo", "spawner"]);
 }
 
+fn a_tenant_reaches_the_origins_it_is_allowed_alone(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let server_origins = [
+        "--allow-http",
+        "https://a.example",
+        "--allow-http",
+        "https://b.example",
+    ];
+    let tenants = Tenants::start_with(data.path(), db, &server_origins);
+    let set = |body: Value| {
+        call(
+            "PATCH",
+            &tenants.url("/v1/tenants/a"),
+            Some(&tenants.server.token),
+            Some(body),
+        )
+    };
+    let (status, refused) = set(json!({"allow_http": ["https://c.example"]}));
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("field `allow_http`"),
+        "not within the operator's: {refused}"
+    );
+    let (status, narrowed) = set(json!({"allow_http": ["https://a.example"]}));
+    assert_eq!(status, 200, "{narrowed}");
+    assert_eq!(narrowed["allow_http"], json!(["https://a.example"]));
+
+    let open = |token: &str, body: Value| {
+        call("POST", &tenants.url("/v1/batches"), Some(token), Some(body))
+    };
+    let hook = |url: &str| json!({"webhook": {"url": url, "secret": "s".repeat(32)}});
+    for body in [
+        json!({"allow_http": ["https://b.example"]}),
+        hook("https://b.example/h"),
+    ] {
+        let (status, refused) = open(&tenants.a, body);
+        assert_eq!(status, 400, "{refused}");
+        let detail = refused["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("`https://b.example`") && detail.contains("tenant a"),
+            "{detail}"
+        );
+    }
+    for body in [
+        json!({"allow_http": ["https://a.example"]}),
+        hook("https://a.example/h"),
+    ] {
+        let (status, opened) = open(&tenants.a, body);
+        assert_eq!(status, 201, "{opened}");
+    }
+    // The other tenant keeps the operator's list; back to it, so does this one.
+    let (status, opened) = open(&tenants.b, json!({"allow_http": ["https://b.example"]}));
+    assert_eq!(status, 201, "{opened}");
+    let (status, every) = set(json!({"allow_http": null}));
+    assert_eq!((status, &every["allow_http"]), (200, &Value::Null));
+    let (status, opened) = open(&tenants.a, json!({"allow_http": ["https://b.example"]}));
+    assert_eq!(status, 201, "{opened}");
+}
+
 #[test]
 fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     let data = tempfile::tempdir().unwrap();
@@ -897,4 +959,5 @@ qhost_tests::on_each_driver!(
     a_token_is_shown_once_kept_hashed_and_revoked_at_once,
     priority_ceilings_and_group_namespaces_hold_for_tokens_and_handles_alike,
     a_tenant_runs_the_modules_it_is_allowed_alone,
+    a_tenant_reaches_the_origins_it_is_allowed_alone,
 );

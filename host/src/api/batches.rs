@@ -18,6 +18,7 @@ use super::auth::{Admin, BatchCaller, Opener, SubmitCaller};
 use super::body::Upload;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::keys::{KeyHeader, KeyParams, replayed};
+use super::tenants::TenantOrigins;
 use super::whole;
 use crate::runtime::origin;
 pub use crate::scheduler::TaskRequest;
@@ -145,9 +146,12 @@ pub fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
             `invalid`, naming it): a task, as a submission's are refused (no module has the \
             digest or name given, more than one input, a duration or size it cannot read or \
             beyond the server's maximum, a mount the server does not have); an `allow_http` \
-            origin or a webhook URL outside the server's `--allow-http`; a secret setting or \
+            origin or a webhook URL outside the server's `--allow-http` (or, for a tenant's \
+            batch, outside the origins the admin allows it); a secret setting or \
             a webhook on a server started without a secret key; a setting's name or value \
-            past its bounds.", body = ErrorBody),
+            past its bounds. For a tenant's batch also: a priority above its ceiling, a \
+            group outside its namespace, a module it may not run, a quota above the \
+            server's.", body = ErrorBody),
     ),
     security(("admin_token" = []), ("tenant_token" = [])),
 )]
@@ -160,14 +164,15 @@ pub async fn open(
     let body: OpenBatch = upload.json().await?;
     let key = key.map(|key| key.of_tenant(tenant));
     let asked = key.as_ref().map(|key| Keyed::new(key, &body));
+    let narrowed = TenantOrigins::of(&state, tenant).await?;
     let spec = BatchSpec {
         name: body.name,
         priority: body.priority,
         max_parallel: body.max_parallel,
         failure_policy: body.failure_policy,
-        allow_http: allow_http(&state, &body.allow_http)?,
+        allow_http: allow_http(&state, narrowed.as_ref(), &body.allow_http)?,
         settings: super::settings::sealed(&state, body.settings)?,
-        webhook: super::webhook::sealed(&state, body.webhook)?,
+        webhook: super::webhook::sealed(&state, narrowed.as_ref(), body.webhook)?,
         quotas: opening_quotas(&state, tenant, body.quotas)?,
         tenant,
     };
@@ -202,8 +207,13 @@ fn opening_quotas(
 /// Most origins one batch may be granted.
 const MAX_ALLOW_HTTP: usize = 100;
 
-/// A batch's grant, checked against the server's list and written the one way.
-fn allow_http(state: &AppState, origins: &[String]) -> ApiResult<Vec<String>> {
+/// A batch's grant, checked against the server's list (and its tenant's, if narrowed) and
+/// written the one way.
+fn allow_http(
+    state: &AppState,
+    narrowed: Option<&TenantOrigins>,
+    origins: &[String],
+) -> ApiResult<Vec<String>> {
     if origins.len() > MAX_ALLOW_HTTP {
         return Err(ApiError::bad_request(format!(
             "field `allow_http`: {} origins, more than the {MAX_ALLOW_HTTP} allowed",
@@ -213,6 +223,9 @@ fn allow_http(state: &AppState, origins: &[String]) -> ApiResult<Vec<String>> {
     let operator = &state.scheduler.runtime.config().allow_http;
     let granted = origin::check_grant(operator, origins)
         .map_err(|e| ApiError::bad_request(format!("field `allow_http`: {e}")))?;
+    if let Some(narrowed) = narrowed {
+        narrowed.check("allow_http", &granted)?;
+    }
     Ok(granted.iter().map(ToString::to_string).collect())
 }
 
@@ -271,7 +284,8 @@ pub async fn graph(
             `invalid`, naming the task and field): no module has the digest or name given, \
             more than one input, a duration or size it cannot read or beyond the server's \
             maximum, a mount the server does not have, an order lower than one that has \
-            started in the batch.", body = ErrorBody),
+            started in the batch; for a tenant's batch, a priority above its ceiling, a \
+            group outside its namespace, a module it may not run.", body = ErrorBody),
         (status = 404, description = "No batch has this id (`not-found`).", body = ErrorBody),
         (status = 409, description = "The batch is sealed (`conflict`).", body = ErrorBody),
         (status = 429, description = "Another large upload with this credential is being \

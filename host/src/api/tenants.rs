@@ -13,8 +13,9 @@ use super::AppState;
 use super::auth::Admin;
 use super::batches::json_body;
 use super::error::{ApiError, ApiResult, ErrorBody};
+use crate::runtime::origin::{self, AllowedOrigin};
 use crate::scheduler::NewToken;
-use crate::store::{TenantChange, TenantInfo, TokenInfo};
+use crate::store::{TenantChange, TenantId, TenantInfo, TokenInfo};
 
 /// `POST /v1/tenants`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -86,6 +87,48 @@ pub struct SetTenant {
     #[serde(default, deserialize_with = "super::tasks::present")]
     #[schema(max_items = 100)]
     pub modules: Option<Option<Vec<ModuleRef>>>,
+    /// The origins (`SCHEME://HOST[:PORT|:*]`) its batches may be granted and post
+    /// webhooks to, within the operator's `--allow-http` (at most 100); `null`: the
+    /// operator's.
+    #[serde(default, deserialize_with = "super::tasks::present")]
+    #[schema(max_items = 100)]
+    pub allow_http: Option<Option<Vec<String>>>,
+}
+
+/// The origins a tenant's batches may reach, when the admin narrowed them.
+pub(super) struct TenantOrigins {
+    name: String,
+    origins: Vec<AllowedOrigin>,
+}
+
+impl TenantOrigins {
+    /// `tenant`'s narrowed origins; none for the admin, or a tenant with the operator's.
+    pub(super) async fn of(state: &AppState, tenant: Option<TenantId>) -> ApiResult<Option<Self>> {
+        let Some(tenant) = tenant else {
+            return Ok(None);
+        };
+        let rules = state.scheduler.tenant_rules(tenant).await?;
+        Ok(rules.allow_http.map(|origins| TenantOrigins {
+            name: rules.name,
+            origins: origins.iter().filter_map(|o| o.parse().ok()).collect(),
+        }))
+    }
+
+    /// Refuses the first of `asked` outside the tenant's origins, naming `field`.
+    pub(super) fn check(&self, field: &str, asked: &[AllowedOrigin]) -> ApiResult<()> {
+        match asked
+            .iter()
+            .find(|a| !self.origins.iter().any(|o| o.covers(a)))
+        {
+            None => Ok(()),
+            Some(outside) => Err(ApiError::bad_request(format!(
+                "field `{field}`: origin `{outside}` is not among those tenant {name}'s batches \
+                 may reach; the admin adds one with `qhost tenant set {name} --allow-http \
+                 ORIGIN`",
+                name = self.name
+            ))),
+        }
+    }
 }
 
 /// A module's name or digest.
@@ -131,8 +174,9 @@ impl ToSchema for GroupKey {}
     request_body = SetTenant,
     responses(
         (status = 200, description = "The tenant", body = TenantInfo),
-        (status = 400, description = "A group key it does not take, or more than 100 \
-            (`invalid`).", body = ErrorBody),
+        (status = 400, description = "The server's checks refuse a field (`bad-request` or \
+            `invalid`, naming it): an `allow_http` origin it cannot read or outside the \
+            server's `--allow-http`.", body = ErrorBody),
         (status = 404, description = "No tenant has this name (`not-found`).", body = ErrorBody),
     ),
     security(("admin_token" = [])),
@@ -154,8 +198,27 @@ pub async fn set(
         modules: body
             .modules
             .map(|modules| modules.map(|m| m.into_iter().map(|m| m.0).collect())),
+        allow_http: match body.allow_http {
+            Some(Some(origins)) => Some(Some(within_operator(&state, &origins)?)),
+            other => other,
+        },
     };
     Ok(Json(state.scheduler.tenant_set(name, change).await?))
+}
+
+/// `origins` as the operator's `--allow-http` covers them, each written the one way.
+fn within_operator(state: &AppState, origins: &[String]) -> ApiResult<Vec<String>> {
+    if origins.len() > crate::store::MAX_SHARED_GROUPS {
+        return Err(ApiError::bad_request(format!(
+            "field `allow_http`: {} origins, more than the {} allowed",
+            origins.len(),
+            crate::store::MAX_SHARED_GROUPS
+        )));
+    }
+    let operator = &state.scheduler.runtime.config().allow_http;
+    let granted = origin::check_grant(operator, origins)
+        .map_err(|e| ApiError::bad_request(format!("field `allow_http`: {e}")))?;
+    Ok(granted.iter().map(ToString::to_string).collect())
 }
 
 /// Make a token for a tenant. The answer is the only time the token is shown.

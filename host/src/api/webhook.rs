@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::error::{ApiError, ApiResult};
+use super::tenants::TenantOrigins;
 use crate::store::{BatchHook, SECRET_NAME};
 use crate::webhooks;
 
@@ -34,13 +35,21 @@ impl fmt::Debug for OpenWebhook {
 }
 
 /// The webhook of an opening, checked, its secret sealed with the server's key.
-pub(super) fn sealed(state: &AppState, hook: Option<OpenWebhook>) -> ApiResult<Option<BatchHook>> {
+pub(super) fn sealed(
+    state: &AppState,
+    narrowed: Option<&TenantOrigins>,
+    hook: Option<OpenWebhook>,
+) -> ApiResult<Option<BatchHook>> {
     let Some(hook) = hook else {
         return Ok(None);
     };
     let operator = &state.scheduler.runtime.config().allow_http;
-    webhooks::check_url(operator, &hook.url, "field `webhook.url`")
+    let (_, origin) = webhooks::check_url(operator, &hook.url, "field `webhook.url`")
         .map_err(ApiError::bad_request)?;
+    if let Some(narrowed) = narrowed {
+        let origin = origin.to_string().parse().map_err(ApiError::bad_request)?;
+        narrowed.check("webhook.url", &[origin])?;
+    }
     webhooks::check_secret(&hook.secret, "field `webhook.secret`")
         .map_err(ApiError::bad_request)?;
     let key = state.scheduler.config().secret_key.as_ref().ok_or_else(|| {

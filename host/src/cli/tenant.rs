@@ -62,6 +62,16 @@ pub enum TenantCommand {
         /// Let its tasks run every module.
         #[arg(long)]
         every_module: bool,
+        /// Let its batches be granted, and post webhooks to, this origin within the
+        /// server's `--allow-http` (again for more); from the first, only those allowed.
+        #[arg(long, value_name = "ORIGIN", conflicts_with = "every_origin")]
+        allow_http: Vec<String>,
+        /// Stop letting its batches reach this origin (again for more).
+        #[arg(long, value_name = "ORIGIN", conflicts_with = "every_origin")]
+        disallow_http: Vec<String>,
+        /// Let its batches reach every origin of the server's `--allow-http`.
+        #[arg(long)]
+        every_origin: bool,
         /// Print it as JSON.
         #[arg(long)]
         json: bool,
@@ -141,6 +151,9 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
             allow_module,
             disallow_module,
             every_module,
+            allow_http,
+            disallow_http,
+            every_origin,
             json,
         } => {
             let path = format!("/v1/tenants/{}", encode(&name));
@@ -157,7 +170,9 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
             let lists_change = !share_group.is_empty()
                 || !unshare_group.is_empty()
                 || !allow_module.is_empty()
-                || !disallow_module.is_empty();
+                || !disallow_module.is_empty()
+                || !allow_http.is_empty()
+                || !disallow_http.is_empty();
             if lists_change {
                 let list: TenantList = client.get("/v1/tenants")?;
                 let current = list
@@ -177,9 +192,20 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     );
                     change.insert("modules".into(), json!(modules));
                 }
+                if !allow_http.is_empty() || !disallow_http.is_empty() {
+                    let origins = edited(
+                        current.allow_http.unwrap_or_default(),
+                        allow_http,
+                        &disallow_http,
+                    );
+                    change.insert("allow_http".into(), json!(origins));
+                }
             }
             if every_module {
                 change.insert("modules".into(), serde_json::Value::Null);
+            }
+            if every_origin {
+                change.insert("allow_http".into(), serde_json::Value::Null);
             }
             let tenant: TenantInfo = serde_json::from_value(client.call(
                 "PATCH",
@@ -200,9 +226,12 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 let modules = tenant
                     .modules
                     .map_or("every one".to_owned(), |m| m.join(", "));
+                let origins = tenant
+                    .allow_http
+                    .map_or("the server's".to_owned(), |o| o.join(", "));
                 outln!(
                     "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}; \
-                     modules: {modules}",
+                     modules: {modules}; origins: {origins}",
                     tenant.name,
                     tenant.name
                 )?;

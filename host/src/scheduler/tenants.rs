@@ -111,7 +111,7 @@ impl Scheduler {
         Ok(())
     }
 
-    async fn tenant_rules(&self, tenant: TenantId) -> Result<TenantRules> {
+    pub(crate) async fn tenant_rules(&self, tenant: TenantId) -> Result<TenantRules> {
         let info = self.store.tenant_get(tenant).await?;
         Ok(TenantRules::of(info, self.config.tenant_max_priority))
     }

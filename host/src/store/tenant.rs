@@ -38,6 +38,10 @@ pub struct TenantInfo {
     /// The modules its tasks may run, by name or digest; none: every one.
     #[schema(required = true)]
     pub modules: Option<Vec<String>>,
+    /// The origins its batches may be granted (`allow_http`) and post webhooks to, within
+    /// the operator's `--allow-http`; none: the operator's.
+    #[schema(required = true)]
+    pub allow_http: Option<Vec<String>>,
 }
 
 /// A change to what a tenant's batches may do; a field left out (`None`) stays.
@@ -48,6 +52,8 @@ pub struct TenantChange {
     pub shared_groups: Option<Vec<String>>,
     /// `Some(None)`: every module.
     pub modules: Option<Option<Vec<String>>>,
+    /// Origins as the API checked them; `Some(None)`: the operator's.
+    pub allow_http: Option<Option<Vec<String>>>,
 }
 
 /// What a tenant's batches may do, its ceiling resolved against the server's.
@@ -57,6 +63,7 @@ pub struct TenantRules {
     pub max_priority: i32,
     pub shared_groups: Vec<String>,
     pub modules: Option<Vec<String>>,
+    pub allow_http: Option<Vec<String>>,
 }
 
 impl TenantRules {
@@ -66,6 +73,7 @@ impl TenantRules {
             name: tenant.name,
             shared_groups: tenant.shared_groups,
             modules: tenant.modules,
+            allow_http: tenant.allow_http,
         }
     }
 

@@ -71,6 +71,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         max_priority: Some(Some(7)),
         shared_groups: Some(vec!["s2".into(), "s1".into(), "s1".into()]),
         modules: Some(Some(vec!["echo".into()])),
+        allow_http: Some(Some(vec!["https://a.example".into()])),
     })
     .await
     .unwrap();
@@ -95,7 +96,12 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
     })
     .await
     .unwrap();
+    assert_eq!(
+        changed.allow_http.as_deref(),
+        Some(&["https://a.example".to_owned()][..])
+    );
     assert_eq!((cleared.max_priority, &cleared.modules), (None, &None));
+    assert_eq!(cleared.allow_http, changed.allow_http, "left out, kept");
     assert_eq!(cleared.shared_groups, ["s1", "s2"]);
     assert_eq!(store.tenant_get(a.id).await.unwrap(), cleared);
     assert!(matches!(

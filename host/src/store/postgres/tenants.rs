@@ -17,6 +17,9 @@ fn tenant(r: &Row) -> TenantInfo {
         modules: r
             .get::<_, Option<&str>>(6)
             .and_then(|m| serde_json::from_str(m).ok()),
+        allow_http: r
+            .get::<_, Option<&str>>(7)
+            .and_then(|m| serde_json::from_str(m).ok()),
     }
 }
 
@@ -92,6 +95,11 @@ pub(super) async fn set(
         .flatten()
         .map(|m| check_modules(m).map(|m| serde_json::to_string(&m).expect("strings")))
         .transpose()?;
+    let origins = change
+        .allow_http
+        .clone()
+        .flatten()
+        .map(|o| serde_json::to_string(&o).expect("strings"));
     let client = store.client(Commit::Durable).await?;
     let id = tenant_id(&client, &name).await?;
     // One statement: a field left out keeps its value.
@@ -100,7 +108,8 @@ pub(super) async fn set(
             "UPDATE tenants
              SET max_priority = CASE WHEN $2 THEN $3 ELSE max_priority END,
                  shared_groups = coalesce($4, shared_groups),
-                 modules = CASE WHEN $5 THEN $6 ELSE modules END
+                 modules = CASE WHEN $5 THEN $6 ELSE modules END,
+                 allow_http = CASE WHEN $7 THEN $8 ELSE allow_http END
              WHERE id = $1",
             &[
                 &id,
@@ -109,6 +118,8 @@ pub(super) async fn set(
                 &groups,
                 &change.modules.is_some(),
                 &modules,
+                &change.allow_http.is_some(),
+                &origins,
             ],
         )
         .await

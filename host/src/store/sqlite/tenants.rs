@@ -17,6 +17,9 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
         modules: r
             .get::<_, Option<String>>(6)?
             .and_then(|m| serde_json::from_str(&m).ok()),
+        allow_http: r
+            .get::<_, Option<String>>(7)?
+            .and_then(|m| serde_json::from_str(&m).ok()),
     })
 }
 
@@ -78,6 +81,14 @@ pub(super) fn set(
         tx.execute(
             "UPDATE tenants SET modules = ? WHERE id = ?",
             params![modules, id],
+        )
+        .map_err(internal)?;
+    }
+    if let Some(origins) = change.allow_http {
+        let origins = origins.map(|o| serde_json::to_string(&o).expect("strings"));
+        tx.execute(
+            "UPDATE tenants SET allow_http = ? WHERE id = ?",
+            params![origins, id],
         )
         .map_err(internal)?;
     }
