@@ -158,47 +158,48 @@ pub fn check_tenant_name(name: &str) -> Result<(), StoreError> {
 }
 
 /// The groups shared with a tenant, each a group key, at most [`MAX_SHARED_GROUPS`].
-pub fn check_shared_groups(mut groups: Vec<String>) -> Result<Vec<String>, StoreError> {
-    groups.sort();
-    groups.dedup();
-    if groups.len() > MAX_SHARED_GROUPS {
-        return Err(StoreError::Invalid(format!(
-            "field `shared_groups`: {} groups, more than the {MAX_SHARED_GROUPS} allowed",
-            groups.len()
-        )));
-    }
+pub fn check_shared_groups(groups: Vec<String>) -> Result<Vec<String>, StoreError> {
     let max = crate::scheduler::MAX_GROUP_KEY;
-    if let Some(bad) = groups
-        .iter()
-        .find(|g| !(1..=max).contains(&g.chars().count()))
-    {
-        return Err(StoreError::Invalid(format!(
-            "field `shared_groups`: `{bad}` is not a group key (1 to {max} characters)"
-        )));
-    }
-    Ok(groups)
+    checked_list("shared_groups", "groups", groups, max, |bad| {
+        format!("`{bad}` is not a group key (1 to {max} characters)")
+    })
 }
 
 /// The modules a tenant may run, by name or digest, at most [`MAX_SHARED_GROUPS`].
-pub fn check_modules(mut modules: Vec<String>) -> Result<Vec<String>, StoreError> {
-    modules.sort();
-    modules.dedup();
-    if modules.len() > MAX_SHARED_GROUPS {
-        return Err(StoreError::Invalid(format!(
-            "field `modules`: {} modules, more than the {MAX_SHARED_GROUPS} allowed",
-            modules.len()
-        )));
-    }
+pub fn check_modules(modules: Vec<String>) -> Result<Vec<String>, StoreError> {
     let max = crate::scheduler::MAX_NAME;
-    if let Some(bad) = modules
-        .iter()
-        .find(|m| !(1..=max).contains(&m.chars().count()))
-    {
+    checked_list("modules", "modules", modules, max, |bad| {
+        format!("`{bad}` is neither a module name nor a digest")
+    })
+}
+
+/// `items` sorted and each once, if there are at most [`MAX_SHARED_GROUPS`] and each is 1
+/// to `max` characters; a refusal names `field`, and `bad` says what a wrong item is not.
+fn checked_list(
+    field: &str,
+    noun: &str,
+    mut items: Vec<String>,
+    max: usize,
+    bad: impl Fn(&str) -> String,
+) -> Result<Vec<String>, StoreError> {
+    items.sort();
+    items.dedup();
+    if items.len() > MAX_SHARED_GROUPS {
         return Err(StoreError::Invalid(format!(
-            "field `modules`: `{bad}` is neither a module name nor a digest"
+            "field `{field}`: {} {noun}, more than the {MAX_SHARED_GROUPS} allowed",
+            items.len()
         )));
     }
-    Ok(modules)
+    match items
+        .iter()
+        .find(|item| !(1..=max).contains(&item.chars().count()))
+    {
+        Some(item) => Err(StoreError::Invalid(format!(
+            "field `{field}`: {}",
+            bad(item)
+        ))),
+        None => Ok(items),
+    }
 }
 
 pub(crate) fn tenant_exists(name: &str) -> StoreError {
