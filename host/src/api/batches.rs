@@ -132,6 +132,21 @@ pub fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
         .map_err(|rejection| ApiError::rejected(rejection.status(), rejection.body_text()))
 }
 
+/// A body that must be a JSON object, read as `T`; a refusal names the field. (Read as an
+/// object first: serde would take a struct from an array too.)
+pub fn object_body<T: serde::de::DeserializeOwned>(
+    body: Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
+) -> ApiResult<T> {
+    let object = serde_json::Value::Object(json_body(body)?);
+    serde_path_to_error::deserialize(object).map_err(|e| {
+        let path = e.path().to_string();
+        match path.as_str() {
+            "." => ApiError::bad_request(format!("the body: {}", e.inner())),
+            _ => ApiError::bad_request(format!("field `{path}`: {}", e.inner())),
+        }
+    })
+}
+
 /// Open a batch. The answer carries its handle, the capability to use it.
 #[utoipa::path(
     post,

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::attempt_page;
 use super::auth::{Admin, Caller, TaskCaller};
-use super::batches::{SetPriority, json_body};
+use super::batches::{SetPriority, json_body, object_body};
 use super::doc::Binary;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::whole;
@@ -324,9 +324,7 @@ pub async fn set_group_limit(
     Path(key): Path<String>,
     body: Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
 ) -> ApiResult<Json<GroupInfo>> {
-    // An object, read field by field: serde would take a struct from an array too.
-    let body: SetLimit = serde_json::from_value(json_body(body)?.into())
-        .map_err(|e| ApiError::bad_request(format!("the body: {e}")))?;
+    let body: SetLimit = object_body(body)?;
     // Checked before the limit is set: a request refused changes nothing.
     let rate = match &body.rate {
         Some(Some(rate)) => Some(Some(rate.rate()?)),
