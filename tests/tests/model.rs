@@ -42,6 +42,8 @@ const SECOND: Micros = 1_000_000;
 const GROUPS: u8 = 4;
 /// At most this many batches per case.
 const MAX_BATCHES: usize = 8;
+/// Tenants a case's batches may belong to.
+const TENANTS: u8 = 3;
 
 fn group_key(n: u8) -> String {
     format!("g{n}")
@@ -138,6 +140,13 @@ enum Op {
         priority: i32,
         max_parallel: Option<u32>,
         halt: bool,
+        /// One of [`TENANTS`] tenants; none: the admin's.
+        tenant: Option<u8>,
+    },
+    /// A tenant's running limit set (always at least 1) or lifted.
+    SetTenantLimit {
+        tenant: u8,
+        limit: Option<u32>,
     },
     Submit {
         batch: Pick,
@@ -261,6 +270,11 @@ enum Step {
         max_parallel: Option<u32>,
         policy: FailurePolicy,
         id: BatchId,
+        tenant: Option<TenantId>,
+    },
+    SetTenantLimit {
+        tenant: TenantId,
+        limit: Option<u32>,
     },
     Submit {
         batch: BatchId,
@@ -374,9 +388,14 @@ fn describe(step: &Step) -> String {
             max_parallel,
             policy,
             id,
+            tenant,
         } => format!(
-            "open batch {id}: priority {priority}, max_parallel {max_parallel:?}, {policy:?}"
+            "open batch {id}: priority {priority}, max_parallel {max_parallel:?}, {policy:?}, \
+             tenant {tenant:?}"
         ),
+        Step::SetTenantLimit { tenant, limit } => {
+            format!("tenant {tenant}: max_running {limit:?}")
+        }
         Step::Submit {
             batch,
             tasks,
@@ -619,6 +638,12 @@ impl ReferenceStateMachine for Scheduling {
             ),
             (
                 1,
+                (0..TENANTS, prop::option::weighted(0.7, 1..=3u32))
+                    .prop_map(|(tenant, limit)| Op::SetTenantLimit { tenant, limit })
+                    .boxed(),
+            ),
+            (
+                1,
                 (
                     0..GROUPS,
                     prop::option::weighted(0.8, (1..=3u32, 1..=4u64, 1..=2u32)),
@@ -632,11 +657,13 @@ impl ReferenceStateMachine for Scheduling {
                 -1..=2i32,
                 prop::option::weighted(0.35, 1..=3u32),
                 prop::bool::weighted(0.3),
+                prop::option::weighted(0.4, 0..TENANTS),
             )
-                .prop_map(|(priority, max_parallel, halt)| Op::OpenBatch {
+                .prop_map(|(priority, max_parallel, halt, tenant)| Op::OpenBatch {
                     priority,
                     max_parallel,
                     halt,
+                    tenant,
                 });
             ops.push((3, open.boxed()));
         }
@@ -781,17 +808,32 @@ impl ReferenceStateMachine for Scheduling {
                 priority,
                 max_parallel,
                 halt,
+                tenant,
             } => {
                 let policy = if *halt {
                     FailurePolicy::Halt
                 } else {
                     FailurePolicy::Continue
                 };
+                let id = m.open_batch(*priority, *max_parallel, policy);
+                let tenant = tenant.map(TenantId::from);
+                if let Some(tenant) = tenant {
+                    m.set_batch_tenant(id, tenant);
+                }
                 Step::OpenBatch {
                     priority: *priority,
                     max_parallel: *max_parallel,
                     policy,
-                    id: m.open_batch(*priority, *max_parallel, policy),
+                    id,
+                    tenant,
+                }
+            }
+            Op::SetTenantLimit { tenant, limit } => {
+                let tenant = TenantId::from(*tenant);
+                m.set_tenant_limit(tenant, *limit);
+                Step::SetTenantLimit {
+                    tenant,
+                    limit: *limit,
                 }
             }
             Op::Submit { batch, tasks } => match batch.of(&batches) {
@@ -1148,6 +1190,8 @@ struct Sut {
     /// The store's batch of each task, by the model's task id.
     task_batch: BTreeMap<TaskId, BatchId>,
     batches: BTreeMap<BatchId, BatchId>,
+    /// This case's tenants (the model's ids) to the store's, and their names.
+    tenants: BTreeMap<TenantId, (TenantId, String)>,
     /// Group keys of this case are this followed by the model's key.
     group_prefix: String,
     /// The store's counts per state when this case began.
@@ -1178,6 +1222,7 @@ impl Sut {
             tasks_back: BTreeMap::new(),
             task_batch: BTreeMap::new(),
             batches: BTreeMap::new(),
+            tenants: BTreeMap::new(),
             group_prefix: String::new(),
             baseline: Progress::default(),
             tokens: BTreeMap::new(),
@@ -1198,6 +1243,7 @@ impl Sut {
         self.tasks_back.clear();
         self.task_batch.clear();
         self.batches.clear();
+        self.tenants.clear();
         self.tokens.clear();
         self.history.clear();
         self
@@ -1209,6 +1255,22 @@ impl Sut {
 
     fn batch(&self, id: BatchId) -> BatchId {
         self.batches[&id]
+    }
+
+    /// The store's tenant for the model's `tenant`, added on first use.
+    fn tenant(&mut self, tenant: TenantId) -> (TenantId, String) {
+        let name = format!("{}t{tenant}", self.group_prefix);
+        let store = self.store.clone();
+        self.tenants
+            .entry(tenant)
+            .or_insert_with(|| {
+                let info = self
+                    .runtime
+                    .block_on(store.tenant_add(name.clone(), T0))
+                    .unwrap();
+                (info.id, name)
+            })
+            .clone()
     }
 
     fn group(&self, key: &str) -> String {
@@ -1445,7 +1507,9 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                 max_parallel,
                 policy,
                 id,
+                tenant,
             } => {
+                let tenant = tenant.map(|t| sut.tenant(t).0);
                 let spec = BatchSpec {
                     name: None,
                     priority: *priority,
@@ -1455,7 +1519,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     settings: Vec::new(),
                     webhook: None,
                     quotas: Quotas::default(),
-                    tenant: None,
+                    tenant,
                 };
                 let mut hash = [0u8; 32];
                 getrandom::fill(&mut hash).unwrap();
@@ -1708,6 +1772,16 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     .block_on(store.group_set_limit(sut.group(key), *limit))
                     .unwrap();
             }
+            Step::SetTenantLimit { tenant, limit } => {
+                let (_, name) = sut.tenant(*tenant);
+                let change = TenantChange {
+                    max_running: Some(*limit),
+                    ..TenantChange::default()
+                };
+                sut.runtime
+                    .block_on(store.tenant_set(name, change))
+                    .unwrap();
+            }
             Step::SetGroupRate { key, rate } => {
                 sut.runtime
                     .block_on(store.group_set_rate(sut.group(key), *rate))
@@ -1787,6 +1861,23 @@ impl Sut {
         let store = self.store.clone();
         self.check_counts(m, true);
         self.runtime.block_on(async {
+            for (&tenant, (_, name)) in &self.tenants {
+                let claimed = m
+                    .tasks
+                    .iter()
+                    .filter(|t| {
+                        t.phase == Phase::Claimed && m.batches[&t.batch].tenant == Some(tenant)
+                    })
+                    .count() as u32;
+                let info = store.tenant_list().await.unwrap();
+                let info = info.iter().find(|t| &t.name == name).unwrap();
+                assert_eq!(
+                    (info.running, info.max_running),
+                    (claimed, m.tenant_limits.get(&tenant).copied()),
+                    "tenant {tenant}: (running, max_running), store left, model right\n{}",
+                    self.history()
+                );
+            }
             for &batch in m.batches.keys() {
                 let expected = model_counts(m, |t| t.batch == batch);
                 let info = store.batch_get(self.batch(batch)).await.unwrap();
@@ -1869,11 +1960,13 @@ fn a_full_batch_at_the_head_hides_nothing_behind_it() -> Vec<Op> {
             priority: 1,
             max_parallel: Some(1),
             halt: false,
+            tenant: None,
         },
         Op::OpenBatch {
             priority: 0,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::SubmitMany {
             batch: Pick(0),
@@ -1898,16 +1991,19 @@ fn a_full_batch_behind_a_busy_group_hides_nothing_behind_it() -> Vec<Op> {
             priority: 1,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::OpenBatch {
             priority: 0,
             max_parallel: Some(1),
             halt: false,
+            tenant: None,
         },
         Op::OpenBatch {
             priority: 0,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::SubmitMany {
             batch: Pick(0),
@@ -1935,6 +2031,7 @@ fn a_task_handed_back_has_started_its_order() -> Vec<Op> {
             priority: 0,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::Submit {
             batch: Pick(0),
@@ -1960,6 +2057,7 @@ fn completions_in_one_call_apply_in_order() -> Vec<Op> {
             priority: 0,
             max_parallel: None,
             halt: true,
+            tenant: None,
         },
         Op::Submit {
             batch: Pick(0),
@@ -1979,6 +2077,7 @@ fn lost_attempts_end_in_id_order() -> Vec<Op> {
             priority: 0,
             max_parallel: None,
             halt: true,
+            tenant: None,
         },
         Op::Submit {
             batch: Pick(0),
@@ -1997,6 +2096,7 @@ fn a_retried_lower_order_closes_the_gate_for_what_has_not_started() -> Vec<Op> {
             priority: 0,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::Submit {
             batch: Pick(0),
@@ -2026,6 +2126,7 @@ fn a_failure_above_a_reopened_gate_waits() -> Vec<Op> {
             priority: 0,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::Submit {
             batch: Pick(0),
@@ -2053,11 +2154,13 @@ fn pauses_hold_and_resumes_keep_the_order() -> Vec<Op> {
             priority: 0,
             max_parallel: Some(1),
             halt: false,
+            tenant: None,
         },
         Op::OpenBatch {
             priority: 0,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::SubmitMany {
             batch: Pick(0),
@@ -2110,6 +2213,7 @@ fn a_redriven_dependency_counts_the_open_children_too() -> Vec<Op> {
             priority: 0,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::Submit {
             batch: Pick(0),
@@ -2158,6 +2262,7 @@ fn a_bulk_cancel_settles_its_tasks_in_id_order() -> Vec<Op> {
             priority: 0,
             max_parallel: None,
             halt: false,
+            tenant: None,
         },
         Op::Submit {
             batch: Pick(0),

@@ -236,13 +236,15 @@ async fn claim_buffers(tasks: usize) -> i64 {
             )
         })
         .unwrap();
-    // Eight tasks behind the window's last, none of its groups filled, no batch full.
+    // Eight tasks behind the window's last, none of its groups filled, no batch or tenant
+    // full.
     let arguments = [
         now.to_string(),
         last.0.to_string(),
         last.1.to_string(),
         last.2.to_string(),
         "8".to_owned(),
+        "'{}'".to_owned(),
         "'{}'".to_owned(),
         "'{}'".to_owned(),
     ];

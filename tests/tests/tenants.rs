@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use qhost::scheduler::rules::{Span, peak_overlap};
+use qhost::store::AttemptRecord;
 use qhost_tests::server::{Server, agent, call};
 use serde_json::{Value, json};
 
@@ -189,7 +191,11 @@ impl Tenants {
     }
 
     fn start_with(data: &Path, db: Option<&str>, args: &[&str]) -> Tenants {
-        let server = Server::start_with(data, 1, |command| {
+        Tenants::start_slots(data, db, 1, args)
+    }
+
+    fn start_slots(data: &Path, db: Option<&str>, slots: usize, args: &[&str]) -> Tenants {
+        let server = Server::start_with(data, slots, |command| {
             if let Some(db) = db {
                 command.args(["--db", db]);
             }
@@ -953,6 +959,118 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     assert!(!refused.status.success());
 }
 
+/// `count` tasks that each sleep `millis`.
+fn sleepers(count: usize, millis: u64) -> Value {
+    (0..count)
+        .map(|_| json!({"module": "sleep", "input": millis.to_string()}))
+        .collect()
+}
+
+/// Long-polls until every task of `batch` has ended.
+fn wait_ended(server: &Server, batch: i64) {
+    for _ in 0..12 {
+        let (status, info) = call(
+            "GET",
+            &format!("{}/v1/batches/{batch}/wait?timeout=10s", server.url),
+            Some(&server.token),
+            None,
+        );
+        assert_eq!(status, 200, "{info}");
+        let progress = info["progress"].as_object().unwrap();
+        let ended: u64 = ["succeeded", "failed", "cancelled"]
+            .iter()
+            .map(|s| progress[*s].as_u64().unwrap())
+            .sum();
+        if ended == progress.values().map(|n| n.as_u64().unwrap()).sum::<u64>() {
+            return;
+        }
+    }
+    panic!("batch {batch} did not end within two minutes");
+}
+
+/// The execution log of `batch`, as spans of its attempts.
+fn spans_of(server: &Server, batch: i64) -> Vec<Span> {
+    let (status, page) = call(
+        "GET",
+        &format!("{}/v1/attempts?batch={batch}&limit=1000", server.url),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 200, "{page}");
+    let attempts: Vec<AttemptRecord> = serde_json::from_value(page["attempts"].clone()).unwrap();
+    attempts.iter().map(Span::from).collect()
+}
+
+/// A tenant's running limit holds across its batches, and leaves the other slots to
+/// others at once: three slots, tenant A (limit 1) with two batches of sleepers and the
+/// admin with one run A's one at a time beside two of the admin's; its count of tasks
+/// claimed shows what runs, and is 0 once all ended.
+fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let t = Tenants::start_slots(data.path(), db, 3, &[]);
+    t.server.upload("sleep");
+    let (status, set) = admin(
+        &t.server,
+        "PATCH",
+        "/v1/tenants/a",
+        json!({"max_running": 1}),
+    );
+    assert_eq!(status, 200, "{set}");
+    assert_eq!(
+        (&set["max_running"], &set["running"]),
+        (&json!(1), &json!(0))
+    );
+    let open = |token: &str| {
+        let body = json!({"tasks": sleepers(3, 400)});
+        let (status, opened) = call("POST", &t.url("/v1/batches"), Some(token), Some(body));
+        assert_eq!(status, 201, "{opened}");
+        opened["batch"]["id"].as_i64().unwrap()
+    };
+    let (a1, a2) = (open(&t.a), open(&t.a));
+    let mine = open(&t.server.token);
+    for batch in [a1, a2, mine] {
+        wait_ended(&t.server, batch);
+    }
+    let a: Vec<Span> = [a1, a2]
+        .iter()
+        .flat_map(|&b| spans_of(&t.server, b))
+        .collect();
+    let all: Vec<Span> = a.iter().cloned().chain(spans_of(&t.server, mine)).collect();
+    assert_eq!(a.len(), 6, "each of A's tasks ran once");
+    assert_eq!(
+        peak_overlap(&a),
+        1,
+        "tenant A ran more than its limit at once"
+    );
+    assert_eq!(
+        peak_overlap(&all),
+        3,
+        "a slot idled while the admin's work waited"
+    );
+    let (_, list) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
+    let a = list["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "a")
+        .unwrap();
+    assert_eq!(a["running"], 0, "{a}");
+
+    // Out of range, or not a number: refused, naming the field and what is allowed.
+    for bad in [json!(0), json!(1_000_001), json!(-1), json!("2")] {
+        let (status, refused) = admin(
+            &t.server,
+            "PATCH",
+            "/v1/tenants/a",
+            json!({"max_running": bad}),
+        );
+        assert_eq!(status, 400, "{bad}: {refused}");
+        assert!(refused.to_string().contains("max_running"), "{refused}");
+    }
+    let (_, kept) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
+    assert!(kept.to_string().contains(r#""max_running":1"#), "{kept}");
+}
+
 qhost_tests::on_each_driver!(
     every_route_answers_every_credential_as_the_matrix_says,
     a_tenant_sees_and_changes_its_own_batches_alone,
@@ -960,4 +1078,5 @@ qhost_tests::on_each_driver!(
     priority_ceilings_and_group_namespaces_hold_for_tokens_and_handles_alike,
     a_tenant_runs_the_modules_it_is_allowed_alone,
     a_tenant_reaches_the_origins_it_is_allowed_alone,
+    a_tenant_runs_at_most_its_running_limit_beside_the_others,
 );

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Admin;
-use super::batches::json_body;
+use super::batches::{json_body, object_body};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::origin::{self, AllowedOrigin};
 use crate::scheduler::NewToken;
@@ -93,6 +93,11 @@ pub struct SetTenant {
     #[serde(default, deserialize_with = "super::tasks::present")]
     #[schema(max_items = 100)]
     pub allow_http: Option<Option<Vec<String>>>,
+    /// The most of its tasks claimed at once, across its batches and the nodes (1 to
+    /// 1000000); `null`: no limit. It reaches every task not yet claimed.
+    #[serde(default, deserialize_with = "crate::whole::clearable")]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000000)]
+    pub max_running: Option<Option<u32>>,
 }
 
 /// The origins a tenant's batches may reach, when the admin narrowed them.
@@ -187,9 +192,7 @@ pub async fn set(
     Path(name): Path<String>,
     body: Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
 ) -> ApiResult<Json<TenantInfo>> {
-    // An object, read field by field: serde would take a struct from an array too.
-    let body: SetTenant = serde_json::from_value(json_body(body)?.into())
-        .map_err(|e| ApiError::bad_request(format!("the body: {e}")))?;
+    let body: SetTenant = object_body(body)?;
     let change = TenantChange {
         max_priority: body.max_priority,
         shared_groups: body
@@ -202,6 +205,7 @@ pub async fn set(
             Some(Some(origins)) => Some(Some(within_operator(&state, &origins)?)),
             other => other,
         },
+        max_running: body.max_running,
     };
     Ok(Json(state.scheduler.tenant_set(name, change).await?))
 }

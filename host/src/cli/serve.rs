@@ -148,7 +148,7 @@ pub struct ServeArgs {
     /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
     /// metrics_listen, max_timeout, max_memory, max_defer, max_deferrals, quota_tasks,
     /// quota_input, quota_output, quota_text, quota_children, quota_depth, webhook,
-    /// webhook_secret_file, otlp_endpoint, tenant_max_priority);
+    /// webhook_secret_file, otlp_endpoint, tenant_max_priority, tenant_max_running);
     /// flags and variables take precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
@@ -164,6 +164,11 @@ pub struct ServeArgs {
     /// their handles, unless the admin gives the tenant another (default 100).
     #[arg(long, env = "QHOST_TENANT_MAX_PRIORITY", allow_negative_numbers = true)]
     pub tenant_max_priority: Option<i32>,
+    /// The most tasks of a tenant claimed at once, across its batches and the nodes,
+    /// that a tenant gets when it is added (1 to 1000000; default: no limit). The admin
+    /// changes a tenant's with `qhost tenant set NAME --max-running N`.
+    #[arg(long, env = "QHOST_TENANT_MAX_RUNNING", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub tenant_max_running: Option<u32>,
     #[command(flatten)]
     pub quotas: QuotaArgs,
 }
@@ -208,6 +213,7 @@ struct FileConfig {
     quota_depth: Option<String>,
     otlp_endpoint: Option<String>,
     tenant_max_priority: Option<i32>,
+    tenant_max_running: Option<u32>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -224,6 +230,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .tenant_max_priority
         .or(file.tenant_max_priority)
         .unwrap_or(crate::store::DEFAULT_MAX_PRIORITY);
+    let tenant_max_running =
+        crate::store::check_max_running(args.tenant_max_running.or(file.tenant_max_running))
+            .context("tenant_max_running in the config file")?;
     let listen = args
         .listen
         .or(file.listen)
@@ -545,6 +554,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.retention = retention;
         config.batch_quotas = batch_quotas;
         config.tenant_max_priority = tenant_max_priority;
+        config.tenant_max_running = tenant_max_running;
         config.secret_key = Some(secret_key);
         config.default_limits = default_limits;
         config.webhook = webhook;

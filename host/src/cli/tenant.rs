@@ -46,6 +46,10 @@ pub enum TenantCommand {
         /// server's ceiling (`--tenant-max-priority`).
         #[arg(long, allow_negative_numbers = true)]
         max_priority: Option<String>,
+        /// The most of its tasks claimed at once, across its batches and the nodes (1 to
+        /// 1000000); `none`: no limit.
+        #[arg(long, value_name = "N")]
+        max_running: Option<String>,
         /// Share a group with it (again for more).
         #[arg(long, value_name = "KEY")]
         share_group: Vec<String>,
@@ -146,6 +150,7 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
         TenantCommand::Set {
             name,
             max_priority,
+            max_running,
             share_group,
             unshare_group,
             allow_module,
@@ -166,6 +171,15 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     ))?),
                 };
                 change.insert("max_priority".into(), ceiling);
+            }
+            if let Some(text) = max_running {
+                let limit = match text.as_str() {
+                    "none" => serde_json::Value::Null,
+                    text => json!(text.parse::<u32>().map_err(|_| anyhow::anyhow!(
+                        "--max-running `{text}`: a whole number from 1, or `none`"
+                    ))?),
+                };
+                change.insert("max_running".into(), limit);
             }
             let lists_change = !share_group.is_empty()
                 || !unshare_group.is_empty()
@@ -229,11 +243,15 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 let origins = tenant
                     .allow_http
                     .map_or("the server's".to_owned(), |o| o.join(", "));
+                let running = tenant
+                    .max_running
+                    .map_or("no limit".to_owned(), |n| format!("at most {n}"));
                 outln!(
                     "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}; \
-                     modules: {modules}; origins: {origins}",
+                     modules: {modules}; origins: {origins}; running: {} ({running})",
                     tenant.name,
-                    tenant.name
+                    tenant.name,
+                    tenant.running
                 )?;
             }
         }

@@ -157,6 +157,8 @@ pub struct SchedulerConfig {
     pub batch_quotas: crate::store::Quotas,
     /// The priority ceiling of a tenant that sets none of its own.
     pub tenant_max_priority: i32,
+    /// The running limit a tenant gets when it is added; none: no limit.
+    pub tenant_max_running: Option<u32>,
 }
 
 impl SchedulerConfig {
@@ -177,6 +179,7 @@ impl SchedulerConfig {
                 ..crate::store::Quotas::default()
             },
             tenant_max_priority: DEFAULT_MAX_PRIORITY,
+            tenant_max_running: None,
         }
     }
 }

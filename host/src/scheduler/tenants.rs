@@ -34,8 +34,17 @@ fn secret_hash(secret: &str) -> [u8; 32] {
 }
 
 impl Scheduler {
+    /// Adds a tenant, with the server's running limit for new tenants, if it has one.
     pub async fn tenant_add(&self, name: String) -> Result<TenantInfo> {
-        Ok(self.store.tenant_add(name, now_micros()).await?)
+        let info = self.store.tenant_add(name, now_micros()).await?;
+        let Some(limit) = self.config.tenant_max_running else {
+            return Ok(info);
+        };
+        let change = TenantChange {
+            max_running: Some(Some(limit)),
+            ..TenantChange::default()
+        };
+        Ok(self.store.tenant_set(info.name, change).await?)
     }
 
     pub async fn tenant_list(&self) -> Result<Vec<TenantInfo>> {

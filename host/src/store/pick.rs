@@ -1,11 +1,11 @@
-//! First-fit picking of claim candidates under group and batch limits, shared by the
-//! drivers: candidates come in claim order, and each is taken if its group and its batch
-//! still have room, so a full group or batch passes its tasks over without holding up
-//! the rest (no head-of-line blocking).
+//! First-fit picking of claim candidates under group, batch and tenant limits, shared by
+//! the drivers: candidates come in claim order, and each is taken if its group, its batch
+//! and its batch's tenant still have room, so a full group, batch or tenant passes its
+//! tasks over without holding up the rest (no head-of-line blocking).
 
 use std::collections::HashMap;
 
-use super::{BatchId, TaskId};
+use super::{BatchId, TaskId, TenantId};
 
 /// A place in claim order: priority, vseq, id.
 pub(crate) type Place = (i32, i64, TaskId);
@@ -23,6 +23,8 @@ pub(crate) struct Candidate {
     pub group: Option<String>,
     /// The batch has a `max_parallel`: it needs room in its batch to be taken.
     pub limited: bool,
+    /// Its batch's tenant: it needs room in the tenant to be taken.
+    pub tenant: Option<TenantId>,
     pub vseq: i64,
 }
 
@@ -33,6 +35,8 @@ pub(crate) struct Rooms {
     pub batches: HashMap<BatchId, Option<i64>>,
     /// Room per group; a group that is missing has no room.
     pub groups: HashMap<String, i64>,
+    /// Room per tenant (`None`: no limit); a tenant that is missing has no room.
+    pub tenants: HashMap<TenantId, Option<i64>>,
 }
 
 impl Rooms {
@@ -45,6 +49,13 @@ impl Rooms {
                 Some(_) => {}
             }
         }
+        if let Some(tenant) = c.tenant {
+            match self.tenants.get(&tenant) {
+                None => return false,
+                Some(room) if room.is_some_and(|room| room <= 0) => return false,
+                Some(_) => {}
+            }
+        }
         if let Some(group) = &c.group {
             match self.groups.get_mut(group) {
                 Some(room) if *room > 0 => *room -= 1,
@@ -52,6 +63,9 @@ impl Rooms {
             }
         }
         if let Some(Some(room)) = self.batches.get_mut(&c.batch) {
+            *room -= 1;
+        }
+        if let Some(Some(room)) = c.tenant.and_then(|t| self.tenants.get_mut(&t)) {
             *room -= 1;
         }
         true
@@ -85,6 +99,7 @@ mod tests {
             batch,
             group: group.map(str::to_owned),
             limited,
+            tenant: None,
             vseq: 0,
         }
     }
@@ -110,5 +125,35 @@ mod tests {
             .collect();
         // 2: its group is full; 4: its batch is full; 6: its batch has no room known.
         assert_eq!(taken, [1, 3, 5]);
+    }
+
+    #[test]
+    fn a_full_tenant_passes_over_the_tasks_of_all_its_batches() {
+        let mut rooms = Rooms::default();
+        rooms.batches.insert(1, None);
+        rooms.batches.insert(2, None);
+        rooms.batches.insert(3, None);
+        rooms.tenants.insert(7, Some(2));
+        rooms.tenants.insert(8, None);
+        let of = |id, batch, tenant| Candidate {
+            tenant,
+            ..candidate(id, batch, None, false)
+        };
+        let candidates = [
+            of(1, 1, Some(7)),
+            of(2, 2, Some(7)),
+            of(3, 1, Some(7)),
+            of(4, 3, None),
+            of(5, 3, Some(8)),
+            of(6, 3, Some(9)),
+        ];
+        let taken: Vec<TaskId> = candidates
+            .iter()
+            .filter(|c| rooms.take(c))
+            .map(|c| c.id)
+            .collect();
+        // 3: tenant 7 has two running, across its batches; 6: its tenant has no room known.
+        assert_eq!(taken, [1, 2, 4, 5]);
+        assert_eq!(rooms.tenants[&7], Some(0));
     }
 }

@@ -21,6 +21,8 @@ pub const MAX_TENANT_NAME: usize = 64;
 pub const DEFAULT_MAX_PRIORITY: i32 = 100;
 /// Most groups shared with one tenant.
 pub const MAX_SHARED_GROUPS: usize = 100;
+/// The largest running limit a tenant may be given.
+pub const MAX_TENANT_RUNNING: u32 = 1_000_000;
 
 /// A tenant, as the admin lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -42,6 +44,12 @@ pub struct TenantInfo {
     /// the operator's `--allow-http`; none: the operator's.
     #[schema(required = true)]
     pub allow_http: Option<Vec<String>>,
+    /// The most of its tasks that may be claimed at once, across its batches and the
+    /// nodes; none: no limit.
+    #[schema(required = true)]
+    pub max_running: Option<u32>,
+    /// Its tasks claimed now.
+    pub running: u32,
 }
 
 /// A change to what a tenant's batches may do; a field left out (`None`) stays.
@@ -54,6 +62,8 @@ pub struct TenantChange {
     pub modules: Option<Option<Vec<String>>>,
     /// Origins as the API checked them; `Some(None)`: the operator's.
     pub allow_http: Option<Option<Vec<String>>>,
+    /// `Some(None)`: no limit.
+    pub max_running: Option<Option<u32>>,
 }
 
 /// What a tenant's batches may do, its ceiling resolved against the server's.
@@ -154,6 +164,18 @@ pub fn check_tenant_name(name: &str) -> Result<(), StoreError> {
             "field `name`: `{name}` is not a tenant name: 1 to {MAX_TENANT_NAME} of a-z, 0-9, \
              `-` and `_`, starting with a letter or digit"
         )))
+    }
+}
+
+/// A tenant's running limit: 1 to [`MAX_TENANT_RUNNING`] (a limit of 0 would hold its
+/// work, which pausing its batches does in a way every read shows).
+pub fn check_max_running(limit: Option<u32>) -> Result<Option<u32>, StoreError> {
+    match limit {
+        Some(n) if !(1..=MAX_TENANT_RUNNING).contains(&n) => Err(StoreError::Invalid(format!(
+            "field `max_running`: {n} is not a running limit: 1 to {MAX_TENANT_RUNNING}, or \
+             null for none (to stop a tenant's work, pause its batches)"
+        ))),
+        limit => Ok(limit),
     }
 }
 

@@ -72,6 +72,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         shared_groups: Some(vec!["s2".into(), "s1".into(), "s1".into()]),
         modules: Some(Some(vec!["echo".into()])),
         allow_http: Some(Some(vec!["https://a.example".into()])),
+        max_running: Some(Some(3)),
     })
     .await
     .unwrap();
@@ -79,12 +80,14 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         (
             changed.max_priority,
             &changed.shared_groups[..],
-            changed.modules.as_deref()
+            changed.modules.as_deref(),
+            changed.max_running,
         ),
         (
             Some(7),
             &["s1".to_owned(), "s2".to_owned()][..],
-            Some(&["echo".to_owned()][..])
+            Some(&["echo".to_owned()][..]),
+            Some(3),
         )
     );
     let kept = set(TenantChange::default()).await.unwrap();
@@ -92,6 +95,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
     let cleared = set(TenantChange {
         max_priority: Some(None),
         modules: Some(None),
+        max_running: Some(None),
         ..TenantChange::default()
     })
     .await
@@ -100,7 +104,10 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         changed.allow_http.as_deref(),
         Some(&["https://a.example".to_owned()][..])
     );
-    assert_eq!((cleared.max_priority, &cleared.modules), (None, &None));
+    assert_eq!(
+        (cleared.max_priority, &cleared.modules, cleared.max_running),
+        (None, &None, None)
+    );
     assert_eq!(cleared.allow_http, changed.allow_http, "left out, kept");
     assert_eq!(cleared.shared_groups, ["s1", "s2"]);
     assert_eq!(store.tenant_get(a.id).await.unwrap(), cleared);
@@ -112,6 +119,22 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         .await,
         Err(StoreError::Invalid(_))
     ));
+    for limit in [0, MAX_TENANT_RUNNING + 1] {
+        let refused = set(TenantChange {
+            max_running: Some(Some(limit)),
+            ..TenantChange::default()
+        })
+        .await;
+        assert!(
+            matches!(&refused, Err(StoreError::Invalid(e)) if e.contains("max_running")),
+            "{limit}: {refused:?}"
+        );
+    }
+    assert_eq!(
+        store.tenant_get(a.id).await.unwrap(),
+        cleared,
+        "refused, kept"
+    );
 
     let by_tenant = |tenant| BatchFilter {
         tenant: Some(tenant),

@@ -22,7 +22,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::runtime::Outcome;
-use crate::store::{BatchId, Micros, OnFailure, TaskId, TaskState};
+use crate::store::{BatchId, Micros, OnFailure, TaskId, TaskState, TenantId};
 
 mod defer;
 mod graph;
@@ -132,23 +132,31 @@ pub fn is_due_at_gate(task: &Task, gates: &BTreeMap<BatchId, i64>, now: Micros) 
 /// the batches with a `max_parallel`) have fewer claimed tasks than their limit, counting
 /// those this claim took, and its group's rate (`group_tokens`: the groups with a rate
 /// and their tokens now) has more tokens than this claim took of the group; a candidate
-/// that does not fit is passed over, and the claim stops once it has `k`.
+/// that does not fit is passed over, and the claim stops once it has `k`. A task whose
+/// batch is in `batch_tenants` (the batches of tenants with a running limit, with their
+/// tenant and its limit) needs as well its tenant to have fewer claimed tasks, across all
+/// its batches, than its limit.
 pub fn claim_order(
     tasks: &[Task],
     group_limits: &BTreeMap<String, u32>,
     group_tokens: &BTreeMap<String, i64>,
     batch_limits: &BTreeMap<BatchId, u32>,
+    batch_tenants: &BTreeMap<BatchId, (TenantId, u32)>,
     now: Micros,
     k: usize,
 ) -> Vec<TaskId> {
     let mut group_taken: BTreeMap<&str, i64> = BTreeMap::new();
     let mut group_claimed: BTreeMap<&str, u32> = BTreeMap::new();
     let mut batch_claimed: BTreeMap<BatchId, u32> = BTreeMap::new();
+    let mut tenant_claimed: BTreeMap<TenantId, u32> = BTreeMap::new();
     for task in tasks.iter().filter(|t| t.phase == Phase::Claimed) {
         if let Some(group) = &task.group {
             *group_claimed.entry(group).or_default() += 1;
         }
         *batch_claimed.entry(task.batch).or_default() += 1;
+        if let Some(&(tenant, _)) = batch_tenants.get(&task.batch) {
+            *tenant_claimed.entry(tenant).or_default() += 1;
+        }
     }
 
     let gates = gates(tasks);
@@ -181,6 +189,15 @@ pub fn claim_order(
             && batch_claimed.get(&task.batch).copied().unwrap_or(0) >= limit
         {
             continue;
+        }
+        let tenant = batch_tenants.get(&task.batch);
+        if let Some(&(tenant, limit)) = tenant
+            && tenant_claimed.get(&tenant).copied().unwrap_or(0) >= limit
+        {
+            continue;
+        }
+        if let Some(&(tenant, _)) = tenant {
+            *tenant_claimed.entry(tenant).or_default() += 1;
         }
         if let Some(group) = &task.group {
             *group_claimed.entry(group).or_default() += 1;

@@ -21,6 +21,8 @@ pub struct Batch {
     /// The highest order that has had a task claimed: no lower order may be submitted.
     /// A hand-back does not lower it (the task may have begun running).
     pub started_order: Option<i64>,
+    /// The tenant it belongs to; none: the admin's.
+    pub tenant: Option<TenantId>,
 }
 
 /// A task to submit, as the model needs it.
@@ -126,6 +128,8 @@ pub struct Model {
     pub holds: BTreeMap<String, Micros>,
     /// The fair-queueing clock: the largest `vseq` a claim has taken.
     pub vtime: i64,
+    /// The tenants with a running limit, and their limit.
+    pub tenant_limits: BTreeMap<TenantId, u32>,
     /// The children claimed tasks submitted, by parent and key.
     pub children: BTreeMap<(TaskId, String), TaskId>,
     next_task: TaskId,
@@ -149,6 +153,7 @@ impl Model {
             rates: BTreeMap::new(),
             holds: BTreeMap::new(),
             vtime: 0,
+            tenant_limits: BTreeMap::new(),
             children: BTreeMap::new(),
             next_task: 1,
             next_batch: 1,
@@ -257,9 +262,36 @@ impl Model {
                 failure_policy,
                 next_vseq: 0,
                 started_order: None,
+                tenant: None,
             },
         );
         id
+    }
+
+    /// Makes `batch` one of `tenant`'s.
+    pub fn set_batch_tenant(&mut self, batch: BatchId, tenant: TenantId) {
+        if let Some(b) = self.batches.get_mut(&batch) {
+            b.tenant = Some(tenant);
+        }
+    }
+
+    /// Sets or lifts `tenant`'s running limit: it reaches every task not yet claimed.
+    pub fn set_tenant_limit(&mut self, tenant: TenantId, limit: Option<u32>) {
+        match limit {
+            Some(limit) => self.tenant_limits.insert(tenant, limit),
+            None => self.tenant_limits.remove(&tenant),
+        };
+    }
+
+    /// The batches of tenants with a running limit, with their tenant and its limit.
+    fn batch_tenants(&self) -> BTreeMap<BatchId, (TenantId, u32)> {
+        self.batches
+            .iter()
+            .filter_map(|(&id, b)| {
+                let tenant = b.tenant?;
+                Some((id, (tenant, *self.tenant_limits.get(&tenant)?)))
+            })
+            .collect()
     }
 
     /// Submits tasks, all or none. The first task's `vseq` is the batch's next one or the
@@ -319,7 +351,15 @@ impl Model {
         let (group_limits, batch_limits) = self.limits();
         let mut tokens = self.tokens(now);
         tokens.extend(self.held(now));
-        let taken = claim_order(&self.tasks, &group_limits, &tokens, &batch_limits, now, k);
+        let taken = claim_order(
+            &self.tasks,
+            &group_limits,
+            &tokens,
+            &batch_limits,
+            &self.batch_tenants(),
+            now,
+            k,
+        );
         self.spend_tokens(&taken, now);
         let mut tasks = Vec::new();
         for &id in &taken {

@@ -347,3 +347,33 @@ fn a_failed_dependency_cancels_runs_or_skips_and_a_retry_waits_again() {
     assert_eq!(m.retry(&select), 1);
     assert_eq!(m.state(t[1]), Some(TaskState::Cancelled));
 }
+
+#[test]
+fn a_tenant_limit_counts_every_batch_of_the_tenant_and_no_other() {
+    let mut m = Model::new();
+    let a1 = m.open_batch(0, None, FailurePolicy::Continue);
+    let a2 = m.open_batch(0, None, FailurePolicy::Continue);
+    let other = m.open_batch(0, None, FailurePolicy::Continue);
+    m.set_batch_tenant(a1, 1);
+    m.set_batch_tenant(a2, 1);
+    m.set_batch_tenant(other, 2);
+    m.set_tenant_limit(1, Some(2));
+    let t1 = m
+        .submit(a1, &[new_task(0, None), new_task(0, None)])
+        .unwrap();
+    let t2 = m.submit(a2, &[new_task(0, None)]).unwrap();
+    let t3 = m
+        .submit(other, &[new_task(0, None), new_task(0, None)])
+        .unwrap();
+    // Fair queueing takes each batch's first task first: tenant 1's third task (its
+    // first batch's second) waits, and tenant 2's are taken past it.
+    assert_eq!(ids(m.claim(NOW, 10)), [t1[0], t2[0], t3[0], t3[1]]);
+    m.complete(t1[0], Ending::Success, NOW);
+    assert_eq!(ids(m.claim(NOW, 10)), [t1[1]]);
+    // A raised limit reaches what has not been claimed.
+    m.set_tenant_limit(1, None);
+    let more = m
+        .submit(a1, &[new_task(0, None), new_task(0, None)])
+        .unwrap();
+    assert_eq!(ids(m.claim(NOW, 10)), more);
+}

@@ -5,9 +5,9 @@
 //! priority, fair-queueing and submission order (and, when busy or full groups leave the
 //! window short, each other group's first tasks and the ungrouped ones behind it, from
 //! indexes of their own); takes its batches' gate locks shared (tried, not waited for: a
-//! submission is changing that gate); locks the group and batch counters it will consume
-//! with `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that group or batch
-//! full for this one); picks tasks first-fit where the locked counters have room; and
+//! submission is changing that gate); locks the group, batch and tenant counters it will
+//! consume with `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that group,
+//! batch or tenant full for this one); picks tasks first-fit where the locked counters have room; and
 //! locks exactly the picked tasks, `SKIP LOCKED` again. Picks another claim locked first
 //! are replaced from the candidates left, a few rounds at most. So concurrent claimers
 //! take disjoint tasks without blocking each other, and between them take what one
@@ -56,6 +56,10 @@ pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running, \
     WHERE key = ANY($1) AND running < lim AND held_until <= $2 AND (rate_limit IS NULL \
         OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2) \
     ORDER BY key FOR UPDATE SKIP LOCKED";
+/// Locks the counters of the claim's tenants that no other claim holds, with their room
+/// (NULL: no limit).
+pub(super) const LOCK_TENANTS_SQL: &str = "SELECT id, max_running - running FROM tenants \
+    WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED";
 /// When the next group with a rate and ready tasks gets a token back.
 pub(super) const NEXT_RATE_SQL: &str = include_str!("sql/claim_next_rate.sql");
 /// Counts the claim's groups with room (and a token, if they have a rate, and not held) at
@@ -103,6 +107,7 @@ fn candidate(r: &tokio_postgres::Row) -> (Candidate, i32) {
         batch: r.get(1),
         group: r.get(2),
         limited: r.get(3),
+        tenant: r.get(6),
         vseq: r.get(4),
     };
     (candidate, r.get(5))
@@ -127,7 +132,7 @@ impl Look {
             let list = look
                 .lists
                 .entry(c.group.clone())
-                .or_insert((0, row.get(6), at));
+                .or_insert((0, row.get(7), at));
             list.0 += 1;
             list.2 = at;
             look.read.push((c, at));
@@ -162,7 +167,7 @@ impl Look {
 }
 
 /// What a claim holds besides tasks: its batches' gates (shared), and the counters of
-/// the limited batches and groups it may consume (locked), with their room.
+/// the limited batches, groups and tenants it may consume (locked), with their room.
 #[derive(Default)]
 struct Held {
     /// Batches whose gate this claim holds; batches tried and refused are absent.
@@ -170,6 +175,7 @@ struct Held {
     /// Batches and groups already tried, held or not.
     tried_batches: HashSet<BatchId>,
     tried_groups: HashSet<String>,
+    tried_tenants: HashSet<TenantId>,
     rooms: Rooms,
     /// Another transaction held a gate or counter this claim wanted.
     contended: bool,
@@ -188,7 +194,13 @@ impl Held {
         let mut batches: Vec<BatchId> = Vec::new();
         let mut limited: Vec<BatchId> = Vec::new();
         let mut groups: Vec<&str> = Vec::new();
+        let mut tenants: Vec<TenantId> = Vec::new();
         for c in candidates {
+            if let Some(tenant) = c.tenant
+                && self.tried_tenants.insert(tenant)
+            {
+                tenants.push(tenant);
+            }
             if self.tried_batches.insert(c.batch) {
                 batches.push(c.batch);
                 if c.limited {
@@ -205,13 +217,15 @@ impl Held {
         batches.sort_unstable();
         limited.sort_unstable();
         groups.sort_unstable();
-        let (lock_batches, lock_groups, free_groups) = tokio::try_join!(
+        tenants.sort_unstable();
+        let (lock_batches, lock_groups, free_groups, lock_tenants) = tokio::try_join!(
             tx.prepare_cached(LOCK_BATCHES_SQL),
             tx.prepare_cached(LOCK_GROUPS_SQL),
             tx.prepare_cached(FREE_GROUPS_SQL),
+            tx.prepare_cached(LOCK_TENANTS_SQL),
         )
         .map_err(pg)?;
-        let (open_gates, batch_rows, group_rows, free) = tokio::try_join!(
+        let (open_gates, batch_rows, group_rows, free, tenant_rows) = tokio::try_join!(
             async {
                 if batches.is_empty() {
                     return Ok(Vec::new());
@@ -240,10 +254,22 @@ impl Held {
                     .map_err(pg)?;
                 Ok(row.get::<_, i64>(0))
             },
+            async {
+                if tenants.is_empty() {
+                    return Ok(Vec::new());
+                }
+                tx.query(&lock_tenants, &[&tenants]).await.map_err(pg)
+            },
         )?;
         self.contended |= open_gates.len() < batches.len()
             || batch_rows.len() < limited.len()
-            || (group_rows.len() as i64) < free;
+            || (group_rows.len() as i64) < free
+            || tenant_rows.len() < tenants.len();
+        self.rooms.tenants.extend(
+            tenant_rows
+                .iter()
+                .map(|row| (row.get(0), row.get::<_, Option<i32>>(1).map(i64::from))),
+        );
         self.open_gates.extend(open_gates);
         self.rooms.batches.extend(
             batch_rows
@@ -371,12 +397,33 @@ async fn claim_in(
                 .collect();
             full.sort_unstable();
             full.dedup();
+            // Tenants with no room left, or whose counter another claim holds.
+            let full_tenants: Vec<TenantId> = held
+                .tried_tenants
+                .iter()
+                .copied()
+                .filter(|t| {
+                    trial
+                        .tenants
+                        .get(t)
+                        .is_none_or(|room| room.is_some_and(|room| room <= 0))
+                })
+                .collect();
             let need = (p.max - fits) as i64;
             let (a_priority, a_vseq, a_id) = after;
             let rows = tx
                 .query(
                     &stmt,
-                    &[&p.now, &a_priority, &a_vseq, &a_id, &need, &filled, &full],
+                    &[
+                        &p.now,
+                        &a_priority,
+                        &a_vseq,
+                        &a_id,
+                        &need,
+                        &filled,
+                        &full,
+                        &full_tenants,
+                    ],
                 )
                 .await
                 .map_err(pg)?;
@@ -457,7 +504,11 @@ async fn claim_in(
     // Counter changes per limited batch and per group.
     let mut batch_taken: HashMap<BatchId, i32> = HashMap::new();
     let mut group_taken: HashMap<&str, i32> = HashMap::new();
+    let mut tenant_taken: HashMap<TenantId, i32> = HashMap::new();
     for c in &taken {
+        if let Some(tenant) = c.tenant {
+            *tenant_taken.entry(tenant).or_default() += 1;
+        }
         if c.limited {
             *batch_taken.entry(c.batch).or_default() += 1;
         }
@@ -470,13 +521,15 @@ async fn claim_in(
     let taken: Vec<i64> = taken.iter().map(|c| c.id).collect();
     let (batch_ids, batch_counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
     let (group_keys, group_counts): (Vec<&str>, Vec<i32>) = group_taken.into_iter().unzip();
+    let (tenant_ids, tenant_counts): (Vec<i64>, Vec<i32>) = tenant_taken.into_iter().unzip();
 
     let token_base = random_token() >> 2;
     let expires = p.now + duration_micros(p.lease);
-    let (take, count_batches, count_groups, clock) = tokio::try_join!(
+    let (take, count_batches, count_groups, count_tenants, clock) = tokio::try_join!(
         tx.prepare_cached(TAKE_SQL),
         tx.prepare_cached(include_str!("sql/claim_count_batches.sql")),
         tx.prepare_cached(include_str!("sql/claim_count_groups.sql")),
+        tx.prepare_cached(include_str!("sql/claim_count_tenants.sql")),
         // The fair-queueing clock only moves forward; when another claim holds it, that
         // claim moves it.
         tx.prepare_cached(
@@ -504,6 +557,14 @@ async fn claim_in(
                 return Ok(0);
             }
             tx.execute(&count_groups, &[&group_keys, &group_counts, &p.now])
+                .await
+                .map_err(pg)
+        },
+        async {
+            if tenant_ids.is_empty() {
+                return Ok(0);
+            }
+            tx.execute(&count_tenants, &[&tenant_ids, &tenant_counts])
                 .await
                 .map_err(pg)
         },

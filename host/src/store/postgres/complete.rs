@@ -108,6 +108,7 @@ pub(super) struct Running {
     pub(super) hooked: bool,
     /// How many times it was deferred.
     pub(super) deferrals: i32,
+    pub(super) tenant: Option<TenantId>,
 }
 
 fn running_row(r: &tokio_postgres::Row) -> Running {
@@ -127,6 +128,7 @@ fn running_row(r: &tokio_postgres::Row) -> Running {
         halts: r.get(12),
         hooked: r.get(13),
         deferrals: r.get(14),
+        tenant: r.get(15),
     }
 }
 
@@ -136,6 +138,7 @@ fn running_row(r: &tokio_postgres::Row) -> Running {
 struct Freed {
     batches: HashMap<BatchId, i32>,
     groups: HashMap<String, i32>,
+    tenants: HashMap<TenantId, i32>,
     /// Groups held after a deferred attempt, until when.
     holds: HashMap<String, Micros>,
 }
@@ -147,6 +150,9 @@ impl Freed {
         }
         if let Some(group) = &task.group {
             *self.groups.entry(group.clone()).or_default() += 1;
+        }
+        if let Some(tenant) = task.tenant {
+            *self.tenants.entry(tenant).or_default() += 1;
         }
     }
 
@@ -184,6 +190,16 @@ impl Freed {
             tx.execute(&stmt, &[&keys, &counts, &holds])
                 .await
                 .map_err(pg)?;
+        }
+        if !self.tenants.is_empty() {
+            let mut rows: Vec<(TenantId, i32)> = self.tenants.into_iter().collect();
+            rows.sort_unstable();
+            let (ids, counts): (Vec<i64>, Vec<i32>) = rows.into_iter().unzip();
+            let stmt = tx
+                .prepare_cached(include_str!("sql/complete_free_tenants.sql"))
+                .await
+                .map_err(pg)?;
+            tx.execute(&stmt, &[&ids, &counts]).await.map_err(pg)?;
         }
         Ok(())
     }
@@ -396,6 +412,7 @@ async fn end_attempts(
                 halts: false,
                 hooked: r.get(6),
                 deferrals: 0,
+                tenant: r.get(8),
             };
             if r.get::<_, bool>(7) {
                 ending.leading.push((task.id, true));

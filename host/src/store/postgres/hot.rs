@@ -71,6 +71,11 @@ pub const HOT: &[Hot] = &[
         indexes: &[],
     },
     Hot {
+        name: "claim: the tenants counted",
+        sql: include_str!("sql/claim_count_tenants.sql"),
+        indexes: &[],
+    },
+    Hot {
         name: "claim: the next delayed task due",
         sql: claim::NEXT_DUE_SQL,
         indexes: &["ready_delayed on ready"],
@@ -108,6 +113,11 @@ pub const HOT: &[Hot] = &[
     Hot {
         name: "complete: groups freed",
         sql: include_str!("sql/complete_free_groups.sql"),
+        indexes: &[],
+    },
+    Hot {
+        name: "complete: tenants freed",
+        sql: include_str!("sql/complete_free_tenants.sql"),
         indexes: &[],
     },
     Hot {

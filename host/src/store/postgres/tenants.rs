@@ -20,6 +20,8 @@ fn tenant(r: &Row) -> TenantInfo {
         allow_http: r
             .get::<_, Option<&str>>(7)
             .and_then(|m| serde_json::from_str(m).ok()),
+        max_running: r.get::<_, Option<i32>>(8).map(|n| n as u32),
+        running: r.get::<_, i32>(9) as u32,
     }
 }
 
@@ -100,6 +102,7 @@ pub(super) async fn set(
         .clone()
         .flatten()
         .map(|o| serde_json::to_string(&o).expect("strings"));
+    let max_running = change.max_running.map(check_max_running).transpose()?;
     let client = store.client(Commit::Durable).await?;
     let id = tenant_id(&client, &name).await?;
     // One statement: a field left out keeps its value.
@@ -109,7 +112,8 @@ pub(super) async fn set(
              SET max_priority = CASE WHEN $2 THEN $3 ELSE max_priority END,
                  shared_groups = coalesce($4, shared_groups),
                  modules = CASE WHEN $5 THEN $6 ELSE modules END,
-                 allow_http = CASE WHEN $7 THEN $8 ELSE allow_http END
+                 allow_http = CASE WHEN $7 THEN $8 ELSE allow_http END,
+                 max_running = CASE WHEN $9 THEN $10 ELSE max_running END
              WHERE id = $1",
             &[
                 &id,
@@ -120,6 +124,8 @@ pub(super) async fn set(
                 &modules,
                 &change.allow_http.is_some(),
                 &origins,
+                &max_running.is_some(),
+                &max_running.flatten().map(|n| n as i32),
             ],
         )
         .await

@@ -4,8 +4,8 @@
 //!
 //! A claim is one write transaction (SQLite has one writer, so nothing else moves
 //! meanwhile). It reads ready tasks in priority, then fair-queueing (`vseq`), then
-//! submission order, with the room left in each task's group and batch; skips tasks whose
-//! group or batch is full (no head-of-line blocking: a blocked task is passed over, never
+//! submission order, with the room left in each task's group, batch and tenant; skips
+//! tasks whose group, batch or tenant is full (no head-of-line blocking: a blocked task is passed over, never
 //! waited on); picks first-fit ([`crate::store::pick`]), so one claim never takes more of
 //! a group or batch than it has room for; and takes the picks by id. A group with a rate
 //! has no more room than tokens ([`crate::store::rate`]); the claim moves its bucket on
@@ -46,8 +46,9 @@ pub(super) const NEXT_HOLD_SQL: &str = include_str!("sql/claim_next_hold.sql");
 /// Counts a claim's tasks of one batch as running.
 pub(super) const BATCH_TAKE_SQL: &str = include_str!("sql/claim_count_batch.sql");
 
-/// A candidate row: the candidate, its batch's and group's room, and its priority.
-type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32);
+/// A candidate row: the candidate, its batch's and group's room, its priority, and its
+/// tenant's room.
+type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32, Option<i64>);
 
 /// A candidate row read at `now`: its group's room is within its rate's tokens, and none
 /// while it is held.
@@ -63,9 +64,10 @@ fn candidate_row(r: &rusqlite::Row<'_>, now: Micros) -> rusqlite::Result<Candida
         batch: r.get(1)?,
         group: r.get(2)?,
         limited: batch_room.is_some(),
+        tenant: r.get(12)?,
         vseq: r.get(3)?,
     };
-    Ok((candidate, batch_room, group_room, r.get(6)?))
+    Ok((candidate, batch_room, group_room, r.get(6)?, r.get(13)?))
 }
 
 /// The bucket of a group's rate columns `rate_limit`, `rate_period`, `rate_burst`,
@@ -79,7 +81,7 @@ fn rate_bucket(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Option<Buck
     ))
 }
 
-fn place((c, _, _, priority): &CandidateRow) -> Place {
+fn place((c, _, _, priority, _): &CandidateRow) -> Place {
     (*priority, c.vseq, c.id)
 }
 
@@ -107,6 +109,13 @@ fn beyond(
         .map(|(&batch, _)| batch)
         .collect();
     let full = serde_json::to_string(&full).expect("ids serialize");
+    let full_tenants: Vec<TenantId> = rooms
+        .tenants
+        .iter()
+        .filter(|(_, room)| room.is_some_and(|room| room <= 0))
+        .map(|(&tenant, _)| tenant)
+        .collect();
+    let full_tenants = serde_json::to_string(&full_tenants).expect("ids serialize");
     let mut lists: Vec<List> = Vec::new();
     let mut list = |group: Option<String>, rows: &[CandidateRow], limit: i64| {
         if let Some(last) = rows.last().map(place) {
@@ -116,9 +125,10 @@ fn beyond(
     let mut rows: Vec<CandidateRow> = tx
         .prepare_cached(FREE_BEYOND_SQL)
         .map_err(internal)?
-        .query_map(params![now, priority, vseq, id, need, full], |r| {
-            candidate_row(r, now)
-        })
+        .query_map(
+            params![now, priority, vseq, id, need, full, full_tenants],
+            |r| candidate_row(r, now),
+        )
         .map_err(internal)?
         .collect::<rusqlite::Result<_>>()
         .map_err(internal)?;
@@ -155,9 +165,10 @@ fn beyond(
         if room > 0 {
             let limit = room.min(need);
             let heads: Vec<CandidateRow> = group_beyond
-                .query_map(params![now, priority, vseq, id, group, limit, full], |r| {
-                    candidate_row(r, now)
-                })
+                .query_map(
+                    params![now, priority, vseq, id, group, limit, full, full_tenants],
+                    |r| candidate_row(r, now),
+                )
                 .map_err(internal)?
                 .collect::<rusqlite::Result<_>>()
                 .map_err(internal)?;
@@ -176,11 +187,14 @@ fn beyond(
     Ok((rows, lists))
 }
 
-/// Gives `trial` the room of the batch and group of a row it has not met yet.
-fn meet(trial: &mut Rooms, (candidate, batch_room, group_room, _): &CandidateRow) {
-    trial.batches.entry(candidate.batch).or_insert(*batch_room);
+/// Gives `rooms` the room of the batch, group and tenant of a row it has not met yet.
+fn meet(rooms: &mut Rooms, (candidate, batch_room, group_room, _, tenant_room): &CandidateRow) {
+    rooms.batches.entry(candidate.batch).or_insert(*batch_room);
     if let (Some(group), Some(room)) = (&candidate.group, group_room) {
-        trial.groups.entry(group.clone()).or_insert(*room);
+        rooms.groups.entry(group.clone()).or_insert(*room);
+    }
+    if let Some(tenant) = candidate.tenant {
+        rooms.tenants.entry(tenant).or_insert(*tenant_room);
     }
 }
 
@@ -208,6 +222,8 @@ pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ?
     rate_tat = CASE WHEN rate_limit IS NULL THEN rate_tat
                     ELSE max(rate_tat, ?3) + ?1 * max(1, rate_period / rate_limit) END
     WHERE key = ?2";
+/// A tenant has `?1` more tasks claimed.
+pub(super) const TENANT_TAKE_SQL: &str = "UPDATE tenants SET running = running + ?1 WHERE id = ?2";
 /// The fair-queueing clock moves to the latest position claimed.
 pub(super) const VTIME_SQL: &str = "UPDATE scheduler SET vtime = max(vtime, ?)";
 
@@ -253,12 +269,8 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
     let mut rooms = Rooms::default();
     let mut candidates: Vec<Candidate> = Vec::new();
     let add = |rooms: &mut Rooms, candidates: &mut Vec<Candidate>, row: CandidateRow| {
-        let (candidate, batch_room, group_room, _) = row;
-        rooms.batches.entry(candidate.batch).or_insert(batch_room);
-        if let (Some(group), Some(room)) = (&candidate.group, group_room) {
-            rooms.groups.entry(group.clone()).or_insert(room);
-        }
-        candidates.push(candidate);
+        meet(rooms, &row);
+        candidates.push(row.0);
     };
     let mut last = None;
     for row in tx
@@ -349,10 +361,14 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
         taken.insert(task.id, task);
     }
     // In claim order, which is the order they start in.
+    let mut tenants: HashMap<TenantId, i64> = HashMap::new();
     let claimed: Vec<ClaimedTask> = picks
         .iter()
         .filter_map(|pick| {
             let mut task = taken.remove(&pick.id)?;
+            if let Some(tenant) = pick.tenant {
+                *tenants.entry(tenant).or_default() += 1;
+            }
             task.batch = pick.batch;
             task.group = pick.group.clone();
             Some(task)
@@ -380,6 +396,12 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
     for (group, count) in groups {
         group_running
             .execute(params![count, group, p.now])
+            .map_err(internal)?;
+    }
+    let mut tenant_running = tx.prepare_cached(TENANT_TAKE_SQL).map_err(internal)?;
+    for (tenant, count) in tenants {
+        tenant_running
+            .execute(params![count, tenant])
             .map_err(internal)?;
     }
     tx.prepare_cached(VTIME_SQL)

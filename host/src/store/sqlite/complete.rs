@@ -48,9 +48,12 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
 }
 
 /// A batch has `?` fewer tasks claimed; returns whether it has a webhook, so that a batch
-/// without one costs no statement more (see `hooks.rs`).
-pub(super) const BATCH_FREE_SQL: &str =
-    "UPDATE batches SET running = running - ? WHERE id = ? RETURNING webhook_url IS NOT NULL";
+/// without one costs no statement more (see `hooks.rs`), and its tenant, whose count the
+/// same slots leave.
+pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ? \
+    RETURNING webhook_url IS NOT NULL, tenant_id";
+/// A tenant has `?` fewer tasks claimed.
+pub(super) const TENANT_FREE_SQL: &str = "UPDATE tenants SET running = running - ? WHERE id = ?";
 /// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
 pub(super) const GROUP_HOLD_SQL: &str =
     "UPDATE groups SET held_until = max(held_until, ?1) WHERE key = ?2";
@@ -174,10 +177,11 @@ fn complete_successes(
     let mut batch_running = tx.prepare_cached(BATCH_FREE_SQL).map_err(internal)?;
     let mut hooked: HashMap<BatchId, bool> = HashMap::with_capacity(batches.len());
     for (batch, count) in batches {
-        let has_hook = batch_running
-            .query_row(params![count, batch], |r| r.get(0))
+        let (has_hook, tenant) = batch_running
+            .query_row(params![count, batch], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(internal)?;
         hooked.insert(batch, has_hook);
+        free_tenant(tx, tenant, count)?;
     }
     let mut group_running = tx.prepare_cached(GROUP_FREE_SQL).map_err(internal)?;
     for (group, count) in groups {
@@ -297,13 +301,25 @@ fn halted(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
         .map_err(internal)
 }
 
+/// Frees `count` of `tenant`'s slots, if the batch that had them has a tenant.
+fn free_tenant(tx: &Transaction<'_>, tenant: Option<TenantId>, count: i64) -> StoreResult<()> {
+    if let Some(tenant) = tenant {
+        tx.prepare_cached(TENANT_FREE_SQL)
+            .map_err(internal)?
+            .execute(params![count, tenant])
+            .map_err(internal)?;
+    }
+    Ok(())
+}
+
 /// Frees the task's slots; returns whether its batch has a webhook.
 fn free_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<bool> {
-    let hooked = tx
+    let (hooked, tenant) = tx
         .prepare_cached(BATCH_FREE_SQL)
         .map_err(internal)?
-        .query_row(params![1, task.batch], |r| r.get(0))
+        .query_row(params![1, task.batch], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(internal)?;
+    free_tenant(tx, tenant, 1)?;
     if let Some(group) = &task.group {
         tx.prepare_cached(GROUP_FREE_SQL)
             .map_err(internal)?

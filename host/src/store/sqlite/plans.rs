@@ -24,6 +24,8 @@ const BATCH_BY_ID: &str = "SEARCH batches USING INTEGER PRIMARY KEY (rowid=?)";
 const GROUP_BY_KEY: &str = "SEARCH groups USING PRIMARY KEY (key=?)";
 const ORDER_BY_KEY: &str = "SEARCH batch_orders USING PRIMARY KEY (batch_id=? AND ord=?)";
 const ORDERS_OF_BATCH: &str = "SEARCH o USING PRIMARY KEY (batch_id=?)";
+const TENANT_OF_BATCH: &str = "SEARCH n USING INTEGER PRIMARY KEY (rowid=?)";
+const TENANT_BY_ID: &str = "SEARCH tenants USING INTEGER PRIMARY KEY (rowid=?)";
 
 const HOT: &[Hot] = &[
     // Submission.
@@ -50,6 +52,7 @@ const HOT: &[Hot] = &[
             "SCAN t USING INDEX tasks_ready",
             "SEARCH b USING INTEGER PRIMARY KEY (rowid=?)",
             "SEARCH g USING PRIMARY KEY (key=?)",
+            TENANT_OF_BATCH,
         ],
     },
     Hot {
@@ -58,6 +61,7 @@ const HOT: &[Hot] = &[
         plan: &[
             "SEARCH t USING INDEX tasks_ready_free",
             "SEARCH b USING INTEGER PRIMARY KEY (rowid=?)",
+            TENANT_OF_BATCH,
         ],
     },
     Hot {
@@ -66,6 +70,7 @@ const HOT: &[Hot] = &[
         plan: &[
             "SEARCH t USING INDEX tasks_ready_group (group_key=?",
             "SEARCH b USING INTEGER PRIMARY KEY (rowid=?)",
+            TENANT_OF_BATCH,
         ],
     },
     Hot {
@@ -119,6 +124,11 @@ const HOT: &[Hot] = &[
         sql: claim::GROUP_TAKE_SQL,
         plan: &[GROUP_BY_KEY],
     },
+    Hot {
+        name: "claim: a tenant's running count",
+        sql: claim::TENANT_TAKE_SQL,
+        plan: &[TENANT_BY_ID],
+    },
     // Start, completion, hand-back, leases.
     Hot {
         name: "start mark",
@@ -154,6 +164,11 @@ const HOT: &[Hot] = &[
         name: "complete: a group's running count",
         sql: complete::GROUP_FREE_SQL,
         plan: &[GROUP_BY_KEY],
+    },
+    Hot {
+        name: "complete: a tenant's running count",
+        sql: complete::TENANT_FREE_SQL,
+        plan: &[TENANT_BY_ID],
     },
     Hot {
         name: "complete: an order closed",
@@ -294,7 +309,7 @@ fn every_hot_statement_uses_its_index_whatever_other_indexes_there_are() {
 }
 
 /// Every statement a claim may run.
-const CLAIM_STATEMENTS: [&str; 13] = [
+const CLAIM_STATEMENTS: [&str; 14] = [
     claim::CANDIDATES_SQL,
     claim::FREE_BEYOND_SQL,
     claim::GROUP_BEYOND_SQL,
@@ -307,6 +322,7 @@ const CLAIM_STATEMENTS: [&str; 13] = [
     claim::TAKE_SQL,
     claim::BATCH_TAKE_SQL,
     claim::GROUP_TAKE_SQL,
+    claim::TENANT_TAKE_SQL,
     claim::VTIME_SQL,
 ];
 

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 23] = [
+const MIGRATIONS: [&str; 24] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -32,6 +32,7 @@ const MIGRATIONS: [&str; 23] = [
     include_str!("migrations/0021_spawn.sql"),
     include_str!("migrations/0022_spawn_quotas.sql"),
     include_str!("migrations/0023_tenants.sql"),
+    include_str!("migrations/0024_tenant_running.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

@@ -20,6 +20,8 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
         allow_http: r
             .get::<_, Option<String>>(7)?
             .and_then(|m| serde_json::from_str(&m).ok()),
+        max_running: r.get(8)?,
+        running: r.get(9)?,
     })
 }
 
@@ -89,6 +91,14 @@ pub(super) fn set(
         tx.execute(
             "UPDATE tenants SET allow_http = ? WHERE id = ?",
             params![origins, id],
+        )
+        .map_err(internal)?;
+    }
+    if let Some(max_running) = change.max_running {
+        let max_running = check_max_running(max_running)?;
+        tx.execute(
+            "UPDATE tenants SET max_running = ? WHERE id = ?",
+            params![max_running, id],
         )
         .map_err(internal)?;
     }

@@ -1,7 +1,7 @@
 -- Ready tasks behind the last one read that the window could not supply: tasks without a
 -- group, and the first tasks of every group with room, but those already filled, none of
--- the batches already full. Each row carries the limit its list was read with, so that a
--- list cut off by it can be read on. Walks two short indexes, never the tasks of busy
+-- the batches and tenants already full. Each row carries the limit its list was read
+-- with, so that a list cut off by it can be read on. Walks two short indexes, never the tasks of busy
 -- groups: so a claim costs what it can take, however many tasks wait behind a busy group.
 --
 -- $1 now: tasks not before it are due (not_before 0: due at once)
@@ -9,17 +9,19 @@
 -- $5 at most this many tasks without a group, and per group
 -- $6 groups already filled (text[])
 -- $7 batches already full (bigint[])
+-- $8 tenants already full (bigint[])
 --
 -- Every task in the ready table has state 1 (ready).
 SELECT * FROM (
   (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-          $5::bigint AS lim
+          b.tenant_id, $5::bigint AS lim
    FROM ready r
    JOIN batches b ON b.id = r.batch_id
    WHERE r.group_key IS NULL AND r.not_before <= $1
      AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
      AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
      AND NOT (r.batch_id = ANY($7::bigint[]))
+     AND (b.tenant_id IS NULL OR NOT (b.tenant_id = ANY($8::bigint[])))
    ORDER BY r.priority DESC, r.vseq, r.task_id
    LIMIT $5)
   UNION ALL
@@ -28,13 +30,14 @@ SELECT * FROM (
    LEFT JOIN unnest($6::text[]) AS filled(key) ON filled.key = g.key
    CROSS JOIN LATERAL (
      SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-            least(g.lim - g.running, $5)::bigint AS lim
+            b.tenant_id, least(g.lim - g.running, $5)::bigint AS lim
      FROM ready r
      JOIN batches b ON b.id = r.batch_id
      WHERE r.group_key = g.key AND r.not_before <= $1
        AND (r.priority < $2 OR (r.priority = $2 AND (r.vseq, r.task_id) > ($3, $4)))
        AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
        AND NOT (r.batch_id = ANY($7::bigint[]))
+       AND (b.tenant_id IS NULL OR NOT (b.tenant_id = ANY($8::bigint[])))
      ORDER BY r.priority DESC, r.vseq, r.task_id
      LIMIT least(g.lim - g.running, $5)) AS h
    WHERE g.running < g.lim AND filled.key IS NULL

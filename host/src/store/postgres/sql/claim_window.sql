@@ -1,12 +1,14 @@
 -- The head of the queue: ready tasks in claim order (priority, then fair-queueing sequence,
--- then id), of batches with room; nothing locked yet. Groups are not looked at here: a
--- claim locks the counters of the groups it meets anyway, and learns their room from that.
+-- then id), of batches with room; nothing locked yet. Groups and tenants are not looked
+-- at here: a claim locks the counters of those it meets anyway, and learns their room
+-- from that.
 --
 -- $1 now: tasks not before it are due (not_before 0: due at once)
 -- $2 at most this many
 --
 -- Every task in the ready table has state 1 (ready).
-SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority
+SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
+       b.tenant_id
 FROM ready r
 JOIN batches b ON b.id = r.batch_id
 WHERE r.not_before <= $1

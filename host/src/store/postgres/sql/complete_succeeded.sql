@@ -10,7 +10,7 @@
 -- state: 2 claimed, 3 succeeded.
 --
 -- Returns per task ended: id, batch, order, group, attempts, whether its batch has a limit,
--- whether it has a webhook, whether tasks run after it (graph.rs).
+-- whether it has a webhook, whether tasks run after it (graph.rs), its batch's tenant.
 UPDATE tasks AS t SET state = 3, ended_at = $1, outcome = 'succeeded',
     error = NULL, output = u.output,
     lease_node = NULL, lease_token = NULL
@@ -19,4 +19,4 @@ FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS u(id, token, output),
 WHERE t.id = u.id AND t.state = 2 AND t.lease_token = u.token
     AND b.id = t.batch_id
 RETURNING t.id, t.batch_id, t.ord, t.group_key, t.attempts,
-    b.max_parallel IS NOT NULL, b.webhook_url IS NOT NULL, t.dependents
+    b.max_parallel IS NOT NULL, b.webhook_url IS NOT NULL, t.dependents, b.tenant_id

@@ -13,18 +13,20 @@
 -- Columns, in the order claim.rs's candidate_row reads them: id, batch, group, vseq, the
 -- batch's room (NULL: no limit), the group's room (NULL: no group), priority, and the
 -- group's rate (limit, period, burst: NULLs when it has none) and its tat, from which
--- claim.rs takes the room its tokens leave (store/rate.rs), and when its hold ends (none
--- while it is held: store/hold.rs).
+-- claim.rs takes the room its tokens leave (store/rate.rs), when its hold ends (none
+-- while it is held: store/hold.rs), and the batch's tenant and its room (NULL: no limit).
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq,
        b.max_parallel - b.running AS batch_room,
        g.lim - g.running AS group_room,
        t.priority,
-       g.rate_limit, g.rate_period, g.rate_burst, g.rate_tat, g.held_until
+       g.rate_limit, g.rate_period, g.rate_burst, g.rate_tat, g.held_until,
+       b.tenant_id, n.max_running - n.running
 FROM tasks t INDEXED BY tasks_ready
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN groups g ON g.key = t.group_key
+LEFT JOIN tenants n ON n.id = b.tenant_id
 WHERE t.state = 1
   AND t.not_before <= ?1
 ORDER BY t.priority DESC, t.vseq, t.id

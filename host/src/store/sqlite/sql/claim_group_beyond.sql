@@ -1,6 +1,6 @@
 -- A look behind the claim's scan: the first claimable tasks of one group with room behind
 -- the scan's last task, in claim order, along tasks_ready_group. Tasks of batches that
--- are full are left out.
+-- are full are left out, and those of tenants that are.
 --
 -- ?1 now: tasks whose not_before has come are due
 -- ?2 priority of the place to read behind
@@ -9,20 +9,24 @@
 -- ?5 group key
 -- ?6 the group's room (within its rate's tokens), and so at most this many
 -- ?7 the batches full already, a JSON array of ids
+-- ?8 the tenants full already, a JSON array of ids
 --
 -- Columns as claim_candidates.sql's: id, batch, group, vseq, the batch's room (NULL: no
 -- limit), the group's room, priority, and NULLs for the group's rate and hold: ?6 is its
--- room with its tokens and hold counted already.
+-- room with its tokens and hold counted already; the batch's tenant and its room.
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, ?6, t.priority,
-       NULL, NULL, NULL, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL, b.tenant_id, n.max_running - n.running
 FROM tasks t INDEXED BY tasks_ready_group
 JOIN batches b ON b.id = t.batch_id
+LEFT JOIN tenants n ON n.id = b.tenant_id
 WHERE t.state = 1 AND t.group_key = ?5
   AND t.not_before <= ?1
   AND (t.priority < ?2 OR (t.priority = ?2 AND (t.vseq, t.id) > (?3, ?4)))
   AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
   AND t.batch_id NOT IN (SELECT value FROM json_each(?7))
+  AND (n.max_running IS NULL OR n.running < n.max_running)
+  AND (b.tenant_id IS NULL OR b.tenant_id NOT IN (SELECT value FROM json_each(?8)))
 ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT ?6;
