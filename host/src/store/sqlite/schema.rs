@@ -255,4 +255,41 @@ mod tests {
         .unwrap();
         assert_eq!(totals(&conn), [(3, 2, 0), (4, 1, 1), (5, 1, 0)]);
     }
+
+    #[test]
+    fn an_upgraded_store_counts_the_tasks_its_tenants_have_claimed() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+        let running = MIGRATIONS
+            .iter()
+            .position(|sql| sql.contains("ADD COLUMN max_running"))
+            .unwrap();
+        for sql in &MIGRATIONS[..running] {
+            conn.execute_batch(sql).unwrap();
+        }
+        // Tenant 1 has two tasks claimed (state 2) and one ready, tenant 2 none; the
+        // admin's batch 3 has one claimed.
+        conn.execute_batch(
+            "INSERT INTO tenants (id, name, created_at) VALUES (1, 'a', 0), (2, 'b', 0);
+             INSERT INTO batches (id, handle_hash, priority, halt_on_failure, created_at,
+                 tenant_id)
+             VALUES (1, x'01', 0, 0, 0, 1), (2, x'02', 0, 0, 0, 1), (3, x'03', 0, 0, 0, NULL);
+             INSERT INTO tasks (batch_id, module, input, ord, priority, vseq, state,
+                 max_attempts, backoff_ms, limits, mounts, not_before, submitted_at)
+             VALUES (1, 'm', x'00', 0, 0, 0, 2, 1, 0, '{}', '[]', 0, 10),
+                    (2, 'm', x'00', 0, 0, 0, 2, 1, 0, '{}', '[]', 0, 10),
+                    (2, 'm', x'00', 0, 0, 1, 1, 1, 0, '{}', '[]', 0, 10),
+                    (3, 'm', x'00', 0, 0, 0, 2, 1, 0, '{}', '[]', 0, 10);",
+        )
+        .unwrap();
+        conn.execute_batch(MIGRATIONS[running]).unwrap();
+        let counts: Vec<(i64, i64)> = conn
+            .prepare("SELECT id, running FROM tenants ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(counts, [(1, 2), (2, 0)]);
+    }
 }
