@@ -2,13 +2,17 @@
 //! matrix (every route of the API document × the admin, tenant A, tenant B, A's batch
 //! handle, B's batch handle and no credential, each cell listed below and checked), what a
 //! tenant's lists show, tokens shown once, kept hashed and revoked, priority ceilings and
-//! group namespaces for tokens and handles alike, and the command line.
+//! group namespaces for tokens and handles alike, running limits on one node and across
+//! two, and the command line.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use qhost::scheduler::rules::{Span, peak_overlap};
 use qhost::store::AttemptRecord;
+use qhost_tests::pg::TestDb;
+use qhost_tests::serve_node::{self, ServeNode};
 use qhost_tests::server::{Server, agent, call};
 use serde_json::{Value, json};
 
@@ -1069,6 +1073,64 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
     }
     let (_, kept) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
     assert!(kept.to_string().contains(r#""max_running":1"#), "{kept}");
+}
+
+/// Across nodes: two nodes of two slots on one PostgreSQL database, tenant A (limit 2)
+/// with three batches of sleepers through one node and the admin's batch through the
+/// other. A never has more than two running at once on the two nodes together, and uses
+/// both; the admin's work takes the other two slots at once.
+#[test]
+fn a_tenants_running_limit_holds_across_nodes() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let nodes: Vec<ServeNode> = ["n1", "n2"]
+        .iter()
+        .map(|name| {
+            ServeNode::start(data.path(), name, 2, |command| {
+                command.args(["--db", &db.url]);
+            })
+        })
+        .collect();
+    for node in &nodes {
+        node.upload("sleep");
+    }
+    nodes[0].call("POST", "/v1/tenants", Some(json!({"name": "a"})));
+    nodes[0].call("PATCH", "/v1/tenants/a", Some(json!({"max_running": 2})));
+    let token = nodes[0].call("POST", "/v1/tenants/a/tokens", Some(json!({})))["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let open = |node: &ServeNode, credential: &str, count: usize| {
+        let body = json!({"tasks": sleepers(count, 400)});
+        node.call_as(credential, "POST", "/v1/batches", Some(body))["batch"]["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let a: Vec<i64> = (0..3).map(|_| open(&nodes[0], &token, 4)).collect();
+    let mine = open(&nodes[1], serve_node::TOKEN, 6);
+    for &batch in a.iter().chain([&mine]) {
+        nodes[1].wait(batch, Duration::from_secs(120));
+    }
+    let log = nodes[0].log();
+    let spans = |batches: &[i64]| -> Vec<Span> {
+        log.iter()
+            .filter(|r| batches.contains(&r.batch))
+            .map(Span::from)
+            .collect()
+    };
+    let (of_a, all) = (spans(&a), spans(&[a[0], a[1], a[2], mine]));
+    assert_eq!((of_a.len(), all.len()), (12, 18), "each task ran once");
+    assert_eq!(
+        peak_overlap(&of_a),
+        2,
+        "tenant A ran more than 2, or never 2, at once"
+    );
+    assert_eq!(
+        peak_overlap(&all),
+        4,
+        "a slot idled while the admin's work waited"
+    );
 }
 
 qhost_tests::on_each_driver!(
