@@ -944,6 +944,27 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
         set.contains("the server's") && set.contains("shared: none"),
         "{set}"
     );
+    let set = run(&["tenant", "set", "acme", "--max-running", "3"]);
+    assert!(set.contains("running: 0 (at most 3)"), "{set}");
+    let listed = run(&["tenant", "ls"]);
+    let row = listed.lines().find(|l| l.starts_with("acme")).unwrap();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["acme", "1", "0", "3"],
+        "{listed}"
+    );
+    let set = run(&["tenant", "set", "acme", "--max-running", "none"]);
+    assert!(set.contains("running: 0 (no limit)"), "{set}");
+    let refused = server
+        .cli()
+        .args(["tenant", "set", "acme", "--max-running", "0"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("max_running"),
+        "{said}"
+    );
     let id = token.split('_').nth(1).unwrap();
     assert!(run(&["tenant", "revoke", "acme", id]).contains("revoked"));
     assert!(run(&["tenant", "tokens", "acme"]).contains("revoked"));
@@ -1059,6 +1080,25 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
         .find(|t| t["name"] == "a")
         .unwrap();
     assert_eq!(a["running"], 0, "{a}");
+    let metrics = agent()
+        .get(t.url("/metrics"))
+        .header("Authorization", format!("Bearer {}", t.server.token))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    for series in [
+        r#"qhost_tenant_running{tenant="a"} 0"#,
+        r#"qhost_tenant_max_running{tenant="a"} 1"#,
+        r#"qhost_tenant_running{tenant="b"} 0"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == series),
+            "{series} in\n{metrics}"
+        );
+    }
+    assert!(!metrics.contains(r#"qhost_tenant_max_running{tenant="b"}"#));
 
     // Out of range, or not a number: refused, naming the field and what is allowed.
     for bad in [json!(0), json!(1_000_001), json!(-1), json!("2")] {

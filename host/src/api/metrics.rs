@@ -1,7 +1,7 @@
 //! `/metrics` in the Prometheus text format: the queue (tasks per state, ended totals, the
-//! oldest ready task, busy groups) as every node reads it from the store, and this node's
-//! slots, measurements by module, and process (memory, files, threads). Reading it costs
-//! the same however many tasks ended.
+//! oldest ready task, busy groups, tenants' running counts) as every node reads it from
+//! the store, and this node's slots, measurements by module, and process (memory, files,
+//! threads). Reading it costs the same however many tasks ended.
 //!
 //! It names groups, so it asks for a token (the metrics token, or the admin's), unless
 //! served on a listen address of its own (`--metrics-listen`), which the operator keeps
@@ -111,6 +111,36 @@ pub async fn metrics(
         head(&mut text, name, "gauge", help);
         for (group, value) in groups.iter().zip(values) {
             let _ = writeln!(text, "{name}{{group=\"{}\"}} {value}", label(&group.key));
+        }
+    }
+    // Tenants' counts of tasks claimed, and the limits of those that have one.
+    let tenants = state.scheduler.tenant_list().await?;
+    head(
+        &mut text,
+        "qhost_tenant_running",
+        "gauge",
+        "Tasks claimed now per tenant, across its batches and the nodes.",
+    );
+    for t in &tenants {
+        let _ = writeln!(
+            text,
+            "qhost_tenant_running{{tenant=\"{}\"}} {}",
+            t.name, t.running
+        );
+    }
+    head(
+        &mut text,
+        "qhost_tenant_max_running",
+        "gauge",
+        "The running limit of each tenant that has one.",
+    );
+    for t in &tenants {
+        if let Some(limit) = t.max_running {
+            let _ = writeln!(
+                text,
+                "qhost_tenant_max_running{{tenant=\"{}\"}} {limit}",
+                t.name
+            );
         }
     }
     // Only the groups with a rate have these series.

@@ -31,7 +31,8 @@ pub enum TenantCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List the tenants, with how many tokens each holds.
+    /// List the tenants, with how many tokens each holds, its tasks claimed now and its
+    /// running limit.
     Ls {
         /// Print them as JSON, one array.
         #[arg(long)]
@@ -141,9 +142,22 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     .max()
                     .unwrap_or(6)
                     .max(6);
-                outln!("{:<width$}  {:>6}", "tenant", "tokens")?;
+                outln!(
+                    "{:<width$}  {:>6}  {:>7}  {:>11}",
+                    "tenant",
+                    "tokens",
+                    "running",
+                    "max_running"
+                )?;
                 for t in &list.tenants {
-                    outln!("{:<width$}  {:>6}", t.name, t.tokens)?;
+                    let limit = t.max_running.map_or("-".to_owned(), |n| n.to_string());
+                    outln!(
+                        "{:<width$}  {:>6}  {:>7}  {:>11}",
+                        t.name,
+                        t.tokens,
+                        t.running,
+                        limit
+                    )?;
                 }
             }
         }
