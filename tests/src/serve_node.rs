@@ -39,6 +39,19 @@ impl ServeNode {
         }
     }
 
+    /// Nodes named `names`, each of `workers` slots, on the PostgreSQL database at `db`;
+    /// returns once all listen.
+    pub fn on_database(db: &str, data: &Path, names: &[&str], workers: usize) -> Vec<ServeNode> {
+        names
+            .iter()
+            .map(|name| {
+                ServeNode::start(data, name, workers, |command| {
+                    command.args(["--db", db]);
+                })
+            })
+            .collect()
+    }
+
     /// Calls the API with `credential`; the call must succeed.
     pub fn call_as(
         &self,

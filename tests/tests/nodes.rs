@@ -193,14 +193,7 @@ fn a_stream_announces_starts_on_other_nodes_at_once() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let db = runtime.block_on(TestDb::new());
     let data = tempfile::tempdir().unwrap();
-    let nodes: Vec<ServeNode> = ["n1", "n2"]
-        .iter()
-        .map(|name| {
-            ServeNode::start(data.path(), name, 1, |command| {
-                command.args(["--db", &db.url]);
-            })
-        })
-        .collect();
+    let nodes = ServeNode::on_database(&db.url, data.path(), &["n1", "n2"], 1);
     nodes[0].upload("misbehave");
     let long = || {
         json!({ "tasks": [

@@ -182,15 +182,7 @@ fn a_one_second_schedule_fires_every_second_on_three_postgres_nodes() {
     let db = runtime.block_on(TestDb::new());
     let data = tempfile::tempdir().unwrap();
     every_second_and_after_a_restart(
-        || {
-            (1..=3)
-                .map(|n| {
-                    ServeNode::start(data.path(), &format!("n{n}"), 2, |command| {
-                        command.args(["--db", &db.url]);
-                    })
-                })
-                .collect()
-        },
+        || ServeNode::on_database(&db.url, data.path(), &["n1", "n2", "n3"], 2),
         "three PostgreSQL nodes",
     );
 }

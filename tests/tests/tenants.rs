@@ -1124,14 +1124,7 @@ fn a_tenants_running_limit_holds_across_nodes() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let db = runtime.block_on(TestDb::new());
     let data = tempfile::tempdir().unwrap();
-    let nodes: Vec<ServeNode> = ["n1", "n2"]
-        .iter()
-        .map(|name| {
-            ServeNode::start(data.path(), name, 2, |command| {
-                command.args(["--db", &db.url]);
-            })
-        })
-        .collect();
+    let nodes = ServeNode::on_database(&db.url, data.path(), &["n1", "n2"], 2);
     for node in &nodes {
         node.upload("sleep");
     }

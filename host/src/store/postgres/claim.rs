@@ -7,13 +7,13 @@
 //! indexes of their own); takes its batches' gate locks shared (tried, not waited for: a
 //! submission is changing that gate); locks the group, batch and tenant counters it will
 //! consume with `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that group,
-//! batch or tenant full for this one); picks tasks first-fit where the locked counters have room; and
-//! locks exactly the picked tasks, `SKIP LOCKED` again. Picks another claim locked first
-//! are replaced from the candidates left, a few rounds at most. So concurrent claimers
-//! take disjoint tasks without blocking each other, and between them take what one
-//! claimer would have (no head-of-line blocking: a blocked task is passed over, never
-//! waited on). A taken task moves from `ready` to `leases`; its attempt's end removes the
-//! lease (see the schema's version 3 for why these are tables of their own).
+//! batch or tenant full for this one); picks tasks first-fit where the locked counters
+//! have room; and locks exactly the picked tasks, `SKIP LOCKED` again. Picks another
+//! claim locked first are replaced from the candidates left, a few rounds at most. So
+//! concurrent claimers take disjoint tasks without blocking each other, and between them
+//! take what one claimer would have (no head-of-line blocking: a blocked task is passed
+//! over, never waited on). A taken task moves from `ready` to `leases`; its attempt's end
+//! removes the lease (see the schema's version 3 for why these are tables of their own).
 
 use std::collections::{HashMap, HashSet};
 

@@ -5,9 +5,10 @@
 //! A claim is one write transaction (SQLite has one writer, so nothing else moves
 //! meanwhile). It reads ready tasks in priority, then fair-queueing (`vseq`), then
 //! submission order, with the room left in each task's group, batch and tenant; skips
-//! tasks whose group, batch or tenant is full (no head-of-line blocking: a blocked task is passed over, never
-//! waited on); picks first-fit ([`crate::store::pick`]), so one claim never takes more of
-//! a group or batch than it has room for; and takes the picks by id. A group with a rate
+//! tasks whose group, batch or tenant is full (no head-of-line blocking: a blocked task
+//! is passed over, never waited on); picks first-fit ([`crate::store::pick`]), so one
+//! claim never takes more of a group, batch or tenant than it has room for; and takes the
+//! picks by id. A group with a rate
 //! has no more room than tokens ([`crate::store::rate`]); the claim moves its bucket on
 //! with its counter.
 

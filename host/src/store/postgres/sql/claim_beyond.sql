@@ -1,8 +1,9 @@
 -- Ready tasks behind the last one read that the window could not supply: tasks without a
 -- group, and the first tasks of every group with room, but those already filled, none of
 -- the batches and tenants already full. Each row carries the limit its list was read
--- with, so that a list cut off by it can be read on. Walks two short indexes, never the tasks of busy
--- groups: so a claim costs what it can take, however many tasks wait behind a busy group.
+-- with, so that a list cut off by it can be read on. Walks two short indexes, never the
+-- tasks of busy groups: so a claim costs what it can take, however many tasks wait
+-- behind a busy group.
 --
 -- $1 now: tasks not before it are due (not_before 0: due at once)
 -- $2, $3, $4 the priority, vseq and id of the last task read: rows come after it
