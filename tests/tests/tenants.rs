@@ -955,6 +955,25 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     );
     let set = run(&["tenant", "set", "acme", "--max-running", "none"]);
     assert!(set.contains("running: 0 (no limit)"), "{set}");
+    let limits = [
+        "--max-limit",
+        "memory=32MiB",
+        "--max-limit",
+        "http_requests=5",
+    ];
+    let set = run(&[&["tenant", "set", "acme"][..], &limits].concat());
+    let said = |set: &str| {
+        set.split("task limits at most: ")
+            .nth(1)
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let mut both: Vec<String> = said(&set).split(", ").map(str::to_owned).collect();
+    both.sort();
+    assert_eq!(both, ["http_requests 5", "memory 32MiB"], "{set}");
+    let set = run(&["tenant", "set", "acme", "--max-limit", "memory=server"]);
+    assert_eq!(said(&set), "http_requests 5", "{set}");
     let refused = server
         .cli()
         .args(["tenant", "set", "acme", "--max-running", "0"])
@@ -1115,6 +1134,118 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
     assert!(kept.to_string().contains(r#""max_running":1"#), "{kept}");
 }
 
+/// A tenant's task maxima bound what its tasks ask, through its token and its batches'
+/// handles alike, and a task that asks nothing runs with the server's default within
+/// them: a task growing its memory to 50 MiB fails in tenant A's batch (at most 32 MiB)
+/// and succeeds in the admin's (the default 64 MiB). Maxima above the server's, or that
+/// do not read, are refused by name, and `{}` gives the server's back.
+fn a_tenants_tasks_ask_within_its_maxima(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let t = Tenants::start(data.path(), db);
+    t.server.upload("misbehave");
+    let maxima = json!({"memory": "32MiB", "http_requests": 5});
+    let (status, set) = admin(
+        &t.server,
+        "PATCH",
+        "/v1/tenants/a",
+        json!({"max_limits": maxima}),
+    );
+    assert_eq!((status, &set["max_limits"]), (200, &maxima), "{set}");
+    let task = |limits: Value| {
+        let mut task = json!({"module": "misbehave", "input": "scan:800", "max_attempts": 1});
+        task.as_object_mut()
+            .unwrap()
+            .extend(limits.as_object().unwrap().clone());
+        task
+    };
+    let open = |token: &str, limits: Value| {
+        let body = json!({"tasks": [task(limits)]});
+        call("POST", &t.url("/v1/batches"), Some(token), Some(body))
+    };
+
+    // Asked above its maximum: refused, naming the limit and whose maximum it is.
+    for asked in [json!({"memory": "64MiB"}), json!({"http_requests": 6})] {
+        let (status, refused) = open(&t.a, asked.clone());
+        assert_eq!(status, 400, "{asked}: {refused}");
+        let said = refused.to_string();
+        assert!(
+            said.contains("limits") && said.contains("tenant a"),
+            "{said}"
+        );
+    }
+    // Within it, through the token and through its batch's handle.
+    let (status, opened) = open(&t.a, json!({"memory": "16MiB"}));
+    assert_eq!(status, 201, "{opened}");
+    let handle = opened["handle"].as_str().unwrap();
+    let submit = |limits: Value| {
+        let url = t.url(&format!("/v1/batches/{}/tasks", opened["batch"]["id"]));
+        call(
+            "POST",
+            &url,
+            Some(handle),
+            Some(json!({"tasks": [task(limits)]})),
+        )
+    };
+    assert_eq!(submit(json!({"memory": "64MiB"})).0, 400);
+    assert_eq!(submit(json!({"memory": "32MiB"})).0, 201);
+    // Asking nothing: the default 64 MiB is above A's maximum, so it runs with 32 MiB.
+    let run = |token: &str| {
+        let (status, opened) = open(token, json!({}));
+        assert_eq!(status, 201, "{opened}");
+        let batch = opened["batch"]["id"].as_i64().unwrap();
+        wait_ended(&t.server, batch);
+        let task = opened["tasks"][0].as_i64().unwrap();
+        let (_, info) = call(
+            "GET",
+            &t.url(&format!("/v1/tasks/{task}")),
+            Some(&t.server.token),
+            None,
+        );
+        info
+    };
+    let in_a = run(&t.a);
+    assert_eq!(in_a["state"], "failed", "{in_a}");
+    assert!(
+        in_a["error"].to_string().contains("could not grow"),
+        "{in_a}"
+    );
+    let mine = run(&t.server.token);
+    assert_eq!(
+        mine["state"], "succeeded",
+        "the admin's keep the server's: {mine}"
+    );
+    // Tenant B has no maxima of its own.
+    assert_eq!(open(&t.b, json!({"memory": "64MiB"})).0, 201);
+
+    // Maxima past the server's, unknown or unreadable: refused by name, nothing changed.
+    for (bad, named) in [
+        (json!({"memory": "8GiB"}), "max_limits"),
+        (json!({"output": "1MiB"}), "max_limits"),
+        (json!({"timeout": "soon"}), "max_limits.timeout"),
+    ] {
+        let (status, refused) = admin(
+            &t.server,
+            "PATCH",
+            "/v1/tenants/a",
+            json!({"max_limits": bad}),
+        );
+        assert_eq!(status, 400, "{bad}: {refused}");
+        assert!(refused.to_string().contains(named), "{bad}: {refused}");
+    }
+    let (status, cleared) = admin(
+        &t.server,
+        "PATCH",
+        "/v1/tenants/a",
+        json!({"max_limits": {}}),
+    );
+    assert_eq!(
+        (status, &cleared["max_limits"]),
+        (200, &json!({})),
+        "{cleared}"
+    );
+    assert_eq!(open(&t.a, json!({"memory": "64MiB"})).0, 201);
+}
+
 /// Across nodes: two nodes of two slots on one PostgreSQL database, tenant A (limit 2)
 /// with three batches of sleepers through one node and the admin's batch through the
 /// other. A never has more than two running at once on the two nodes together, and uses
@@ -1174,4 +1305,5 @@ qhost_tests::on_each_driver!(
     a_tenant_runs_the_modules_it_is_allowed_alone,
     a_tenant_reaches_the_origins_it_is_allowed_alone,
     a_tenant_runs_at_most_its_running_limit_beside_the_others,
+    a_tenants_tasks_ask_within_its_maxima,
 );

@@ -139,6 +139,8 @@ impl FromRequestParts<AppState> for BatchCaller {
 pub struct SubmitCaller {
     pub access: Access,
     pub batch: BatchId,
+    /// The tenant whose rules bind the submission: none for the admin.
+    pub tenant: Option<TenantId>,
 }
 
 impl FromRequestParts<AppState> for SubmitCaller {
@@ -146,8 +148,12 @@ impl FromRequestParts<AppState> for SubmitCaller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let (access, batch) = caller_and_batch(parts, state).await?;
-        state.scheduler.authorize_submission(&access, batch).await?;
-        Ok(SubmitCaller { access, batch })
+        let tenant = state.scheduler.authorize_submission(&access, batch).await?;
+        Ok(SubmitCaller {
+            access,
+            batch,
+            tenant,
+        })
     }
 }
 

@@ -191,7 +191,7 @@ pub async fn open(
         quotas: opening_quotas(&state, tenant, body.quotas)?,
         tenant,
     };
-    let specs = state.scheduler.task_specs(body.tasks).await?;
+    let specs = state.scheduler.task_specs(tenant, body.tasks).await?;
     let opened = state.scheduler.batch_create(spec, specs, asked).await?;
     Ok((
         StatusCode::CREATED,
@@ -318,7 +318,10 @@ pub async fn submit(
 ) -> ApiResult<impl IntoResponse> {
     let body: Submit = upload.json().await?;
     let asked = key.as_ref().map(|key| Keyed::new(key, &body));
-    let specs = state.scheduler.task_specs(body.tasks).await?;
+    let specs = state
+        .scheduler
+        .task_specs(caller.tenant, body.tasks)
+        .await?;
     let (tasks, repeated) = match asked {
         Some(asked) => {
             state
@@ -381,7 +384,7 @@ pub async fn submit_alone(
     let task = json_body(body)?;
     let key = key.map(|key| key.of_tenant(tenant));
     let asked = key.as_ref().map(|key| Keyed::new(key, &task));
-    let spec = state.scheduler.task_spec_alone(task).await?;
+    let spec = state.scheduler.task_spec_alone(tenant, task).await?;
     let batch = BatchSpec {
         tenant,
         ..BatchSpec::default()

@@ -15,7 +15,7 @@ use super::batches::{json_body, object_body};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::origin::{self, AllowedOrigin};
 use crate::scheduler::NewToken;
-use crate::store::{TenantChange, TenantId, TenantInfo, TokenInfo};
+use crate::store::{TenantChange, TenantId, TenantInfo, TenantMaxima, TokenInfo};
 
 /// `POST /v1/tenants`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -98,6 +98,26 @@ pub struct SetTenant {
     #[serde(default, deserialize_with = "crate::whole::clearable")]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000000)]
     pub max_running: Option<Option<u32>>,
+    /// The most its tasks may ask of `memory`, `timeout`, `http_requests`, `http_sent`,
+    /// `http_received` and `http_timeout`, each as a task asks it and within the server's
+    /// maxima; a task that asks none of one gets the server's default, or this where it is
+    /// lower. All of them: one left out is the server's maximum again (`{}`: all).
+    #[serde(default, deserialize_with = "maxima_object")]
+    pub max_limits: Option<TenantMaxima>,
+}
+
+/// `max_limits`, read from an object alone: serde would take a struct from an array too.
+fn maxima_object<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<TenantMaxima>, D::Error> {
+    let Some(object) =
+        Option::<serde_json::Map<String, serde_json::Value>>::deserialize(deserializer)?
+    else {
+        return Ok(None);
+    };
+    serde_json::from_value(serde_json::Value::Object(object))
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 /// The origins a tenant's batches may reach, when the admin narrowed them.
@@ -206,6 +226,7 @@ pub async fn set(
             other => other,
         },
         max_running: body.max_running,
+        max_limits: body.max_limits,
     };
     Ok(Json(state.scheduler.tenant_set(name, change).await?))
 }

@@ -11,7 +11,7 @@ use super::client::{Client, ConnectArgs, print_json};
 use super::module::encode;
 use crate::api::tenants::{TenantList, TokenList};
 use crate::scheduler::NewToken;
-use crate::store::{TenantInfo, TokenInfo};
+use crate::store::{TenantInfo, TenantMaxima, TokenInfo};
 
 #[derive(Debug, Args)]
 pub struct TenantArgs {
@@ -38,49 +38,10 @@ pub enum TenantCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show what a tenant's batches may do, or change it: its priority ceiling, and the
-    /// groups outside its namespace (`NAME/...`) shared with it.
-    Set {
-        /// The tenant's name.
-        name: String,
-        /// The highest priority its batches and tasks may be given; `server`: the
-        /// server's ceiling (`--tenant-max-priority`).
-        #[arg(long, allow_negative_numbers = true)]
-        max_priority: Option<String>,
-        /// The most of its tasks claimed at once, across its batches and the nodes (1 to
-        /// 1000000); `none`: no limit.
-        #[arg(long, value_name = "N")]
-        max_running: Option<String>,
-        /// Share a group with it (again for more).
-        #[arg(long, value_name = "KEY")]
-        share_group: Vec<String>,
-        /// Stop sharing a group with it (again for more).
-        #[arg(long, value_name = "KEY")]
-        unshare_group: Vec<String>,
-        /// Let its tasks run this module, by name or digest (again for more); from the
-        /// first, they run only the modules allowed.
-        #[arg(long, value_name = "MODULE", conflicts_with = "every_module")]
-        allow_module: Vec<String>,
-        /// Stop letting its tasks run this module (again for more).
-        #[arg(long, value_name = "MODULE", conflicts_with = "every_module")]
-        disallow_module: Vec<String>,
-        /// Let its tasks run every module.
-        #[arg(long)]
-        every_module: bool,
-        /// Let its batches be granted, and post webhooks to, this origin within the
-        /// server's `--allow-http` (again for more); from the first, only those allowed.
-        #[arg(long, value_name = "ORIGIN", conflicts_with = "every_origin")]
-        allow_http: Vec<String>,
-        /// Stop letting its batches reach this origin (again for more).
-        #[arg(long, value_name = "ORIGIN", conflicts_with = "every_origin")]
-        disallow_http: Vec<String>,
-        /// Let its batches reach every origin of the server's `--allow-http`.
-        #[arg(long)]
-        every_origin: bool,
-        /// Print it as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    /// Show what a tenant's batches may do, or change it: its priority ceiling, the groups
+    /// outside its namespace (`NAME/...`) shared with it, the modules and origins it may
+    /// use, its running limit and the most its tasks may ask.
+    Set(Box<SetArgs>),
     /// Make a token for a tenant and print it: it is shown this once.
     Token {
         /// The tenant's name.
@@ -107,6 +68,55 @@ pub enum TenantCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What `qhost tenant set` changes.
+#[derive(Debug, Args)]
+pub struct SetArgs {
+    /// The tenant's name.
+    pub name: String,
+    /// The highest priority its batches and tasks may be given; `server`: the
+    /// server's ceiling (`--tenant-max-priority`).
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_priority: Option<String>,
+    /// The most of its tasks claimed at once, across its batches and the nodes (1 to
+    /// 1000000); `none`: no limit.
+    #[arg(long, value_name = "N")]
+    pub max_running: Option<String>,
+    /// The most its tasks may ask of a limit, as a task asks it (again for more):
+    /// `memory=32MiB`, `timeout=5m`, `http_requests=10`, `http_sent=1MiB`,
+    /// `http_received=16MiB`, `http_timeout=30s`; `NAME=server`: the server's again.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub max_limit: Vec<String>,
+    /// Share a group with it (again for more).
+    #[arg(long, value_name = "KEY")]
+    pub share_group: Vec<String>,
+    /// Stop sharing a group with it (again for more).
+    #[arg(long, value_name = "KEY")]
+    pub unshare_group: Vec<String>,
+    /// Let its tasks run this module, by name or digest (again for more); from the
+    /// first, they run only the modules allowed.
+    #[arg(long, value_name = "MODULE", conflicts_with = "every_module")]
+    pub allow_module: Vec<String>,
+    /// Stop letting its tasks run this module (again for more).
+    #[arg(long, value_name = "MODULE", conflicts_with = "every_module")]
+    pub disallow_module: Vec<String>,
+    /// Let its tasks run every module.
+    #[arg(long)]
+    pub every_module: bool,
+    /// Let its batches be granted, and post webhooks to, this origin within the
+    /// server's `--allow-http` (again for more); from the first, only those allowed.
+    #[arg(long, value_name = "ORIGIN", conflicts_with = "every_origin")]
+    pub allow_http: Vec<String>,
+    /// Stop letting its batches reach this origin (again for more).
+    #[arg(long, value_name = "ORIGIN", conflicts_with = "every_origin")]
+    pub disallow_http: Vec<String>,
+    /// Let its batches reach every origin of the server's `--allow-http`.
+    #[arg(long)]
+    pub every_origin: bool,
+    /// Print it as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
@@ -161,20 +171,22 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        TenantCommand::Set {
-            name,
-            max_priority,
-            max_running,
-            share_group,
-            unshare_group,
-            allow_module,
-            disallow_module,
-            every_module,
-            allow_http,
-            disallow_http,
-            every_origin,
-            json,
-        } => {
+        TenantCommand::Set(args) => {
+            let SetArgs {
+                name,
+                max_priority,
+                max_running,
+                max_limit,
+                share_group,
+                unshare_group,
+                allow_module,
+                disallow_module,
+                every_module,
+                allow_http,
+                disallow_http,
+                every_origin,
+                json,
+            } = *args;
             let path = format!("/v1/tenants/{}", encode(&name));
             let mut change = serde_json::Map::new();
             if let Some(text) = max_priority {
@@ -195,7 +207,8 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 };
                 change.insert("max_running".into(), limit);
             }
-            let lists_change = !share_group.is_empty()
+            let lists_change = !max_limit.is_empty()
+                || !share_group.is_empty()
                 || !unshare_group.is_empty()
                 || !allow_module.is_empty()
                 || !disallow_module.is_empty()
@@ -208,6 +221,10 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     .into_iter()
                     .find(|t| t.name == name)
                     .ok_or_else(|| anyhow::anyhow!("no tenant is named `{name}`"))?;
+                if !max_limit.is_empty() {
+                    let maxima = with_maxima(&current.max_limits, &max_limit)?;
+                    change.insert("max_limits".into(), maxima);
+                }
                 if !share_group.is_empty() || !unshare_group.is_empty() {
                     let groups = edited(current.shared_groups, share_group, &unshare_group);
                     change.insert("shared_groups".into(), json!(groups));
@@ -260,9 +277,25 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 let running = tenant
                     .max_running
                     .map_or("no limit".to_owned(), |n| format!("at most {n}"));
+                let maxima = serde_json::to_value(&tenant.max_limits)?;
+                let given: Vec<String> = maxima
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, value)| !value.is_null())
+                    .map(|(name, value)| match value.as_str() {
+                        Some(text) => format!("{name} {text}"),
+                        None => format!("{name} {value}"),
+                    })
+                    .collect();
+                let maxima = match given.is_empty() {
+                    true => "the server's".to_owned(),
+                    false => given.join(", "),
+                };
                 outln!(
                     "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}; \
-                     modules: {modules}; origins: {origins}; running: {} ({running})",
+                     modules: {modules}; origins: {origins}; running: {} ({running}); task \
+                     limits at most: {maxima}",
                     tenant.name,
                     tenant.name,
                     tenant.running
@@ -324,4 +357,29 @@ fn edited(list: Vec<String>, added: Vec<String>, removed: &[String]) -> Vec<Stri
     let mut list: Vec<String> = list.into_iter().filter(|x| !removed.contains(x)).collect();
     list.extend(added);
     list
+}
+
+/// `current` maxima with each `NAME=VALUE` of `asked` set (`NAME=server`: left out).
+fn with_maxima(current: &TenantMaxima, asked: &[String]) -> anyhow::Result<serde_json::Value> {
+    let mut maxima = match serde_json::to_value(current)? {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    for item in asked {
+        let Some((name, value)) = item.split_once('=') else {
+            anyhow::bail!("--max-limit `{item}`: NAME=VALUE, such as memory=32MiB");
+        };
+        if value == "server" {
+            maxima.remove(name);
+            continue;
+        }
+        let value = match name {
+            "http_requests" => json!(value.parse::<u32>().map_err(|_| anyhow::anyhow!(
+                "--max-limit `{item}`: http_requests is a whole number"
+            ))?),
+            _ => json!(value),
+        };
+        maxima.insert(name.to_owned(), value);
+    }
+    Ok(serde_json::Value::Object(maxima))
 }

@@ -87,6 +87,22 @@ impl TaskLimits {
         }
     }
 
+    /// Each limit at most the one of `maxima`.
+    pub fn at_most(&self, maxima: &TaskLimits) -> TaskLimits {
+        TaskLimits {
+            memory: self.memory.min(maxima.memory),
+            timeout: self.timeout.min(maxima.timeout),
+            output: self.output.min(maxima.output),
+            stdout: self.stdout.min(maxima.stdout),
+            stderr: self.stderr.min(maxima.stderr),
+            log: self.log.min(maxima.log),
+            http_requests: self.http_requests.min(maxima.http_requests),
+            http_sent: self.http_sent.min(maxima.http_sent),
+            http_received: self.http_received.min(maxima.http_received),
+            http_timeout: self.http_timeout.min(maxima.http_timeout),
+        }
+    }
+
     /// Checks every limit against `maxima`, naming the first one out of range.
     pub fn check_within(&self, maxima: &TaskLimits) -> Result<(), LimitError> {
         let checks = [

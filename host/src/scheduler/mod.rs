@@ -368,9 +368,14 @@ impl Scheduler {
     }
 
     /// [`Scheduler::authorize`] for a submission, which may trust a handle checked before
-    /// (see [`Scheduler::submit`]).
-    pub async fn authorize_submission(&self, access: &Access, batch: BatchId) -> Result<()> {
-        self.authorize_with(access, batch, true).await.map(drop)
+    /// (see [`Scheduler::submit`]). Returns the tenant whose rules bind the submission:
+    /// none for the admin.
+    pub async fn authorize_submission(
+        &self,
+        access: &Access,
+        batch: BatchId,
+    ) -> Result<Option<TenantId>> {
+        self.authorize_with(access, batch, true).await
     }
 
     /// [`Scheduler::authorize`], trusting a key checked before when `cached`. Returns the

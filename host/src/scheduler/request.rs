@@ -1,6 +1,7 @@
 //! What a client asks for a task, as sent ([`TaskRequest`]), and the task spec it makes:
 //! its module reference resolved (see [`module_ref`]), its durations and sizes read, its
-//! limits filled from the server's defaults. Submissions and schedules' plans read the same
+//! limits filled from the server's defaults (for a tenant's batch, each at most the
+//! tenant's maximum). Submissions and schedules' plans read the same
 //! requests the same way.
 
 use std::collections::HashMap;
@@ -10,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{Error, Result, Scheduler, module_ref};
-use crate::runtime::{Digest, MountGrant};
-use crate::store::{Dep, DepRef, OnFailure, TaskSpec, now_micros};
+use crate::runtime::{Digest, MountGrant, TaskLimits};
+use crate::store::{Dep, DepRef, OnFailure, TaskSpec, TenantId, now_micros};
 use crate::units::{parse_bytes, parse_duration, parse_time};
 use crate::whole;
 
@@ -156,14 +157,20 @@ fn read_after(after: serde_json::Value) -> Result<(Vec<Dep>, bool), String> {
 }
 
 impl Scheduler {
-    /// The specs of a submission's tasks, their modules resolved; a request it cannot
-    /// read is refused as [`Error::BadRequest`], naming the task and field.
-    pub async fn task_specs(&self, tasks: Vec<TaskRequest>) -> Result<Vec<TaskSpec>> {
+    /// The specs of a submission's tasks, their modules resolved, for a batch of `tenant`
+    /// (none: the admin's); a request it cannot read is refused as
+    /// [`Error::BadRequest`], naming the task and field.
+    pub async fn task_specs(
+        &self,
+        tenant: Option<TenantId>,
+        tasks: Vec<TaskRequest>,
+    ) -> Result<Vec<TaskSpec>> {
+        let defaults = self.task_defaults(tenant).await?;
         let modules = self.resolve_modules(&tasks).await?;
         let mut specs = Vec::with_capacity(tasks.len());
         for (index, task) in tasks.into_iter().enumerate() {
             let spec = self
-                .task_spec(task, &modules)
+                .task_spec(task, &modules, &defaults)
                 .map_err(|e| Error::BadRequest(format!("task {index}: {e}")))?;
             specs.push(spec);
         }
@@ -171,9 +178,15 @@ impl Scheduler {
     }
 
     /// The spec of one task submitted alone: a refusal names the field only.
-    pub async fn task_spec_alone(&self, task: TaskRequest) -> Result<TaskSpec> {
+    pub async fn task_spec_alone(
+        &self,
+        tenant: Option<TenantId>,
+        task: TaskRequest,
+    ) -> Result<TaskSpec> {
+        let defaults = self.task_defaults(tenant).await?;
         let modules = self.resolve_modules(std::slice::from_ref(&task)).await?;
-        self.task_spec(task, &modules).map_err(Error::BadRequest)
+        self.task_spec(task, &modules, &defaults)
+            .map_err(Error::BadRequest)
     }
 
     /// The digest each module reference of a submission names (see [`module_ref`]), or
@@ -218,6 +231,7 @@ impl Scheduler {
         &self,
         task: TaskRequest,
         modules: &HashMap<String, Result<Digest, String>>,
+        defaults: &TaskLimits,
     ) -> Result<TaskSpec, String> {
         let module = modules[&task.module]
             .clone()
@@ -231,7 +245,7 @@ impl Scheduler {
             (None, None, None) => Vec::new(),
             _ => return Err("give at most one of `input`, `input_base64` and `input_json`".into()),
         };
-        let mut limits = self.config.default_limits;
+        let mut limits = *defaults;
         if let Some(timeout) = task.timeout {
             limits.timeout =
                 parse_duration(&timeout).map_err(|e| format!("field `timeout`: {e}"))?;

@@ -161,7 +161,7 @@ impl Scheduler {
             // Schedules are the admin's, and so are their batches.
             tenant: None,
         };
-        let tasks = self.task_specs(plan.tasks).await?;
+        let tasks = self.task_specs(None, plan.tasks).await?;
         let tasks = self.check_tasks(tasks)?;
         // Nobody holds a tick's handle: its batch is the admin's to see and steer.
         let mut handle_hash = [0u8; 32];

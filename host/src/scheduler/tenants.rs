@@ -1,14 +1,15 @@
 //! Tenants as the scheduler sees them: the admin adds them, sets what their batches may
 //! do, and makes and revokes their tokens; a request's token is turned into the tenant it
-//! speaks for; and what is asked of a tenant's batch is checked against its rules
-//! ([`TenantRules`]), whoever of its token and its batches' handles asks.
+//! speaks for; what is asked of a tenant's batch is checked against its rules
+//! ([`TenantRules`]), whoever of its token and its batches' handles asks; and a limit its
+//! task does not ask is the server's default within the tenant's maximum.
 
 use std::collections::HashSet;
 
 use sha2::{Digest as _, Sha256};
 
 use super::{Access, Error, Result, Scheduler};
-use crate::runtime::Digest;
+use crate::runtime::{Digest, TaskLimits};
 use crate::store::*;
 
 /// A token just made: shown this once.
@@ -106,8 +107,16 @@ impl Scheduler {
                 .check_priority("priority", priority)
                 .map_err(Error::Invalid)?;
         }
+        let maxima = rules.max_limits.within(&self.runtime.config().max_limits);
         for (index, task) in tasks.iter().enumerate() {
             let refused = |e: String| Error::Invalid(format!("task {index}: {e}"));
+            task.limits.check_within(&maxima).map_err(|e| {
+                refused(format!(
+                    "field `limits`: {e}, tenant {name}'s; the admin raises it (`qhost \
+                     tenant set {name} --max-limit NAME=VALUE`)",
+                    name = rules.name
+                ))
+            })?;
             if let Some(priority) = task.priority {
                 rules
                     .check_priority("priority", priority)
@@ -167,7 +176,25 @@ impl Scheduler {
     }
 
     pub async fn tenant_set(&self, name: String, change: TenantChange) -> Result<TenantInfo> {
+        if let Some(maxima) = &change.max_limits {
+            maxima
+                .check(&self.runtime.config().max_limits)
+                .map_err(Error::Invalid)?;
+        }
         Ok(self.store.tenant_set(name, change).await?)
+    }
+
+    /// What a task of a batch of `tenant` (none: the admin's) gets of a limit it does not
+    /// ask: the server's default, at most the tenant's maximum.
+    pub(crate) async fn task_defaults(&self, tenant: Option<TenantId>) -> Result<TaskLimits> {
+        let defaults = self.config.default_limits;
+        let Some(tenant) = tenant else {
+            return Ok(defaults);
+        };
+        let rules = self.tenant_rules(tenant).await?;
+        Ok(rules
+            .max_limits
+            .defaults(&defaults, &self.runtime.config().max_limits))
     }
 
     /// The tenant a token speaks for; `None` for a token of no tenant, or revoked.

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Micros, StoreError};
+use super::{Micros, StoreError, TenantMaxima};
 
 pub type TenantId = i64;
 
@@ -50,6 +50,8 @@ pub struct TenantInfo {
     pub max_running: Option<u32>,
     /// Its tasks claimed now.
     pub running: u32,
+    /// The most its tasks may ask of each limit; one left out: the operator's.
+    pub max_limits: TenantMaxima,
 }
 
 /// A change to what a tenant's batches may do; a field left out (`None`) stays.
@@ -64,6 +66,8 @@ pub struct TenantChange {
     pub allow_http: Option<Option<Vec<String>>>,
     /// `Some(None)`: no limit.
     pub max_running: Option<Option<u32>>,
+    /// All of them, as the scheduler checked them against the operator's.
+    pub max_limits: Option<TenantMaxima>,
 }
 
 /// What a tenant's batches may do, its ceiling resolved against the server's.
@@ -74,6 +78,7 @@ pub struct TenantRules {
     pub shared_groups: Vec<String>,
     pub modules: Option<Vec<String>>,
     pub allow_http: Option<Vec<String>>,
+    pub max_limits: TenantMaxima,
 }
 
 impl TenantRules {
@@ -84,6 +89,7 @@ impl TenantRules {
             shared_groups: tenant.shared_groups,
             modules: tenant.modules,
             allow_http: tenant.allow_http,
+            max_limits: tenant.max_limits,
         }
     }
 
@@ -204,14 +210,15 @@ fn checked_list(
     max: usize,
     bad: impl Fn(&str) -> String,
 ) -> Result<Vec<String>, StoreError> {
-    items.sort();
-    items.dedup();
+    // Counted as given, repeats too, as the API document bounds the list.
     if items.len() > MAX_SHARED_GROUPS {
         return Err(StoreError::Invalid(format!(
             "field `{field}`: {} {noun}, more than the {MAX_SHARED_GROUPS} allowed",
             items.len()
         )));
     }
+    items.sort();
+    items.dedup();
     match items
         .iter()
         .find(|item| !(1..=max).contains(&item.chars().count()))

@@ -73,9 +73,14 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         modules: Some(Some(vec!["echo".into()])),
         allow_http: Some(Some(vec!["https://a.example".into()])),
         max_running: Some(Some(3)),
+        max_limits: Some(TenantMaxima {
+            memory: Some("32MiB".into()),
+            ..TenantMaxima::default()
+        }),
     })
     .await
     .unwrap();
+    assert_eq!(changed.max_limits.memory.as_deref(), Some("32MiB"));
     assert_eq!(
         (
             changed.max_priority,
@@ -96,6 +101,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         max_priority: Some(None),
         modules: Some(None),
         max_running: Some(None),
+        max_limits: Some(TenantMaxima::default()),
         ..TenantChange::default()
     })
     .await
@@ -108,12 +114,22 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         (cleared.max_priority, &cleared.modules, cleared.max_running),
         (None, &None, None)
     );
+    assert_eq!(cleared.max_limits, TenantMaxima::default());
     assert_eq!(cleared.allow_http, changed.allow_http, "left out, kept");
     assert_eq!(cleared.shared_groups, ["s1", "s2"]);
     assert_eq!(store.tenant_get(a.id).await.unwrap(), cleared);
     assert!(matches!(
         set(TenantChange {
             shared_groups: Some(vec![String::new()]),
+            ..TenantChange::default()
+        })
+        .await,
+        Err(StoreError::Invalid(_))
+    ));
+    // The list as given is bounded, repeats too.
+    assert!(matches!(
+        set(TenantChange {
+            shared_groups: Some(vec!["s1".into(); MAX_SHARED_GROUPS + 1]),
             ..TenantChange::default()
         })
         .await,

@@ -35,7 +35,7 @@ const MIGRATIONS: [&str; 24] = [
     include_str!("migrations/0021_spawn.sql"),
     include_str!("migrations/0022_spawn_quotas.sql"),
     include_str!("migrations/0023_tenants.sql"),
-    include_str!("migrations/0024_tenant_running.sql"),
+    include_str!("migrations/0024_tenant_limits.sql"),
 ];
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).

@@ -22,6 +22,10 @@ fn tenant(r: &Row) -> TenantInfo {
             .and_then(|m| serde_json::from_str(m).ok()),
         max_running: r.get::<_, Option<i32>>(8).map(|n| n as u32),
         running: r.get::<_, i32>(9) as u32,
+        max_limits: r
+            .get::<_, Option<&str>>(10)
+            .and_then(|m| serde_json::from_str(m).ok())
+            .unwrap_or_default(),
     }
 }
 
@@ -103,6 +107,10 @@ pub(super) async fn set(
         .flatten()
         .map(|o| serde_json::to_string(&o).expect("strings"));
     let max_running = change.max_running.map(check_max_running).transpose()?;
+    let max_limits = change.max_limits.as_ref().map(|maxima| {
+        (*maxima != TenantMaxima::default())
+            .then(|| serde_json::to_string(maxima).expect("maxima serialize"))
+    });
     let client = store.client(Commit::Durable).await?;
     let id = tenant_id(&client, &name).await?;
     // One statement: a field left out keeps its value.
@@ -113,7 +121,8 @@ pub(super) async fn set(
                  shared_groups = coalesce($4, shared_groups),
                  modules = CASE WHEN $5 THEN $6 ELSE modules END,
                  allow_http = CASE WHEN $7 THEN $8 ELSE allow_http END,
-                 max_running = CASE WHEN $9 THEN $10 ELSE max_running END
+                 max_running = CASE WHEN $9 THEN $10 ELSE max_running END,
+                 max_limits = CASE WHEN $11 THEN $12 ELSE max_limits END
              WHERE id = $1",
             &[
                 &id,
@@ -126,6 +135,8 @@ pub(super) async fn set(
                 &origins,
                 &max_running.is_some(),
                 &max_running.flatten().map(|n| n as i32),
+                &max_limits.is_some(),
+                &max_limits.flatten(),
             ],
         )
         .await

@@ -32,7 +32,7 @@ const MIGRATIONS: [&str; 24] = [
     include_str!("migrations/0021_spawn.sql"),
     include_str!("migrations/0022_spawn_quotas.sql"),
     include_str!("migrations/0023_tenants.sql"),
-    include_str!("migrations/0024_tenant_running.sql"),
+    include_str!("migrations/0024_tenant_limits.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

@@ -22,6 +22,10 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
             .and_then(|m| serde_json::from_str(&m).ok()),
         max_running: r.get(8)?,
         running: r.get(9)?,
+        max_limits: r
+            .get::<_, Option<String>>(10)?
+            .and_then(|m| serde_json::from_str(&m).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -99,6 +103,15 @@ pub(super) fn set(
         tx.execute(
             "UPDATE tenants SET max_running = ? WHERE id = ?",
             params![max_running, id],
+        )
+        .map_err(internal)?;
+    }
+    if let Some(maxima) = change.max_limits {
+        let maxima = (maxima != TenantMaxima::default())
+            .then(|| serde_json::to_string(&maxima).expect("maxima serialize"));
+        tx.execute(
+            "UPDATE tenants SET max_limits = ? WHERE id = ?",
+            params![maxima, id],
         )
         .map_err(internal)?;
     }

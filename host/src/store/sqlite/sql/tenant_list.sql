@@ -1,7 +1,7 @@
 -- Tenants, by name, with their tokens not revoked: every one, or the one of id ?1.
 SELECT t.id, t.name, t.created_at,
        (SELECT count(*) FROM tenant_tokens k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL),
-       t.max_priority, t.shared_groups, t.modules, t.allow_http, t.max_running, t.running
+       t.max_priority, t.shared_groups, t.modules, t.allow_http, t.max_running, t.running, t.max_limits
 FROM tenants t
 WHERE ?1 IS NULL OR t.id = ?1
 ORDER BY t.name
