@@ -148,6 +148,10 @@ enum Op {
         tenant: u8,
         limit: Option<u32>,
     },
+    SetTenantMaxOpen {
+        tenant: u8,
+        limit: Option<u32>,
+    },
     Submit {
         batch: Pick,
         tasks: Vec<Spec>,
@@ -276,6 +280,10 @@ enum Step {
         tenant: TenantId,
         limit: Option<u32>,
     },
+    SetTenantMaxOpen {
+        tenant: TenantId,
+        limit: Option<u32>,
+    },
     Submit {
         batch: BatchId,
         tasks: Vec<NewTask>,
@@ -360,7 +368,7 @@ enum Step {
     /// The selection names the model's tasks, batches and groups.
     Retry {
         select: TaskSelect,
-        expect: u64,
+        expect: Result<u64, Refused>,
     },
     CancelWhere {
         select: TaskSelect,
@@ -395,6 +403,9 @@ fn describe(step: &Step) -> String {
         ),
         Step::SetTenantLimit { tenant, limit } => {
             format!("tenant {tenant}: max_running {limit:?}")
+        }
+        Step::SetTenantMaxOpen { tenant, limit } => {
+            format!("tenant {tenant}: max_open {limit:?}")
         }
         Step::Submit {
             batch,
@@ -486,7 +497,7 @@ fn describe(step: &Step) -> String {
             batch,
             max_parallel,
         } => format!("set batch {batch} max_parallel {max_parallel:?}"),
-        Step::Retry { select, expect } => format!("retry {select:?} -> {expect} run again"),
+        Step::Retry { select, expect } => format!("retry {select:?} -> {expect:?} run again"),
         Step::CancelWhere { select, expect, .. } => format!("cancel {select:?} -> {expect:?}"),
         Step::PriorityWhere {
             select,
@@ -640,6 +651,12 @@ impl ReferenceStateMachine for Scheduling {
                 1,
                 (0..TENANTS, prop::option::weighted(0.7, 1..=3u32))
                     .prop_map(|(tenant, limit)| Op::SetTenantLimit { tenant, limit })
+                    .boxed(),
+            ),
+            (
+                1,
+                (0..TENANTS, prop::option::weighted(0.7, 2..=16u32))
+                    .prop_map(|(tenant, limit)| Op::SetTenantMaxOpen { tenant, limit })
                     .boxed(),
             ),
             (
@@ -832,6 +849,14 @@ impl ReferenceStateMachine for Scheduling {
                 let tenant = TenantId::from(*tenant);
                 m.set_tenant_limit(tenant, *limit);
                 Step::SetTenantLimit {
+                    tenant,
+                    limit: *limit,
+                }
+            }
+            Op::SetTenantMaxOpen { tenant, limit } => {
+                let tenant = TenantId::from(*tenant);
+                m.set_tenant_max_open(tenant, *limit);
+                Step::SetTenantMaxOpen {
                     tenant,
                     limit: *limit,
                 }
@@ -1602,7 +1627,8 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                             | Refused::UnknownDep { .. }
                             | Refused::DepAbove { .. },
                         ),
-                    ) => {}
+                    )
+                    | (Err(StoreError::Quota(_)), Err(Refused::TenantFull { .. })) => {}
                     (got, expected) => {
                         panic!("submit answered {got:?}, the model {expected:?}\n{at}")
                     }
@@ -1782,6 +1808,16 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     .block_on(store.tenant_set(name, change))
                     .unwrap();
             }
+            Step::SetTenantMaxOpen { tenant, limit } => {
+                let (_, name) = sut.tenant(*tenant);
+                let change = TenantChange {
+                    max_open: Some(*limit),
+                    ..TenantChange::default()
+                };
+                sut.runtime
+                    .block_on(store.tenant_set(name, change))
+                    .unwrap();
+            }
             Step::SetGroupRate { key, rate } => {
                 sut.runtime
                     .block_on(store.group_set_rate(sut.group(key), *rate))
@@ -1806,11 +1842,14 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     .unwrap();
             }
             Step::Retry { select, expect } => {
-                let got = sut
-                    .runtime
-                    .block_on(store.task_retry(sut.select(select)))
-                    .unwrap();
-                assert_eq!(got, *expect, "tasks run again\n{at}");
+                let got = sut.runtime.block_on(store.task_retry(sut.select(select)));
+                match (got, expect) {
+                    (Ok(got), Ok(expect)) => assert_eq!(got, *expect, "tasks run again\n{at}"),
+                    (Err(StoreError::Quota(_)), Err(Refused::TenantFull { .. })) => {}
+                    (got, expect) => {
+                        panic!("re-drive: the store said {got:?}, the model {expect:?}\n{at}")
+                    }
+                }
             }
             Step::CancelWhere {
                 select,
@@ -1875,6 +1914,15 @@ impl Sut {
                     (info.running, info.max_running),
                     (claimed, m.tenant_limits.get(&tenant).copied()),
                     "tenant {tenant}: (running, max_running), store left, model right\n{}",
+                    self.history()
+                );
+                assert_eq!(
+                    (info.open, info.max_open),
+                    (
+                        m.tenant_open(tenant),
+                        m.tenant_max_open.get(&tenant).copied()
+                    ),
+                    "tenant {tenant}: (open, max_open), store left, model right\n{}",
                     self.history()
                 );
             }
@@ -2278,6 +2326,56 @@ fn a_bulk_cancel_settles_its_tasks_in_id_order() -> Vec<Op> {
     ]
 }
 
+/// A tenant's open limit counts its tasks across its batches until they end: a
+/// submission past it is refused whole, as is a re-drive; an ended task makes room.
+fn a_tenants_open_limit_counts_until_tasks_end() -> Vec<Op> {
+    let batch = Op::OpenBatch {
+        priority: 0,
+        max_parallel: None,
+        halt: false,
+        tenant: Some(0),
+    };
+    vec![
+        batch.clone(),
+        batch,
+        Op::SetTenantMaxOpen {
+            tenant: 0,
+            limit: Some(3),
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![task(0, 1), task(0, 1)],
+        },
+        Op::Submit {
+            batch: Pick(1),
+            tasks: vec![task(0, 1), task(0, 1)],
+        },
+        Op::Submit {
+            batch: Pick(1),
+            tasks: vec![task(0, 1)],
+        },
+        Op::Claim { max: 1 },
+        Op::Fail { task: Pick(0) },
+        Op::Submit {
+            batch: Pick(1),
+            tasks: vec![task(0, 1)],
+        },
+        Op::Retry {
+            select: Sel {
+                anchor: Anchor::Task(Pick(0)),
+                outcomes: Vec::new(),
+            },
+        },
+        Op::CancelPending { task: Pick(1) },
+        Op::Retry {
+            select: Sel {
+                anchor: Anchor::Task(Pick(0)),
+                outcomes: Vec::new(),
+            },
+        },
+    ]
+}
+
 /// Each sequence above, run on each driver: one named test per case and driver.
 macro_rules! regressions {
     ($($case:ident),* $(,)?) => {
@@ -2307,6 +2405,7 @@ regressions!(
     pauses_hold_and_resumes_keep_the_order,
     a_redriven_dependency_counts_the_open_children_too,
     a_bulk_cancel_settles_its_tasks_in_id_order,
+    a_tenants_open_limit_counts_until_tasks_end,
 );
 
 /// Cases per driver: `PROPTEST_CASES`, or 1,000. Shrinking a failure stops after a

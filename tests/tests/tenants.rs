@@ -944,17 +944,35 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
         set.contains("the server's") && set.contains("shared: none"),
         "{set}"
     );
-    let set = run(&["tenant", "set", "acme", "--max-running", "3"]);
+    let set = run(&[
+        "tenant",
+        "set",
+        "acme",
+        "--max-running",
+        "3",
+        "--max-open",
+        "50",
+    ]);
     assert!(set.contains("running: 0 (at most 3)"), "{set}");
+    assert!(set.contains("open: 0 (at most 50)"), "{set}");
     let listed = run(&["tenant", "ls"]);
     let row = listed.lines().find(|l| l.starts_with("acme")).unwrap();
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
-        ["acme", "1", "0", "3"],
+        ["acme", "1", "0", "3", "0", "50"],
         "{listed}"
     );
-    let set = run(&["tenant", "set", "acme", "--max-running", "none"]);
+    let set = run(&[
+        "tenant",
+        "set",
+        "acme",
+        "--max-running",
+        "none",
+        "--max-open",
+        "none",
+    ]);
     assert!(set.contains("running: 0 (no limit)"), "{set}");
+    assert!(set.contains("open: 0 (no limit)"), "{set}");
     let limits = [
         "--max-limit",
         "memory=32MiB",
@@ -1250,6 +1268,123 @@ fn a_tenants_tasks_ask_within_its_maxima(db: Option<&str>) {
 /// with three batches of sleepers through one node and the admin's batch through the
 /// other. A never has more than two running at once on the two nodes together, and uses
 /// both; the admin's work takes the other two slots at once.
+/// A tenant's open limit counts its tasks across its batches until they end. The server
+/// gives new tenants its `--tenant-max-open`; past the limit, an opening, a submission
+/// through a handle and a re-drive are each refused whole, naming the limit, and store
+/// nothing; a cancelled task makes room. Tenant B, its limit lifted, is not held. The
+/// tenant's listing and `/metrics` show the count.
+fn a_tenants_open_limit_refuses_what_would_pass_it(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let t = Tenants::start_with(data.path(), db, &["--tenant-max-open", "3"]);
+    let (status, b) = admin(
+        &t.server,
+        "PATCH",
+        "/v1/tenants/b",
+        json!({"max_open": null}),
+    );
+    assert_eq!((status, &b["max_open"]), (200, &Value::Null), "{b}");
+    let later = |count: usize| -> Value {
+        let tasks: Vec<Value> = (0..count)
+            .map(|_| json!({"module": "echo", "input": "x", "delay": "1h"}))
+            .collect();
+        json!({ "tasks": tasks })
+    };
+    let first = t.open(&t.a);
+    let submit = |credential: &str, count: usize| {
+        call(
+            "POST",
+            &t.url(&format!("/v1/batches/{}/tasks", first.id)),
+            Some(credential),
+            Some(later(count)),
+        )
+    };
+    let (status, added) = submit(&first.handle, 2);
+    assert_eq!(status, 201, "{added}");
+    let refused_whole = |status: u16, refused: &Value| {
+        assert_eq!(status, 409, "{refused}");
+        assert_eq!(refused["error"], "quota", "{refused}");
+        let detail = refused["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains("tenant a has 3 tasks open") && detail.contains("`max_open`"),
+            "{refused}"
+        );
+    };
+    let (status, refused) = call("POST", &t.url("/v1/batches"), Some(&t.a), Some(later(1)));
+    refused_whole(status, &refused);
+    let (status, refused) = submit(&first.handle, 1);
+    refused_whole(status, &refused);
+    let (status, refused) = submit(&t.a, 1);
+    refused_whole(status, &refused);
+    let (_, batches) = call("GET", &t.url("/v1/batches"), Some(&t.a), None);
+    assert_eq!(batches["batches"].as_array().unwrap().len(), 1, "{batches}");
+    let (_, batch) = call(
+        "GET",
+        &t.url(&format!("/v1/batches/{}", first.id)),
+        Some(&t.a),
+        None,
+    );
+    assert_eq!(batch["progress"]["waiting"], 3, "{batch}");
+
+    let (status, opened) = call("POST", &t.url("/v1/batches"), Some(&t.b), Some(later(5)));
+    assert_eq!(status, 201, "B has no limit: {opened}");
+
+    let cancel = format!("/v1/tasks/{}/cancel", first.task);
+    let (status, cancelled) = call("POST", &t.url(&cancel), Some(&t.a), None);
+    assert_eq!(status, 200, "{cancelled}");
+    let (status, added) = submit(&t.a, 1);
+    assert_eq!(status, 201, "a cancelled task makes room: {added}");
+    let retry = format!("/v1/tasks/{}/retry", first.task);
+    let (status, refused) = call("POST", &t.url(&retry), Some(&t.a), None);
+    refused_whole(status, &refused);
+
+    let (_, list) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
+    let shown: Vec<(Value, Value, Value)> = list["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].clone(), t["open"].clone(), t["max_open"].clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            (json!("a"), json!(3), json!(3)),
+            (json!("b"), json!(5), Value::Null)
+        ]
+    );
+    let metrics = agent()
+        .get(t.url("/metrics"))
+        .header("Authorization", format!("Bearer {}", t.server.token))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    for series in [
+        r#"qhost_tenant_open{tenant="a"} 3"#,
+        r#"qhost_tenant_max_open{tenant="a"} 3"#,
+        r#"qhost_tenant_open{tenant="b"} 5"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == series),
+            "{series} in\n{metrics}"
+        );
+    }
+    assert!(!metrics.contains(r#"qhost_tenant_max_open{tenant="b"}"#));
+
+    for bad in [json!(0), json!(1_000_000_001), json!(-1), json!("2")] {
+        let (status, refused) = admin(
+            &t.server,
+            "PATCH",
+            "/v1/tenants/a",
+            json!({"max_open": bad}),
+        );
+        assert_eq!(status, 400, "{bad}: {refused}");
+        assert!(refused.to_string().contains("max_open"), "{refused}");
+    }
+    let (_, kept) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
+    assert!(kept.to_string().contains(r#""max_open":3"#), "{kept}");
+}
+
 #[test]
 fn a_tenants_running_limit_holds_across_nodes() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -1306,4 +1441,5 @@ qhost_tests::on_each_driver!(
     a_tenant_reaches_the_origins_it_is_allowed_alone,
     a_tenant_runs_at_most_its_running_limit_beside_the_others,
     a_tenants_tasks_ask_within_its_maxima,
+    a_tenants_open_limit_refuses_what_would_pass_it,
 );

@@ -22,7 +22,7 @@ pub struct ErrorBody {
 /// What kind of failure, for programs: `bad-request` (a malformed request, or a parameter
 /// not of its type), `invalid` (a request the server's checks refuse), `unauthorized`,
 /// `forbidden`, `not-found`, `no-output` (a task without output), `method-not-allowed`,
-/// `conflict`, `quota` (past one of a batch's quotas), `too-large`,
+/// `conflict`, `quota` (past one of a batch's quotas or its tenant's open limit), `too-large`,
 /// `unsupported-media-type`, `too-many-requests`, `busy`, `not-ready` (the server is
 /// starting) or `internal`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -143,6 +143,34 @@ pub async fn metrics(
             );
         }
     }
+    head(
+        &mut text,
+        "qhost_tenant_open",
+        "gauge",
+        "Tasks open now per tenant (submitted, not ended), across its batches.",
+    );
+    for t in &tenants {
+        let _ = writeln!(
+            text,
+            "qhost_tenant_open{{tenant=\"{}\"}} {}",
+            t.name, t.open
+        );
+    }
+    head(
+        &mut text,
+        "qhost_tenant_max_open",
+        "gauge",
+        "The open limit of each tenant that has one.",
+    );
+    for t in &tenants {
+        if let Some(limit) = t.max_open {
+            let _ = writeln!(
+                text,
+                "qhost_tenant_max_open{{tenant=\"{}\"}} {limit}",
+                t.name
+            );
+        }
+    }
     // Only the groups with a rate have these series.
     let rated: Vec<_> = groups
         .iter()

@@ -98,6 +98,12 @@ pub struct SetTenant {
     #[serde(default, deserialize_with = "crate::whole::clearable")]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000000)]
     pub max_running: Option<Option<u32>>,
+    /// The most of its tasks open at once (submitted, not ended: waiting, ready, reserved
+    /// or running), across its batches (1 to 1000000000); `null`: no limit. A submission
+    /// or re-drive past it is refused whole (`quota`); the tasks open already stay.
+    #[serde(default, deserialize_with = "crate::whole::clearable")]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000000000)]
+    pub max_open: Option<Option<u32>>,
     /// The most its tasks may ask of `memory`, `timeout`, `http_requests`, `http_sent`,
     /// `http_received` and `http_timeout`, each as a task asks it and within the server's
     /// maxima; a task that asks none of one gets the server's default, or this where it is
@@ -226,6 +232,7 @@ pub async fn set(
             other => other,
         },
         max_running: body.max_running,
+        max_open: body.max_open,
         max_limits: body.max_limits,
     };
     Ok(Json(state.scheduler.tenant_set(name, change).await?))

@@ -148,7 +148,8 @@ pub struct ServeArgs {
     /// min_body_rate, max_long_requests_per_handle, max_long_requests, metrics_token,
     /// metrics_listen, max_timeout, max_memory, max_defer, max_deferrals, quota_tasks,
     /// quota_input, quota_output, quota_text, quota_children, quota_depth, webhook,
-    /// webhook_secret_file, otlp_endpoint, tenant_max_priority, tenant_max_running);
+    /// webhook_secret_file, otlp_endpoint, tenant_max_priority, tenant_max_running,
+    /// tenant_max_open);
     /// flags and variables take precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
@@ -169,6 +170,11 @@ pub struct ServeArgs {
     /// changes a tenant's with `qhost tenant set NAME --max-running N`.
     #[arg(long, env = "QHOST_TENANT_MAX_RUNNING", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub tenant_max_running: Option<u32>,
+    /// The most tasks of a tenant open at once (submitted, not ended), across its
+    /// batches, that a tenant gets when it is added (1 to 1000000000; default: no
+    /// limit). The admin changes a tenant's with `qhost tenant set NAME --max-open N`.
+    #[arg(long, env = "QHOST_TENANT_MAX_OPEN", value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
+    pub tenant_max_open: Option<u32>,
     #[command(flatten)]
     pub quotas: QuotaArgs,
 }
@@ -214,6 +220,7 @@ struct FileConfig {
     otlp_endpoint: Option<String>,
     tenant_max_priority: Option<i32>,
     tenant_max_running: Option<u32>,
+    tenant_max_open: Option<u32>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -233,6 +240,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let tenant_max_running =
         crate::store::check_max_running(args.tenant_max_running.or(file.tenant_max_running))
             .context("tenant_max_running in the config file")?;
+    let tenant_max_open =
+        crate::store::check_max_open(args.tenant_max_open.or(file.tenant_max_open))
+            .context("tenant_max_open in the config file")?;
     let listen = args
         .listen
         .or(file.listen)
@@ -555,6 +565,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.batch_quotas = batch_quotas;
         config.tenant_max_priority = tenant_max_priority;
         config.tenant_max_running = tenant_max_running;
+        config.tenant_max_open = tenant_max_open;
         config.secret_key = Some(secret_key);
         config.default_limits = default_limits;
         config.webhook = webhook;

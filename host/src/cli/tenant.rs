@@ -31,8 +31,8 @@ pub enum TenantCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List the tenants, with how many tokens each holds, its tasks claimed now and its
-    /// running limit.
+    /// List the tenants, with how many tokens each holds, its tasks claimed and open now,
+    /// and its running and open limits.
     Ls {
         /// Print them as JSON, one array.
         #[arg(long)]
@@ -40,7 +40,7 @@ pub enum TenantCommand {
     },
     /// Show what a tenant's batches may do, or change it: its priority ceiling, the groups
     /// outside its namespace (`NAME/...`) shared with it, the modules and origins it may
-    /// use, its running limit and the most its tasks may ask.
+    /// use, its running and open limits and the most its tasks may ask.
     Set(Box<SetArgs>),
     /// Make a token for a tenant and print it: it is shown this once.
     Token {
@@ -83,6 +83,10 @@ pub struct SetArgs {
     /// 1000000); `none`: no limit.
     #[arg(long, value_name = "N")]
     pub max_running: Option<String>,
+    /// The most of its tasks open at once (submitted, not ended), across its batches (1
+    /// to 1000000000); `none`: no limit. Submissions and re-drives past it are refused.
+    #[arg(long, value_name = "N")]
+    pub max_open: Option<String>,
     /// The most its tasks may ask of a limit, as a task asks it (again for more):
     /// `memory=32MiB`, `timeout=5m`, `http_requests=10`, `http_sent=1MiB`,
     /// `http_received=16MiB`, `http_timeout=30s`; `NAME=server`: the server's again.
@@ -153,20 +157,24 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or(6)
                     .max(6);
                 outln!(
-                    "{:<width$}  {:>6}  {:>7}  {:>11}",
+                    "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}",
                     "tenant",
                     "tokens",
                     "running",
-                    "max_running"
+                    "max_running",
+                    "open",
+                    "max_open"
                 )?;
+                let shown = |limit: Option<u32>| limit.map_or("-".to_owned(), |n| n.to_string());
                 for t in &list.tenants {
-                    let limit = t.max_running.map_or("-".to_owned(), |n| n.to_string());
                     outln!(
-                        "{:<width$}  {:>6}  {:>7}  {:>11}",
+                        "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}",
                         t.name,
                         t.tokens,
                         t.running,
-                        limit
+                        shown(t.max_running),
+                        t.open,
+                        shown(t.max_open)
                     )?;
                 }
             }
@@ -176,6 +184,7 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 name,
                 max_priority,
                 max_running,
+                max_open,
                 max_limit,
                 share_group,
                 unshare_group,
@@ -198,14 +207,10 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 };
                 change.insert("max_priority".into(), ceiling);
             }
-            if let Some(text) = max_running {
-                let limit = match text.as_str() {
-                    "none" => serde_json::Value::Null,
-                    text => json!(text.parse::<u32>().map_err(|_| anyhow::anyhow!(
-                        "--max-running `{text}`: a whole number from 1, or `none`"
-                    ))?),
-                };
-                change.insert("max_running".into(), limit);
+            for (field, text) in [("max_running", max_running), ("max_open", max_open)] {
+                if let Some(text) = text {
+                    change.insert(field.into(), limit_or_none(field, &text)?);
+                }
             }
             let lists_change = !max_limit.is_empty()
                 || !share_group.is_empty()
@@ -274,9 +279,11 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 let origins = tenant
                     .allow_http
                     .map_or("the server's".to_owned(), |o| o.join(", "));
-                let running = tenant
-                    .max_running
-                    .map_or("no limit".to_owned(), |n| format!("at most {n}"));
+                let at_most = |limit: Option<u32>| {
+                    limit.map_or("no limit".to_owned(), |n| format!("at most {n}"))
+                };
+                let running = at_most(tenant.max_running);
+                let open = at_most(tenant.max_open);
                 let maxima = serde_json::to_value(&tenant.max_limits)?;
                 let given: Vec<String> = maxima
                     .as_object()
@@ -294,11 +301,12 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 };
                 outln!(
                     "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}; \
-                     modules: {modules}; origins: {origins}; running: {} ({running}); task \
-                     limits at most: {maxima}",
+                     modules: {modules}; origins: {origins}; running: {} ({running}); open: {} \
+                     ({open}); task limits at most: {maxima}",
                     tenant.name,
                     tenant.name,
-                    tenant.running
+                    tenant.running,
+                    tenant.open
                 )?;
             }
         }
@@ -382,4 +390,16 @@ fn with_maxima(current: &TenantMaxima, asked: &[String]) -> anyhow::Result<serde
         maxima.insert(name.to_owned(), value);
     }
     Ok(serde_json::Value::Object(maxima))
+}
+
+/// A limit flag's value as the API takes it: a whole number, or `none` (null).
+fn limit_or_none(field: &str, text: &str) -> anyhow::Result<serde_json::Value> {
+    if text == "none" {
+        return Ok(serde_json::Value::Null);
+    }
+    let flag = field.replace('_', "-");
+    let n: u32 = text
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--{flag} `{text}`: a whole number from 1, or `none`"))?;
+    Ok(json!(n))
 }

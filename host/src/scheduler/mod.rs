@@ -159,6 +159,8 @@ pub struct SchedulerConfig {
     pub tenant_max_priority: i32,
     /// The running limit a tenant gets when it is added; none: no limit.
     pub tenant_max_running: Option<u32>,
+    /// The open limit a tenant gets when it is added; none: no limit.
+    pub tenant_max_open: Option<u32>,
 }
 
 impl SchedulerConfig {
@@ -180,6 +182,7 @@ impl SchedulerConfig {
             },
             tenant_max_priority: DEFAULT_MAX_PRIORITY,
             tenant_max_running: None,
+            tenant_max_open: None,
         }
     }
 }

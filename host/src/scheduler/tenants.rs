@@ -35,14 +35,17 @@ fn secret_hash(secret: &str) -> [u8; 32] {
 }
 
 impl Scheduler {
-    /// Adds a tenant, with the server's running limit for new tenants, if it has one.
+    /// Adds a tenant, with the server's running and open limits for new tenants, where
+    /// it has them.
     pub async fn tenant_add(&self, name: String) -> Result<TenantInfo> {
         let info = self.store.tenant_add(name, now_micros()).await?;
-        let Some(limit) = self.config.tenant_max_running else {
+        let (running, open) = (self.config.tenant_max_running, self.config.tenant_max_open);
+        if running.is_none() && open.is_none() {
             return Ok(info);
-        };
+        }
         let change = TenantChange {
-            max_running: Some(Some(limit)),
+            max_running: running.map(Some),
+            max_open: open.map(Some),
             ..TenantChange::default()
         };
         Ok(self.store.tenant_set(info.name, change).await?)

@@ -12,7 +12,7 @@ pub enum StoreError {
     Invalid(String),
     #[error("{0}")]
     Conflict(String),
-    /// Past one of the batch's quotas ([`super::quota`]).
+    /// Past one of the batch's quotas ([`super::quota`]), or its tenant's open limit.
     #[error("{0}")]
     Quota(String),
     #[error("the batch handle does not match batch {0}")]

@@ -23,6 +23,8 @@ pub const DEFAULT_MAX_PRIORITY: i32 = 100;
 pub const MAX_SHARED_GROUPS: usize = 100;
 /// The largest running limit a tenant may be given.
 pub const MAX_TENANT_RUNNING: u32 = 1_000_000;
+/// The largest open limit a tenant may be given.
+pub const MAX_TENANT_OPEN: u32 = 1_000_000_000;
 
 /// A tenant, as the admin lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -50,6 +52,13 @@ pub struct TenantInfo {
     pub max_running: Option<u32>,
     /// Its tasks claimed now.
     pub running: u32,
+    /// The most of its tasks that may be open (submitted, not ended: waiting, ready,
+    /// reserved or running) at once, across its batches; a submission or re-drive past
+    /// it is refused whole. None: no limit.
+    #[schema(required = true)]
+    pub max_open: Option<u32>,
+    /// Its tasks open now.
+    pub open: u64,
     /// The most its tasks may ask of each limit; one left out: the operator's.
     pub max_limits: TenantMaxima,
 }
@@ -66,6 +75,8 @@ pub struct TenantChange {
     pub allow_http: Option<Option<Vec<String>>>,
     /// `Some(None)`: no limit.
     pub max_running: Option<Option<u32>>,
+    /// `Some(None)`: no limit.
+    pub max_open: Option<Option<u32>>,
     /// All of them, as the scheduler checked them against the operator's.
     pub max_limits: Option<TenantMaxima>,
 }
@@ -183,6 +194,31 @@ pub fn check_max_running(limit: Option<u32>) -> Result<Option<u32>, StoreError> 
         ))),
         limit => Ok(limit),
     }
+}
+
+/// A tenant's open limit: 1 to [`MAX_TENANT_OPEN`].
+pub fn check_max_open(limit: Option<u32>) -> Result<Option<u32>, StoreError> {
+    match limit {
+        Some(n) if !(1..=MAX_TENANT_OPEN).contains(&n) => Err(StoreError::Invalid(format!(
+            "field `max_open`: {n} is not an open limit: 1 to {MAX_TENANT_OPEN}, or null \
+             for none"
+        ))),
+        limit => Ok(limit),
+    }
+}
+
+/// Whether `adds` more tasks fit under tenant `name`'s open limit, `open` open now; the
+/// refusal names the limit and what to do. Submissions and re-drives alike.
+pub fn check_open(name: &str, max_open: u32, open: u64, adds: u64) -> Result<(), StoreError> {
+    if open.saturating_add(adds) <= u64::from(max_open) {
+        return Ok(());
+    }
+    Err(StoreError::Quota(format!(
+        "tenant {name} has {open} tasks open (submitted and not ended) and this adds {adds}, \
+         past its `max_open` limit of {max_open}; nothing was submitted or run again. Wait for \
+         its tasks to end, or have the admin raise the limit (`qhost tenant set {name} \
+         --max-open N`)"
+    )))
 }
 
 /// The groups shared with a tenant, each a group key, at most [`MAX_SHARED_GROUPS`].

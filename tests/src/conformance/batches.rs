@@ -73,6 +73,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         modules: Some(Some(vec!["echo".into()])),
         allow_http: Some(Some(vec!["https://a.example".into()])),
         max_running: Some(Some(3)),
+        max_open: Some(Some(40)),
         max_limits: Some(TenantMaxima {
             memory: Some("32MiB".into()),
             ..TenantMaxima::default()
@@ -87,12 +88,14 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
             &changed.shared_groups[..],
             changed.modules.as_deref(),
             changed.max_running,
+            changed.max_open,
         ),
         (
             Some(7),
             &["s1".to_owned(), "s2".to_owned()][..],
             Some(&["echo".to_owned()][..]),
             Some(3),
+            Some(40),
         )
     );
     let kept = set(TenantChange::default()).await.unwrap();
@@ -101,6 +104,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         max_priority: Some(None),
         modules: Some(None),
         max_running: Some(None),
+        max_open: Some(None),
         max_limits: Some(TenantMaxima::default()),
         ..TenantChange::default()
     })
@@ -111,8 +115,13 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         Some(&["https://a.example".to_owned()][..])
     );
     assert_eq!(
-        (cleared.max_priority, &cleared.modules, cleared.max_running),
-        (None, &None, None)
+        (
+            cleared.max_priority,
+            &cleared.modules,
+            cleared.max_running,
+            cleared.max_open
+        ),
+        (None, &None, None, None)
     );
     assert_eq!(cleared.max_limits, TenantMaxima::default());
     assert_eq!(cleared.allow_http, changed.allow_http, "left out, kept");
@@ -143,6 +152,17 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         .await;
         assert!(
             matches!(&refused, Err(StoreError::Invalid(e)) if e.contains("max_running")),
+            "{limit}: {refused:?}"
+        );
+    }
+    for limit in [0, MAX_TENANT_OPEN + 1] {
+        let refused = set(TenantChange {
+            max_open: Some(Some(limit)),
+            ..TenantChange::default()
+        })
+        .await;
+        assert!(
+            matches!(&refused, Err(StoreError::Invalid(e)) if e.contains("max_open")),
             "{limit}: {refused:?}"
         );
     }

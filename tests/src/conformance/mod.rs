@@ -119,6 +119,7 @@ macro_rules! conformance_tests {
             webhooks::a_batch_ended_by_cancelling_is_written_too,
             webhooks::a_batch_keeps_a_bounded_number_of_events_waiting,
             quotas::a_submission_past_a_quota_is_refused_whole,
+            quotas::a_tenants_open_limit_holds_under_concurrent_submissions,
             quotas::output_and_text_past_a_quota_are_not_kept,
             quotas::pruning_and_stale_ends_give_usage_back,
             quotas::a_repeated_error_is_kept_once_and_read_whole,

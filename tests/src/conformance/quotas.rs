@@ -1,5 +1,6 @@
 //! Quotas on what one batch stores: submissions past one are refused whole, naming it;
-//! outputs and captured text past one are not kept; pruning gives the room back.
+//! outputs and captured text past one are not kept; pruning gives the room back. A
+//! tenant's open limit holds across its batches, under concurrent submissions too.
 
 use qhost::runtime::{LogLevel, LogLine};
 
@@ -17,6 +18,64 @@ fn quota_error(err: StoreError) -> String {
         StoreError::Quota(message) => message,
         other => panic!("expected a quota refusal, got {other:?}"),
     }
+}
+
+/// Twenty submissions of one task at once, into four batches of a tenant whose open
+/// limit is 10: exactly ten are taken, the others refused naming the limit, and the
+/// tenant counts ten open. The limit lifted, they are taken again.
+pub async fn a_tenants_open_limit_holds_under_concurrent_submissions(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let tenant = store.tenant_add("a".into(), T0).await.unwrap();
+    let limit = |max_open| TenantChange {
+        max_open: Some(max_open),
+        ..TenantChange::default()
+    };
+    store.tenant_set("a".into(), limit(Some(10))).await.unwrap();
+    let mut batches = Vec::new();
+    for _ in 0..4 {
+        let spec = BatchSpec {
+            tenant: Some(tenant.id),
+            ..BatchSpec::default()
+        };
+        batches.push(batch(&store, spec).await);
+    }
+    let submissions: Vec<_> = (0..20)
+        .map(|i| {
+            let (store, b) = (store.clone(), batches[i % 4]);
+            tokio::spawn(async move {
+                store
+                    .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
+                    .await
+            })
+        })
+        .collect();
+    let (mut taken, mut refused) = (0, Vec::new());
+    for submission in submissions {
+        match submission.await.unwrap() {
+            Ok(_) => taken += 1,
+            Err(err) => refused.push(quota_error(err)),
+        }
+    }
+    assert_eq!((taken, refused.len()), (10, 10), "{refused:?}");
+    assert!(
+        refused[0].contains("`max_open` limit of 10"),
+        "{}",
+        refused[0]
+    );
+    let a = store.tenant_get(tenant.id).await.unwrap();
+    assert_eq!((a.open, a.max_open), (10, Some(10)));
+    let mut stored = 0;
+    for &b in &batches {
+        stored += store.batch_get(b).await.unwrap().progress.ready;
+    }
+    assert_eq!(stored, 10, "what was refused stored nothing");
+
+    store.tenant_set("a".into(), limit(None)).await.unwrap();
+    store
+        .task_submit(batches[0], admitted(vec![task(m, 0, None)]), T0)
+        .await
+        .unwrap();
+    assert_eq!(store.tenant_get(tenant.id).await.unwrap().open, 11);
 }
 
 pub async fn a_submission_past_a_quota_is_refused_whole(store: Arc<dyn Store>) {

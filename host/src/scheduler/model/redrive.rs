@@ -7,6 +7,8 @@
 //! `max_attempts` count again from them; it gets its batch's next places in the fair
 //! queue, as a submission would, in id order.
 
+use std::collections::BTreeMap;
+
 use super::*;
 use crate::store::{BulkCancel, TaskSelect};
 
@@ -23,8 +25,9 @@ pub fn selects(select: &TaskSelect, task: &Task) -> bool {
 }
 
 impl Model {
-    /// Runs the failed and cancelled tasks `select` names again; returns how many.
-    pub fn retry(&mut self, select: &TaskSelect) -> u64 {
+    /// Runs the failed and cancelled tasks `select` names again; returns how many. All or
+    /// none: refused when they would pass a tenant's open limit.
+    pub fn retry(&mut self, select: &TaskSelect) -> Result<u64, Refused> {
         let vtime = self.vtime;
         let chosen: Vec<(TaskId, BatchId)> = self
             .tasks
@@ -33,6 +36,13 @@ impl Model {
             .filter(|t| selects(select, t))
             .map(|t| (t.id, t.batch))
             .collect();
+        let mut adds = BTreeMap::new();
+        for (_, batch) in &chosen {
+            if let Some(tenant) = self.batches[batch].tenant {
+                *adds.entry(tenant).or_default() += 1;
+            }
+        }
+        self.check_open(&adds)?;
         for &(id, batch) in &chosen {
             let b = self.batches.get_mut(&batch).expect("a task's batch exists");
             let vseq = b.next_vseq.max(vtime);
@@ -47,7 +57,7 @@ impl Model {
         }
         let ids: Vec<TaskId> = chosen.iter().map(|&(id, _)| id).collect();
         self.wait_again(&ids);
-        chosen.len() as u64
+        Ok(chosen.len() as u64)
     }
 
     /// Cancels the pending tasks `select` names, and asks for its claimed ones to be

@@ -109,6 +109,12 @@ pub enum Refused {
     DepAbove {
         index: usize,
     },
+    /// The tasks would pass their tenant's open limit.
+    TenantFull {
+        tenant: TenantId,
+        open: u64,
+        adds: u64,
+    },
 }
 
 /// A whole store's scheduling state, changed by the same operations as a store.
@@ -130,6 +136,8 @@ pub struct Model {
     pub vtime: i64,
     /// The tenants with a running limit, and their limit.
     pub tenant_limits: BTreeMap<TenantId, u32>,
+    /// The tenants with an open limit, and their limit.
+    pub tenant_max_open: BTreeMap<TenantId, u32>,
     /// The children claimed tasks submitted, by parent and key.
     pub children: BTreeMap<(TaskId, String), TaskId>,
     next_task: TaskId,
@@ -154,6 +162,7 @@ impl Model {
             holds: BTreeMap::new(),
             vtime: 0,
             tenant_limits: BTreeMap::new(),
+            tenant_max_open: BTreeMap::new(),
             children: BTreeMap::new(),
             next_task: 1,
             next_batch: 1,
@@ -283,6 +292,37 @@ impl Model {
         };
     }
 
+    /// Sets or lifts `tenant`'s open limit: it holds for submissions and re-drives from
+    /// then on (the tasks open already stay).
+    pub fn set_tenant_max_open(&mut self, tenant: TenantId, limit: Option<u32>) {
+        match limit {
+            Some(limit) => self.tenant_max_open.insert(tenant, limit),
+            None => self.tenant_max_open.remove(&tenant),
+        };
+    }
+
+    /// How many of `tenant`'s tasks are open: submitted, not ended.
+    pub fn tenant_open(&self, tenant: TenantId) -> u64 {
+        self.tasks
+            .iter()
+            .filter(|t| !t.phase.is_ended() && self.batches[&t.batch].tenant == Some(tenant))
+            .count() as u64
+    }
+
+    /// Refuses `adds` more open tasks of each tenant past its open limit.
+    pub(super) fn check_open(&self, adds: &BTreeMap<TenantId, u64>) -> Result<(), Refused> {
+        for (&tenant, &adds) in adds {
+            let Some(&max) = self.tenant_max_open.get(&tenant) else {
+                continue;
+            };
+            let open = self.tenant_open(tenant);
+            if open + adds > u64::from(max) {
+                return Err(Refused::TenantFull { tenant, open, adds });
+            }
+        }
+        Ok(())
+    }
+
     /// The batches of tenants with a running limit, with their tenant and its limit.
     fn batch_tenants(&self) -> BTreeMap<BatchId, (TenantId, u32)> {
         self.batches
@@ -299,7 +339,11 @@ impl Model {
     /// jump ahead of those that kept running; then one more per task.
     pub fn submit(&mut self, batch: BatchId, new: &[NewTask]) -> Result<Vec<TaskId>, Refused> {
         let vtime = self.vtime;
-        let b = self.batches.get_mut(&batch).ok_or(Refused::NoSuchBatch)?;
+        let b = self.batches.get(&batch).ok_or(Refused::NoSuchBatch)?;
+        // As the stores do: the tenant's room first, then the tasks themselves.
+        if let Some(tenant) = b.tenant {
+            self.check_open(&BTreeMap::from([(tenant, new.len() as u64)]))?;
+        }
         if let Some(started) = b.started_order
             && let Some(low) = new.iter().find(|t| t.order < started)
         {

@@ -262,8 +262,8 @@ fn a_retried_task_gets_its_budget_again_and_reopens_its_gate() {
     assert_eq!(ids(m.claim(NOW, 1)), [t[1]]);
     m.start(t[1]);
     let select = crate::store::TaskSelect::task(t[0]);
-    assert_eq!(m.retry(&select), 1);
-    assert_eq!(m.retry(&select), 0, "it is pending now");
+    assert_eq!(m.retry(&select), Ok(1));
+    assert_eq!(m.retry(&select), Ok(0), "it is pending now");
     assert_eq!(m.state(t[0]), Some(TaskState::Ready));
     assert_eq!(m.state(t[1]), Some(TaskState::Running));
     assert_eq!(m.state(t[2]), Some(TaskState::Waiting));
@@ -344,7 +344,7 @@ fn a_failed_dependency_cancels_runs_or_skips_and_a_retry_waits_again() {
         task: Some(t[0]),
         ..Default::default()
     };
-    assert_eq!(m.retry(&select), 1);
+    assert_eq!(m.retry(&select), Ok(1));
     assert_eq!(m.state(t[1]), Some(TaskState::Cancelled));
 }
 

@@ -10,7 +10,7 @@
 use deadpool_postgres::GenericClient;
 
 use super::pg;
-use crate::store::{BatchId, Micros, StoreResult};
+use crate::store::{BatchId, Micros, StoreResult, TenantId};
 
 /// The advisory lock key of a batch (ids past 2^31 share keys: coarser, still correct).
 pub(super) fn key(batch: BatchId) -> i32 {
@@ -24,7 +24,7 @@ pub(super) const LOCK_SQL: &str = "SELECT pg_advisory_xact_lock('tasks'::regclas
 pub(super) const CURRENT_SQL: &str =
     "SELECT MIN(ord) FROM batch_orders WHERE batch_id = $1 AND open > 0";
 
-/// Counts tasks open in batch `$1`: `$3[i]` more at order `$2[i]`.
+/// Counts tasks open in batch `$1` (of tenant `$4`): `$3[i]` more at order `$2[i]`.
 pub(super) const OPEN_SQL: &str = include_str!("sql/submit_orders.sql");
 
 /// Takes the batch's gate lock exclusively, waiting for claims and other writers.
@@ -72,11 +72,12 @@ pub(super) fn per_order(orders: impl IntoIterator<Item = i64>) -> (Vec<i64>, Vec
 pub(super) async fn open(
     tx: &impl GenericClient,
     batch: BatchId,
+    tenant: Option<TenantId>,
     orders: impl IntoIterator<Item = i64>,
 ) -> StoreResult<()> {
     let (orders, counts) = per_order(orders);
     let stmt = tx.prepare_cached(OPEN_SQL).await.map_err(pg)?;
-    tx.execute(&stmt, &[&batch, &orders, &counts])
+    tx.execute(&stmt, &[&batch, &orders, &counts, &tenant])
         .await
         .map_err(pg)?;
     Ok(())

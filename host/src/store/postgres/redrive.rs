@@ -113,13 +113,32 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
         for task in &tasks {
             by_batch.entry(task.batch).or_default().push(task);
         }
+        let batches: Vec<BatchId> = by_batch.keys().copied().collect();
+        let tenants: BTreeMap<BatchId, Option<TenantId>> = tx
+            .query(
+                "SELECT id, tenant_id FROM batches WHERE id = ANY($1)",
+                &[&batches],
+            )
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let mut adds: BTreeMap<TenantId, u64> = BTreeMap::new();
+        for (batch, tasks) in &by_batch {
+            if let Some(&Some(tenant)) = tenants.get(batch) {
+                *adds.entry(tenant).or_default() += tasks.len() as u64;
+            }
+        }
+        super::tenants::check_open_many(&tx, &adds).await?;
         let vtime: i64 = tx
             .query_one("SELECT vtime FROM scheduler", &[])
             .await
             .map_err(pg)?
             .get(0);
         for (batch, tasks) in by_batch {
-            again(&tx, batch, &tasks, vtime).await?;
+            let tenant = tenants.get(&batch).copied().flatten();
+            again(&tx, batch, tenant, &tasks, vtime).await?;
         }
         let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
         super::graph::redrive(&tx, &ids).await?;
@@ -134,6 +153,7 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
 async fn again(
     tx: &impl GenericClient,
     batch: BatchId,
+    tenant: Option<TenantId>,
     tasks: &[&Selected],
     vtime: i64,
 ) -> StoreResult<()> {
@@ -155,7 +175,7 @@ async fn again(
             .await
             .map_err(pg)?;
     }
-    gate::open(tx, batch, tasks.iter().map(|t| t.order)).await?;
+    gate::open(tx, batch, tenant, tasks.iter().map(|t| t.order)).await?;
     let ids: Vec<i64> = tasks.iter().map(|t| t.id).collect();
     let states: Vec<i32> = tasks
         .iter()

@@ -27,7 +27,8 @@ pub(super) async fn submit(
 ///
 /// Two round trips: the reads, then the writes, each a pipeline of prepared statements
 /// that the server runs in the order sent, so the reads run under the batch's quota row
-/// lock and gate lock, taken in that order (see `quotas.rs`).
+/// lock, gate lock and row lock, then its tenant's open-limit lock, taken in that order
+/// (see `quotas.rs`, `tenants.rs`).
 pub(super) async fn submit_in(
     store: &PostgresStore,
     tx: &impl GenericClient,
@@ -40,42 +41,57 @@ pub(super) async fn submit_in(
     modules.sort_unstable();
     modules.dedup();
     let lowest = specs.iter().map(|s| s.order).min();
-    let (quota, lock, batch_row, known_modules, gate_now, started, vtime, fan_ins) =
-        tokio::try_join!(
-            tx.prepare_cached(super::quotas::LOCK_SQL),
-            tx.prepare_cached(gate::LOCK_SQL),
-            tx.prepare_cached(
-                "SELECT sealed, priority, next_vseq FROM batches WHERE id = $1 FOR UPDATE"
-            ),
-            tx.prepare_cached("SELECT digest FROM modules WHERE digest = ANY($1)"),
-            tx.prepare_cached(gate::CURRENT_SQL),
-            // A task ever claimed counts as started (a hand-back keeps its claim time): it may
-            // have run in part. Orders above the gate may have started too (a re-drive reopens
-            // a lower order under them), so every submission looks, above its lowest order only.
-            tx.prepare_cached(
-                "SELECT MAX(ord) FROM tasks
+    let (
+        quota,
+        lock,
+        batch_row,
+        lock_open,
+        open_now,
+        known_modules,
+        gate_now,
+        started,
+        vtime,
+        fan_ins,
+    ) = tokio::try_join!(
+        tx.prepare_cached(super::quotas::LOCK_SQL),
+        tx.prepare_cached(gate::LOCK_SQL),
+        tx.prepare_cached(
+            "SELECT sealed, priority, next_vseq, tenant_id FROM batches WHERE id = $1 FOR UPDATE"
+        ),
+        tx.prepare_cached(super::tenants::LOCK_OPEN_SQL),
+        tx.prepare_cached(super::tenants::OPEN_SQL),
+        tx.prepare_cached("SELECT digest FROM modules WHERE digest = ANY($1)"),
+        tx.prepare_cached(gate::CURRENT_SQL),
+        // A task ever claimed counts as started (a hand-back keeps its claim time): it may
+        // have run in part. Orders above the gate may have started too (a re-drive reopens
+        // a lower order under them), so every submission looks, above its lowest order only.
+        tx.prepare_cached(
+            "SELECT MAX(ord) FROM tasks
              WHERE batch_id = $1 AND ord > $2 AND claimed_at IS NOT NULL"
-            ),
-            tx.prepare_cached("SELECT vtime FROM scheduler"),
-            tx.prepare_cached(super::graph::FAN_INS_SQL),
-        )
-        .map_err(pg)?;
-    let key = gate::key(batch);
-    let above = lowest.unwrap_or(i64::MAX);
-    let (quota, _, batch_row, known, old_gate, started, vtime, fan_ins) = tokio::try_join!(
-        async { tx.query_opt(&quota, &[&batch]).await },
-        async { tx.execute(&lock, &[&key]).await },
-        async { tx.query_opt(&batch_row, &[&batch]).await },
-        async { tx.query(&known_modules, &[&modules]).await },
-        async { tx.query_one(&gate_now, &[&batch]).await },
-        async { tx.query_one(&started, &[&batch, &above]).await },
-        async { tx.query_one(&vtime, &[]).await },
-        async { tx.query(&fan_ins, &[&batch]).await },
+        ),
+        tx.prepare_cached("SELECT vtime FROM scheduler"),
+        tx.prepare_cached(super::graph::FAN_INS_SQL),
     )
     .map_err(pg)?;
+    let key = gate::key(batch);
+    let above = lowest.unwrap_or(i64::MAX);
+    let (quota, _, batch_row, _, open_now, known, old_gate, started, vtime, fan_ins) =
+        tokio::try_join!(
+            async { tx.query_opt(&quota, &[&batch]).await },
+            async { tx.execute(&lock, &[&key]).await },
+            async { tx.query_opt(&batch_row, &[&batch]).await },
+            async { tx.execute(&lock_open, &[&batch]).await },
+            async { tx.query_opt(&open_now, &[&batch]).await },
+            async { tx.query(&known_modules, &[&modules]).await },
+            async { tx.query_one(&gate_now, &[&batch]).await },
+            async { tx.query_one(&started, &[&batch, &above]).await },
+            async { tx.query_one(&vtime, &[]).await },
+            async { tx.query(&fan_ins, &[&batch]).await },
+        )
+        .map_err(pg)?;
     let row = batch_row.ok_or_else(|| not_found("batch", batch))?;
-    let (sealed, batch_priority, next_vseq): (bool, i32, i64) =
-        (row.get(0), row.get(1), row.get(2));
+    let (sealed, batch_priority, next_vseq, tenant): (bool, i32, i64, Option<TenantId>) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
     if sealed {
         return Err(errors::batch_sealed(batch));
     }
@@ -84,6 +100,7 @@ pub(super) async fn submit_in(
         .map(super::quotas::from_row)
         .unwrap_or_default();
     let added = quota::check_submission(batch, quotas, usage, specs)?;
+    super::tenants::check_open(open_now.as_ref(), specs.len() as u64)?;
     let known: HashSet<String> = known.iter().map(|r| r.get(0)).collect();
     admit::check_modules(specs, |module| Ok(known.contains(&module.to_hex())))?;
     if lowest.is_none() {
@@ -166,7 +183,7 @@ pub(super) async fn submit_in(
             tx.execute(&groups_stmt, &[&groups]).await.map_err(pg)
         },
         async {
-            tx.execute(&orders_stmt, &[&batch, &orders, &counts])
+            tx.execute(&orders_stmt, &[&batch, &orders, &counts, &tenant])
                 .await
                 .map_err(pg)
         },

@@ -1,5 +1,7 @@
 //! Tenants and their tokens (see [`crate::store::tenant`]).
 
+use std::collections::BTreeMap;
+
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
@@ -26,6 +28,8 @@ fn tenant(r: &Row) -> TenantInfo {
             .get::<_, Option<&str>>(10)
             .and_then(|m| serde_json::from_str(m).ok())
             .unwrap_or_default(),
+        max_open: r.get::<_, Option<i32>>(11).map(|n| n as u32),
+        open: r.get::<_, i64>(12) as u64,
     }
 }
 
@@ -107,6 +111,7 @@ pub(super) async fn set(
         .flatten()
         .map(|o| serde_json::to_string(&o).expect("strings"));
     let max_running = change.max_running.map(check_max_running).transpose()?;
+    let max_open = change.max_open.map(check_max_open).transpose()?;
     let max_limits = change.max_limits.as_ref().map(|maxima| {
         (*maxima != TenantMaxima::default())
             .then(|| serde_json::to_string(maxima).expect("maxima serialize"))
@@ -122,7 +127,8 @@ pub(super) async fn set(
                  modules = CASE WHEN $5 THEN $6 ELSE modules END,
                  allow_http = CASE WHEN $7 THEN $8 ELSE allow_http END,
                  max_running = CASE WHEN $9 THEN $10 ELSE max_running END,
-                 max_limits = CASE WHEN $11 THEN $12 ELSE max_limits END
+                 max_limits = CASE WHEN $11 THEN $12 ELSE max_limits END,
+                 max_open = CASE WHEN $13 THEN $14 ELSE max_open END
              WHERE id = $1",
             &[
                 &id,
@@ -137,6 +143,8 @@ pub(super) async fn set(
                 &max_running.flatten().map(|n| n as i32),
                 &max_limits.is_some(),
                 &max_limits.flatten(),
+                &max_open.is_some(),
+                &max_open.flatten().map(|n| n as i32),
             ],
         )
         .await
@@ -145,6 +153,59 @@ pub(super) async fn set(
         .await?
         .pop()
         .ok_or_else(|| no_tenant(&name))
+}
+
+/// Takes the open-limit lock of batch `$1`'s tenant, when it has an open limit: a
+/// submission or re-drive into its batches counts its open tasks, and adds to them, one
+/// after another across nodes. Taken after the batches' own locks.
+pub(super) const LOCK_OPEN_SQL: &str =
+    "SELECT pg_advisory_xact_lock('tenants'::regclass::oid::int, n.id::int)
+     FROM batches b JOIN tenants n ON n.id = b.tenant_id
+     WHERE b.id = $1 AND n.max_open IS NOT NULL";
+
+/// Batch `$1`'s tenant's name, open limit and open tasks, when it has an open limit.
+pub(super) const OPEN_SQL: &str = "SELECT n.name, n.max_open,
+            (SELECT coalesce(SUM(o.open), 0)::bigint FROM batch_orders o WHERE o.tenant_id = n.id)
+     FROM batches b JOIN tenants n ON n.id = b.tenant_id
+     WHERE b.id = $1 AND n.max_open IS NOT NULL";
+
+/// Refuses `adds` more open tasks past the open limit `row` (of [`OPEN_SQL`]) states.
+pub(super) fn check_open(row: Option<&Row>, adds: u64) -> StoreResult<()> {
+    let Some(row) = row else {
+        return Ok(());
+    };
+    let (name, max_open, open): (&str, i32, i64) = (row.get(0), row.get(1), row.get(2));
+    crate::store::check_open(name, max_open as u32, open as u64, adds)
+}
+
+/// Takes the open-limit locks of the tenants `adds` names that have an open limit, in id
+/// order, and refuses the tasks each would get back past its limit: a re-drive.
+pub(super) async fn check_open_many(
+    tx: &impl GenericClient,
+    adds: &BTreeMap<TenantId, u64>,
+) -> StoreResult<()> {
+    let lock = tx
+        .prepare_cached(
+            "SELECT pg_advisory_xact_lock('tenants'::regclass::oid::int, id::int)
+             FROM tenants WHERE id = $1 AND max_open IS NOT NULL",
+        )
+        .await
+        .map_err(pg)?;
+    let open = tx
+        .prepare_cached(
+            "SELECT name, max_open,
+                    (SELECT coalesce(SUM(o.open), 0)::bigint FROM batch_orders o
+                     WHERE o.tenant_id = $1)
+             FROM tenants WHERE id = $1 AND max_open IS NOT NULL",
+        )
+        .await
+        .map_err(pg)?;
+    for (tenant, &adds) in adds {
+        tx.execute(&lock, &[tenant]).await.map_err(pg)?;
+        let row = tx.query_opt(&open, &[tenant]).await.map_err(pg)?;
+        check_open(row.as_ref(), adds)?;
+    }
+    Ok(())
 }
 
 async fn tenant_id(client: &impl GenericClient, name: &str) -> StoreResult<TenantId> {

@@ -31,8 +31,18 @@ const HOT: &[Hot] = &[
     // Submission.
     Hot {
         name: "submit: the batch",
-        sql: "SELECT sealed, priority, next_vseq, max_started_order FROM batches WHERE id = ?",
+        sql: super::tasks::BATCH_SQL,
         plan: &[BATCH_BY_ID],
+    },
+    Hot {
+        name: "submit: a tenant's open limit",
+        sql: super::tenants::LIMIT_SQL,
+        plan: &[TENANT_BY_ID],
+    },
+    Hot {
+        name: "submit: a tenant's open tasks",
+        sql: super::tenants::OPEN_SQL,
+        plan: &["SEARCH batch_orders USING INDEX batch_orders_tenant (tenant_id=?)"],
     },
     Hot {
         name: "submit: the gate",

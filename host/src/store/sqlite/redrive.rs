@@ -86,6 +86,23 @@ pub(super) fn retry(tx: &Transaction<'_>, which: &TaskSelect) -> StoreResult<u64
     for task in &tasks {
         by_batch.entry(task.batch).or_default().push(task);
     }
+    // Each batch's tenant; what each tenant gets back counts against its open limit.
+    let mut tenants: BTreeMap<BatchId, Option<TenantId>> = BTreeMap::new();
+    let mut adds: BTreeMap<TenantId, u64> = BTreeMap::new();
+    for (&batch, tasks) in &by_batch {
+        let tenant: Option<TenantId> = tx
+            .prepare_cached("SELECT tenant_id FROM batches WHERE id = ?")
+            .map_err(internal)?
+            .query_row([batch], |r| r.get(0))
+            .map_err(internal)?;
+        if let Some(tenant) = tenant {
+            *adds.entry(tenant).or_default() += tasks.len() as u64;
+        }
+        tenants.insert(batch, tenant);
+    }
+    for (tenant, adds) in adds {
+        super::tenants::check_open(tx, Some(tenant), adds)?;
+    }
     let vtime: i64 = tx
         .query_row("SELECT vtime FROM scheduler", [], |r| r.get(0))
         .map_err(internal)?;
@@ -111,7 +128,8 @@ pub(super) fn retry(tx: &Transaction<'_>, which: &TaskSelect) -> StoreResult<u64
             gate::demote(tx, batch, old)?;
         }
         for (index, task) in tasks.iter().enumerate() {
-            open.execute(params![batch, task.order]).map_err(internal)?;
+            open.execute(params![batch, task.order, tenants[&batch]])
+                .map_err(internal)?;
             let state = admit::first_state(task.order, new_gate);
             again
                 .execute(params![state.code(), first_vseq + index as i64, task.id])

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 24] = [
+const MIGRATIONS: [&str; 25] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -33,6 +33,7 @@ const MIGRATIONS: [&str; 24] = [
     include_str!("migrations/0022_spawn_quotas.sql"),
     include_str!("migrations/0023_tenants.sql"),
     include_str!("migrations/0024_tenant_limits.sql"),
+    include_str!("migrations/0025_tenant_open.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

@@ -6,6 +6,10 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use super::{digest_of, gate, graph, internal, modules, not_found};
 use crate::store::*;
 
+/// What a submission reads of its batch.
+pub(super) const BATCH_SQL: &str =
+    "SELECT sealed, priority, next_vseq, max_started_order, tenant_id FROM batches WHERE id = ?";
+
 /// Adds tasks to a batch, at its gate or behind it; lowers the gate when a task comes in
 /// below it. `trace`: the trace context they were submitted in, kept with each.
 pub(super) fn submit(
@@ -15,13 +19,12 @@ pub(super) fn submit(
     trace: Option<&str>,
     now: Micros,
 ) -> StoreResult<Vec<TaskId>> {
-    let (sealed, batch_priority, next_vseq, max_started): (bool, i32, i64, Option<i64>) = tx
-        .prepare_cached(
-            "SELECT sealed, priority, next_vseq, max_started_order FROM batches WHERE id = ?",
-        )
+    type BatchRow = (bool, i32, i64, Option<i64>, Option<TenantId>);
+    let (sealed, batch_priority, next_vseq, max_started, tenant): BatchRow = tx
+        .prepare_cached(BATCH_SQL)
         .map_err(internal)?
         .query_row([batch], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })
         .optional()
         .map_err(internal)?
@@ -30,6 +33,7 @@ pub(super) fn submit(
         return Err(errors::batch_sealed(batch));
     }
     super::quotas::submit(tx, batch, &specs)?;
+    super::tenants::check_open(tx, tenant, specs.len() as u64)?;
     let mut known = std::collections::HashSet::new();
     admit::check_modules(&specs, |module| {
         Ok(known.contains(module) || {
@@ -74,7 +78,8 @@ pub(super) fn submit(
             if let Some(key) = &spec.group {
                 group.execute([key]).map_err(internal)?;
             }
-            open.execute(params![batch, spec.order]).map_err(internal)?;
+            open.execute(params![batch, spec.order, tenant])
+                .map_err(internal)?;
             insert
                 .execute(params![
                     batch,

@@ -26,6 +26,8 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
             .get::<_, Option<String>>(10)?
             .and_then(|m| serde_json::from_str(&m).ok())
             .unwrap_or_default(),
+        max_open: r.get(11)?,
+        open: r.get::<_, i64>(12)? as u64,
     })
 }
 
@@ -106,6 +108,14 @@ pub(super) fn set(
         )
         .map_err(internal)?;
     }
+    if let Some(max_open) = change.max_open {
+        let max_open = check_max_open(max_open)?;
+        tx.execute(
+            "UPDATE tenants SET max_open = ? WHERE id = ?",
+            params![max_open, id],
+        )
+        .map_err(internal)?;
+    }
     if let Some(maxima) = change.max_limits {
         let maxima = (maxima != TenantMaxima::default())
             .then(|| serde_json::to_string(&maxima).expect("maxima serialize"));
@@ -124,6 +134,39 @@ pub(super) fn set(
         .map_err(internal)?;
     }
     get(tx, id)
+}
+
+/// Tenant `?`'s name and open limit.
+pub(super) const LIMIT_SQL: &str = "SELECT name, max_open FROM tenants WHERE id = ?";
+/// The open tasks of tenant `?`, summed over its open orders.
+pub(super) const OPEN_SQL: &str = "SELECT coalesce(SUM(open), 0) FROM batch_orders \
+    INDEXED BY batch_orders_tenant WHERE tenant_id = ?";
+
+/// Refuses `adds` more open tasks of `tenant` past its open limit (see
+/// [`crate::store::check_open`]); a batch of the admin's (`None`) has none.
+pub(super) fn check_open(
+    tx: &Transaction<'_>,
+    tenant: Option<TenantId>,
+    adds: u64,
+) -> StoreResult<()> {
+    let Some(tenant) = tenant else {
+        return Ok(());
+    };
+    let limit: Option<(String, Option<u32>)> = tx
+        .prepare_cached(LIMIT_SQL)
+        .map_err(internal)?
+        .query_row([tenant], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(internal)?;
+    let Some((name, Some(max_open))) = limit else {
+        return Ok(());
+    };
+    let open: i64 = tx
+        .prepare_cached(OPEN_SQL)
+        .map_err(internal)?
+        .query_row([tenant], |r| r.get(0))
+        .map_err(internal)?;
+    crate::store::check_open(&name, max_open, open as u64, adds)
 }
 
 fn tenant_id(conn: &Connection, name: &str) -> StoreResult<TenantId> {

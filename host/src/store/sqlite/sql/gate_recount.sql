@@ -4,6 +4,6 @@
 -- ?1 batch id
 --
 -- state: 2 claimed, listed as 1 ready (migrations/0012_listed.sql).
-INSERT INTO batch_orders (batch_id, ord, open)
-SELECT batch_id, ord, COUNT(*) FROM tasks
+INSERT INTO batch_orders (batch_id, ord, open, tenant_id)
+SELECT batch_id, ord, COUNT(*), (SELECT tenant_id FROM batches WHERE id = ?1) FROM tasks
 WHERE batch_id = ?1 AND listed = 1 AND state = 2 GROUP BY ord;

@@ -3,5 +3,6 @@
 --
 -- ?1 batch id
 -- ?2 order
-INSERT INTO batch_orders (batch_id, ord, open) VALUES (?1, ?2, 1)
+-- ?3 the batch's tenant (NULL: the admin's)
+INSERT INTO batch_orders (batch_id, ord, open, tenant_id) VALUES (?1, ?2, 1, ?3)
 ON CONFLICT (batch_id, ord) DO UPDATE SET open = open + 1;

@@ -1,0 +1,9 @@
+-- A tenant's open tasks at most (submitted, not ended; NULL: no limit). Each count of a
+-- batch's open tasks at one order carries the batch's tenant, so that a tenant's open
+-- tasks are the sum over its open orders alone, found along batch_orders_tenant.
+ALTER TABLE tenants ADD COLUMN max_open INT;
+ALTER TABLE batch_orders ADD COLUMN tenant_id BIGINT;
+UPDATE batch_orders o SET tenant_id = b.tenant_id
+FROM batches b WHERE b.id = o.batch_id AND b.tenant_id IS NOT NULL;
+-- Partial: the orders of the admin's batches, most of them, cost it nothing.
+CREATE INDEX batch_orders_tenant ON batch_orders (tenant_id) WHERE tenant_id IS NOT NULL;
