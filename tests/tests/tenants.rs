@@ -959,7 +959,7 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     let row = listed.lines().find(|l| l.starts_with("acme")).unwrap();
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
-        ["acme", "1", "0", "3", "0", "50"],
+        ["acme", "1", "0", "3", "0", "50", "0.000"],
         "{listed}"
     );
     let set = run(&[
@@ -1093,14 +1093,18 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
     for batch in [a1, a2, mine] {
         wait_ended(&t.server, batch);
     }
-    let a: Vec<Span> = [a1, a2]
+    let of_a: Vec<Span> = [a1, a2]
         .iter()
         .flat_map(|&b| spans_of(&t.server, b))
         .collect();
-    let all: Vec<Span> = a.iter().cloned().chain(spans_of(&t.server, mine)).collect();
-    assert_eq!(a.len(), 6, "each of A's tasks ran once");
+    let all: Vec<Span> = of_a
+        .iter()
+        .cloned()
+        .chain(spans_of(&t.server, mine))
+        .collect();
+    assert_eq!(of_a.len(), 6, "each of A's tasks ran once");
     assert_eq!(
-        peak_overlap(&a),
+        peak_overlap(&of_a),
         1,
         "tenant A ran more than its limit at once"
     );
@@ -1117,6 +1121,15 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
         .find(|t| t["name"] == "a")
         .unwrap();
     assert_eq!(a["running"], 0, "{a}");
+    let held: i64 = of_a.iter().map(|s| s.end - s.start).sum();
+    assert_eq!(
+        a["slot_micros"], held,
+        "A's slot time is its spans' in the log: {a}"
+    );
+    let slot = format!(
+        r#"qhost_tenant_slot_seconds_total{{tenant="a"}} {}"#,
+        held as f64 / 1e6
+    );
     let metrics = agent()
         .get(t.url("/metrics"))
         .header("Authorization", format!("Bearer {}", t.server.token))
@@ -1129,6 +1142,8 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
         r#"qhost_tenant_running{tenant="a"} 0"#,
         r#"qhost_tenant_max_running{tenant="a"} 1"#,
         r#"qhost_tenant_running{tenant="b"} 0"#,
+        slot.as_str(),
+        r#"qhost_tenant_slot_seconds_total{tenant="b"} 0"#,
     ] {
         assert!(
             metrics.lines().any(|l| l == series),

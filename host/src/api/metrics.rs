@@ -145,6 +145,20 @@ pub async fn metrics(
     }
     head(
         &mut text,
+        "qhost_tenant_slot_seconds_total",
+        "counter",
+        "Slot time each tenant's attempts have held, from each one's start to its end.",
+    );
+    for t in &tenants {
+        let _ = writeln!(
+            text,
+            "qhost_tenant_slot_seconds_total{{tenant=\"{}\"}} {}",
+            t.name,
+            t.slot_micros as f64 / 1e6
+        );
+    }
+    head(
+        &mut text,
         "qhost_tenant_open",
         "gauge",
         "Tasks open now per tenant (submitted, not ended), across its batches.",

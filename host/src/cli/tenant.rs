@@ -32,7 +32,7 @@ pub enum TenantCommand {
         json: bool,
     },
     /// List the tenants, with how many tokens each holds, its tasks claimed and open now,
-    /// and its running and open limits.
+    /// its running and open limits, and the slot time its attempts have held.
     Ls {
         /// Print them as JSON, one array.
         #[arg(long)]
@@ -157,24 +157,26 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or(6)
                     .max(6);
                 outln!(
-                    "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}",
+                    "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12}",
                     "tenant",
                     "tokens",
                     "running",
                     "max_running",
                     "open",
-                    "max_open"
+                    "max_open",
+                    "slot_seconds"
                 )?;
                 let shown = |limit: Option<u32>| limit.map_or("-".to_owned(), |n| n.to_string());
                 for t in &list.tenants {
                     outln!(
-                        "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}",
+                        "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12.3}",
                         t.name,
                         t.tokens,
                         t.running,
                         shown(t.max_running),
                         t.open,
-                        shown(t.max_open)
+                        shown(t.max_open),
+                        t.slot_micros as f64 / 1e6
                     )?;
                 }
             }

@@ -167,6 +167,14 @@ impl<'a> AttemptEnd<'a> {
     }
 }
 
+impl AttemptEnd<'_> {
+    /// The slot time the attempt held: from its start to its end, as the log records
+    /// them. A tenant's usage is the sum over its attempts.
+    pub(crate) fn slot_time(&self) -> Micros {
+        (self.ended_at - self.started_at).max(0)
+    }
+}
+
 /// What a batch of completions did.
 #[derive(Debug, Clone, Default)]
 pub struct CompleteResult {

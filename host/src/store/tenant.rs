@@ -59,6 +59,9 @@ pub struct TenantInfo {
     pub max_open: Option<u32>,
     /// Its tasks open now.
     pub open: u64,
+    /// The slot time its attempts have held, in microseconds: from each attempt's start
+    /// to its end, as the execution log records them, summed since it was added.
+    pub slot_micros: u64,
     /// The most its tasks may ask of each limit; one left out: the operator's.
     pub max_limits: TenantMaxima,
 }

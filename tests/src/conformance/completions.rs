@@ -1,5 +1,5 @@
-//! How attempts end: stale completions, retries with backoff, rescued leases, and what
-//! an attempt carries kept within bounds.
+//! How attempts end: stale completions, retries with backoff, rescued leases, what an
+//! attempt carries kept within bounds, and the slot time a tenant's attempts held.
 
 use qhost::runtime::{LogLevel, LogLine};
 
@@ -216,4 +216,88 @@ pub async fn completions_are_stored_within_bounds(store: Arc<dyn Store>) {
         );
     }
     assert_eq!(attempt.logs[0].message, "nul \0 in a log line");
+}
+
+/// A tenant's slot time is the sum of its attempts' spans as the log records them: a
+/// success, a failure retried and an attempt lost count what they held; a task handed
+/// back before it started, and the admin's batches, count nothing.
+pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let a = store.tenant_add("a".into(), T0).await.unwrap();
+    let spec = BatchSpec {
+        tenant: Some(a.id),
+        ..BatchSpec::default()
+    };
+    let mine = batch(&store, spec).await;
+    let admins = batch(&store, BatchSpec::default()).await;
+    let twice = TaskSpec {
+        max_attempts: 2,
+        ..task(m, 0, None)
+    };
+    let tasks = vec![task(m, 0, None), twice, task(m, 0, None), task(m, 0, None)];
+    store.task_submit(mine, admitted(tasks), T0).await.unwrap();
+    let theirs = admitted(vec![task(m, 0, None)]);
+    store.task_submit(admins, theirs, T0).await.unwrap();
+    let claimed = claim(&store, "n1", 5, T0).await;
+    assert_eq!(claimed.len(), 5);
+    let of = |batch: BatchId| -> Vec<&ClaimedTask> {
+        let mut tasks: Vec<_> = claimed.iter().filter(|t| t.batch == batch).collect();
+        tasks.sort_by_key(|t| t.id);
+        tasks
+    };
+    let (mine_claimed, admins_claimed) = (of(mine), of(admins));
+    let ended = |task: &ClaimedTask, outcome, started: Micros, ended: Micros| Completion {
+        started_at: started,
+        ..completion(task, outcome, ended)
+    };
+    let completions = vec![
+        ended(
+            mine_claimed[0],
+            Outcome::Succeeded,
+            T0 + SECOND,
+            T0 + 4 * SECOND,
+        ),
+        ended(
+            mine_claimed[1],
+            Outcome::GuestError,
+            T0 + SECOND,
+            T0 + 3 * SECOND,
+        ),
+        ended(admins_claimed[0], Outcome::Succeeded, T0, T0 + 50 * SECOND),
+    ];
+    store
+        .task_complete(completions, T0 + 50 * SECOND)
+        .await
+        .unwrap();
+    let held = store.tenant_get(a.id).await.unwrap().slot_micros;
+    assert_eq!(
+        held,
+        5 * SECOND as u64,
+        "3 s of a success and 2 s of a failure"
+    );
+
+    let back = mine_claimed[2];
+    store
+        .task_hand_back(vec![(back.id, back.lease_token)], T0 + 50 * SECOND)
+        .await
+        .unwrap();
+    start(&store, &[mine_claimed[3].clone()], T0 + 2 * SECOND).await;
+    let rescued = store.lease_rescue(None, T0 + 100 * SECOND).await.unwrap();
+    assert_eq!(rescued.ended.len(), 1, "the started task's lease was lost");
+    let log = store
+        .attempt_list(AttemptFilter {
+            batch: Some(mine),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let spans: i64 = log.iter().map(|(_, a)| a.ended_at - a.started_at).sum();
+    let a = store.tenant_get(a.id).await.unwrap();
+    assert_eq!(log.len(), 3, "a success, a failure and a lost attempt");
+    assert_eq!(
+        a.slot_micros, spans as u64,
+        "the sum of its spans in the log"
+    );
+    assert!(a.slot_micros > held, "the lost attempt counts");
+    assert_eq!(a.running, 0);
 }

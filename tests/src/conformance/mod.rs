@@ -78,6 +78,7 @@ macro_rules! conformance_tests {
             claims::changes_reach_reserved_tasks,
             claims::a_claim_returns_the_trace_its_task_was_submitted_in,
             completions::stale_completions_change_nothing,
+            completions::a_tenants_slot_time_is_what_its_attempts_held,
             completions::failures_are_retried_with_backoff_then_fail,
             completions::a_host_error_gives_the_attempt_back,
             completions::expired_leases_are_rescued,

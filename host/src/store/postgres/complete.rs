@@ -138,13 +138,15 @@ fn running_row(r: &tokio_postgres::Row) -> Running {
 struct Freed {
     batches: HashMap<BatchId, i32>,
     groups: HashMap<String, i32>,
-    tenants: HashMap<TenantId, i32>,
+    /// Per tenant: its slots freed, and the slot time they held.
+    tenants: HashMap<TenantId, (i32, Micros)>,
     /// Groups held after a deferred attempt, until when.
     holds: HashMap<String, Micros>,
 }
 
 impl Freed {
-    fn add(&mut self, task: &Running) {
+    /// Frees `task`'s slots, which its attempt held `held` microseconds.
+    fn add(&mut self, task: &Running, held: Micros) {
         if task.limited {
             *self.batches.entry(task.batch).or_default() += 1;
         }
@@ -152,7 +154,9 @@ impl Freed {
             *self.groups.entry(group.clone()).or_default() += 1;
         }
         if let Some(tenant) = task.tenant {
-            *self.tenants.entry(tenant).or_default() += 1;
+            let freed = self.tenants.entry(tenant).or_default();
+            freed.0 += 1;
+            freed.1 += held;
         }
     }
 
@@ -192,14 +196,18 @@ impl Freed {
                 .map_err(pg)?;
         }
         if !self.tenants.is_empty() {
-            let mut rows: Vec<(TenantId, i32)> = self.tenants.into_iter().collect();
+            let mut rows: Vec<(TenantId, (i32, Micros))> = self.tenants.into_iter().collect();
             rows.sort_unstable();
-            let (ids, counts): (Vec<i64>, Vec<i32>) = rows.into_iter().unzip();
+            let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+            let counts: Vec<i32> = rows.iter().map(|r| r.1.0).collect();
+            let held: Vec<i64> = rows.iter().map(|r| r.1.1).collect();
             let stmt = tx
                 .prepare_cached(include_str!("sql/complete_free_tenants.sql"))
                 .await
                 .map_err(pg)?;
-            tx.execute(&stmt, &[&ids, &counts]).await.map_err(pg)?;
+            tx.execute(&stmt, &[&ids, &counts, &held])
+                .await
+                .map_err(pg)?;
         }
         Ok(())
     }
@@ -253,8 +261,8 @@ impl<'a> Ending<'a> {
 
     /// A success, its task already ended.
     fn succeeded(&mut self, task: &Running, end: AttemptEnd<'a>, result: &mut CompleteResult) {
+        self.freed.add(task, end.slot_time());
         self.attempts.push(task, end);
-        self.freed.add(task);
         self.closed.push((task.batch, task.order, 1));
         self.listen(task);
         result.ended.push((task.id, task.batch));
@@ -269,8 +277,8 @@ impl<'a> Ending<'a> {
         state: Option<&[u8]>,
         result: &mut CompleteResult,
     ) -> StoreResult<()> {
+        self.freed.add(task, end.slot_time());
         self.attempts.push(task, end);
-        self.freed.add(task);
         super::spawn::suspend(tx, task.id, task.batch, state.unwrap_or_default()).await?;
         result.retried += 1;
         Ok(())
@@ -287,8 +295,8 @@ impl<'a> Ending<'a> {
         result: &mut CompleteResult,
     ) -> StoreResult<()> {
         let (outcome, error) = (end.outcome, end.error.map(str::to_owned));
+        self.freed.add(task, end.slot_time());
         self.attempts.push(task, end);
-        self.freed.add(task);
         let ended = match finish(tx, task, outcome, error, defer, now, result).await? {
             Finished::Ended(state, outcome, error) => Some((state, outcome, error)),
             Finished::Back { hold } => {
@@ -644,7 +652,8 @@ async fn put_back(
         if tokens.get(&task.id) != Some(&task.lease_token) {
             continue;
         }
-        freed.add(task);
+        // Not started: it held its slot for no run.
+        freed.add(task, 0);
         if task.cancel_requested {
             // Its cancellation reached it before it started: it ends as a pending one would.
             cancelled.push(task.id);

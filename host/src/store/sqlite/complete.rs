@@ -52,8 +52,9 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
 /// same slots leave.
 pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ? \
     RETURNING webhook_url IS NOT NULL, tenant_id";
-/// A tenant has `?` fewer tasks claimed.
-pub(super) const TENANT_FREE_SQL: &str = "UPDATE tenants SET running = running - ? WHERE id = ?";
+/// A tenant has `?1` fewer tasks claimed, whose attempts held slots `?2` microseconds.
+pub(super) const TENANT_FREE_SQL: &str =
+    "UPDATE tenants SET running = running - ?1, slot_micros = slot_micros + ?2 WHERE id = ?3";
 /// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
 pub(super) const GROUP_HOLD_SQL: &str =
     "UPDATE groups SET held_until = max(held_until, ?1) WHERE key = ?2";
@@ -96,9 +97,11 @@ pub(super) fn complete(
             result.stale += 1;
             continue;
         };
-        log::record(tx, &task, &AttemptEnd::of(&c))?;
+        let end = AttemptEnd::of(&c);
+        log::record(tx, &task, &end)?;
+        let held = end.slot_time();
         if c.outcome == Outcome::Suspended && !task.cancel_requested && !halted(tx, task.batch)? {
-            free_slots(tx, &task)?;
+            free_slots(tx, &task, held)?;
             super::spawn::suspend(tx, task.id, c.output.unwrap_or_default())?;
             result.retried += 1;
             continue;
@@ -106,6 +109,7 @@ pub(super) fn complete(
         finish(
             tx,
             &task,
+            held,
             c.outcome,
             c.error,
             c.output,
@@ -134,7 +138,8 @@ fn complete_successes(
     let mut end = tx
         .prepare_cached(include_str!("sql/complete_succeeded.sql"))
         .map_err(internal)?;
-    let mut batches: HashMap<BatchId, i64> = HashMap::new();
+    // Per batch: its slots freed, and the slot time they held.
+    let mut batches: HashMap<BatchId, (i64, Micros)> = HashMap::new();
     let mut groups: HashMap<String, i64> = HashMap::new();
     let mut orders: HashMap<(BatchId, i64), i64> = HashMap::new();
     let mut leading: Vec<(TaskId, bool)> = Vec::new();
@@ -167,7 +172,9 @@ fn complete_successes(
             continue;
         };
         log::record(tx, &task, &AttemptEnd::of(&c))?;
-        *batches.entry(task.batch).or_default() += 1;
+        let freed = batches.entry(task.batch).or_default();
+        freed.0 += 1;
+        freed.1 += AttemptEnd::of(&c).slot_time();
         if let Some(group) = task.group {
             *groups.entry(group).or_default() += 1;
         }
@@ -176,12 +183,12 @@ fn complete_successes(
     }
     let mut batch_running = tx.prepare_cached(BATCH_FREE_SQL).map_err(internal)?;
     let mut hooked: HashMap<BatchId, bool> = HashMap::with_capacity(batches.len());
-    for (batch, count) in batches {
+    for (batch, (count, held)) in batches {
         let (has_hook, tenant) = batch_running
             .query_row(params![count, batch], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(internal)?;
         hooked.insert(batch, has_hook);
-        free_tenant(tx, tenant, count)?;
+        free_tenant(tx, tenant, count, held)?;
     }
     let mut group_running = tx.prepare_cached(GROUP_FREE_SQL).map_err(internal)?;
     for (group, count) in groups {
@@ -222,24 +229,23 @@ pub(super) fn rescue(
     for task in lost {
         let restarted = Some(task.lease_node.as_str()) == node;
         let error = fate::lost_reason(&task.lease_node, restarted);
-        log::record(
-            tx,
-            &task,
-            &AttemptEnd {
-                node: &task.lease_node,
-                slot: None,
-                started_at: task.started_at,
-                ended_at: now,
-                outcome: Outcome::Lost,
-                error: Some(&error),
-                logs: &[],
-                stdout: &[],
-                stderr: &[],
-            },
-        )?;
+        let end = AttemptEnd {
+            node: &task.lease_node,
+            slot: None,
+            started_at: task.started_at,
+            ended_at: now,
+            outcome: Outcome::Lost,
+            error: Some(&error),
+            logs: &[],
+            stdout: &[],
+            stderr: &[],
+        };
+        log::record(tx, &task, &end)?;
+        let held = end.slot_time();
         finish(
             tx,
             &task,
+            held,
             Outcome::Lost,
             Some(error),
             None,
@@ -271,7 +277,8 @@ pub(super) fn hand_back(
         let Some(task) = task.filter(|t| t.lease_token == token) else {
             continue;
         };
-        let hooked = free_slots(tx, &task)? || server;
+        // Not started: it held its slot for no run.
+        let hooked = free_slots(tx, &task, 0)? || server;
         if task.cancel_requested {
             // Its cancellation reached it before it started: it ends as a pending one would.
             tx.prepare_cached(include_str!("sql/hand_back_cancelled.sql"))
@@ -301,25 +308,32 @@ fn halted(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
         .map_err(internal)
 }
 
-/// Frees `count` of `tenant`'s slots, if the batch that had them has a tenant.
-fn free_tenant(tx: &Transaction<'_>, tenant: Option<TenantId>, count: i64) -> StoreResult<()> {
+/// Frees `count` of `tenant`'s slots, which held `held` microseconds of slot time, if the
+/// batch that had them has a tenant.
+fn free_tenant(
+    tx: &Transaction<'_>,
+    tenant: Option<TenantId>,
+    count: i64,
+    held: Micros,
+) -> StoreResult<()> {
     if let Some(tenant) = tenant {
         tx.prepare_cached(TENANT_FREE_SQL)
             .map_err(internal)?
-            .execute(params![count, tenant])
+            .execute(params![count, held, tenant])
             .map_err(internal)?;
     }
     Ok(())
 }
 
-/// Frees the task's slots; returns whether its batch has a webhook.
-fn free_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<bool> {
+/// Frees the task's slots, which its attempt held `held` microseconds; returns whether its
+/// batch has a webhook.
+fn free_slots(tx: &Transaction<'_>, task: &Running, held: Micros) -> StoreResult<bool> {
     let (hooked, tenant) = tx
         .prepare_cached(BATCH_FREE_SQL)
         .map_err(internal)?
         .query_row(params![1, task.batch], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(internal)?;
-    free_tenant(tx, tenant, 1)?;
+    free_tenant(tx, tenant, 1, held)?;
     if let Some(group) = &task.group {
         tx.prepare_cached(GROUP_FREE_SQL)
             .map_err(internal)?
@@ -329,12 +343,14 @@ fn free_slots(tx: &Transaction<'_>, task: &Running) -> StoreResult<bool> {
     Ok(hooked)
 }
 
-/// Frees the task's group and batch slots, then ends it, or puts it back for another
+/// Frees the task's group, batch and tenant slots (its attempt held them `held`
+/// microseconds), then ends it, or puts it back for another
 /// attempt. A final failure, and the batch's end, are written for its webhooks.
 #[allow(clippy::too_many_arguments)]
 fn finish(
     tx: &Transaction<'_>,
     task: &Running,
+    held: Micros,
     outcome: Outcome,
     error: Option<String>,
     output: Option<Vec<u8>>,
@@ -343,7 +359,7 @@ fn finish(
     server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
-    let hooked = free_slots(tx, task)? || server;
+    let hooked = free_slots(tx, task, held)? || server;
     let (state, outcome, error) = if outcome.is_success() {
         (TaskState::Succeeded, outcome, None)
     } else {

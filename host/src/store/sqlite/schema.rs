@@ -33,7 +33,7 @@ const MIGRATIONS: [&str; 25] = [
     include_str!("migrations/0022_spawn_quotas.sql"),
     include_str!("migrations/0023_tenants.sql"),
     include_str!("migrations/0024_tenant_limits.sql"),
-    include_str!("migrations/0025_tenant_open.sql"),
+    include_str!("migrations/0025_tenant_usage.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

@@ -28,6 +28,7 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
             .unwrap_or_default(),
         max_open: r.get(11)?,
         open: r.get::<_, i64>(12)? as u64,
+        slot_micros: r.get::<_, i64>(13)? as u64,
     })
 }
 

@@ -3,5 +3,6 @@
 --
 -- $1 tenant ids (bigint[])
 -- $2 slots freed in each (int[], matching $1)
-UPDATE tenants AS n SET running = n.running - u.n
-FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE n.id = u.id
+-- $3 the slot time their attempts held, in microseconds (bigint[], matching $1)
+UPDATE tenants AS n SET running = n.running - u.n, slot_micros = n.slot_micros + u.held
+FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS u(id, n, held) WHERE n.id = u.id

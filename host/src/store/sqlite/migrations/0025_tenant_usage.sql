@@ -1,3 +1,7 @@
+-- The slot time a tenant's attempts have held (microseconds, from each attempt's start
+-- to its end, as the log records it), counted where its slots are freed.
+ALTER TABLE tenants ADD COLUMN slot_micros INTEGER NOT NULL DEFAULT 0;
+
 -- A tenant's open tasks at most (submitted, not ended; NULL: no limit). Each count of a
 -- batch's open tasks at one order carries the batch's tenant, so that a tenant's open
 -- tasks are the sum over its open orders alone, found along batch_orders_tenant.
