@@ -227,6 +227,45 @@ impl Tenants {
         format!("{}{path}", self.server.url)
     }
 
+    /// Limits of tenant A out of range (0, `above`) or not a number, each refused naming
+    /// `field`; A keeps `kept`.
+    fn refuses_limits_of_a(&self, field: &str, above: u64, kept: u64) {
+        for bad in [json!(0), json!(above), json!(-1), json!("2")] {
+            let (status, refused) = admin(
+                &self.server,
+                "PATCH",
+                "/v1/tenants/a",
+                json!({ field: bad }),
+            );
+            assert_eq!(status, 400, "{bad}: {refused}");
+            assert!(refused.to_string().contains(field), "{refused}");
+        }
+        let (_, list) = call(
+            "GET",
+            &self.url("/v1/tenants"),
+            Some(&self.server.token),
+            None,
+        );
+        let a = list["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "a");
+        assert_eq!(a.unwrap()[field], kept, "{list}");
+    }
+
+    /// What `/metrics` shows the admin.
+    fn metrics(&self) -> String {
+        agent()
+            .get(self.url("/metrics"))
+            .header("Authorization", format!("Bearer {}", self.server.token))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap()
+    }
+
     /// A batch opened with `token`, holding one task that waits an hour.
     fn open(&self, token: &str) -> Opened {
         let body = json!({"tasks": [{"module": "echo", "input": "x", "delay": "1h"}]});
@@ -1130,14 +1169,7 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
         r#"qhost_tenant_slot_seconds_total{{tenant="a"}} {}"#,
         held as f64 / 1e6
     );
-    let metrics = agent()
-        .get(t.url("/metrics"))
-        .header("Authorization", format!("Bearer {}", t.server.token))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let metrics = t.metrics();
     for series in [
         r#"qhost_tenant_running{tenant="a"} 0"#,
         r#"qhost_tenant_max_running{tenant="a"} 1"#,
@@ -1152,19 +1184,7 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
     }
     assert!(!metrics.contains(r#"qhost_tenant_max_running{tenant="b"}"#));
 
-    // Out of range, or not a number: refused, naming the field and what is allowed.
-    for bad in [json!(0), json!(1_000_001), json!(-1), json!("2")] {
-        let (status, refused) = admin(
-            &t.server,
-            "PATCH",
-            "/v1/tenants/a",
-            json!({"max_running": bad}),
-        );
-        assert_eq!(status, 400, "{bad}: {refused}");
-        assert!(refused.to_string().contains("max_running"), "{refused}");
-    }
-    let (_, kept) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
-    assert!(kept.to_string().contains(r#""max_running":1"#), "{kept}");
+    t.refuses_limits_of_a("max_running", 1_000_001, 1);
 }
 
 /// A tenant's task maxima bound what its tasks ask, through its token and its batches'
@@ -1366,14 +1386,7 @@ fn a_tenants_open_limit_refuses_what_would_pass_it(db: Option<&str>) {
             (json!("b"), json!(5), Value::Null)
         ]
     );
-    let metrics = agent()
-        .get(t.url("/metrics"))
-        .header("Authorization", format!("Bearer {}", t.server.token))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let metrics = t.metrics();
     for series in [
         r#"qhost_tenant_open{tenant="a"} 3"#,
         r#"qhost_tenant_max_open{tenant="a"} 3"#,
@@ -1386,18 +1399,7 @@ fn a_tenants_open_limit_refuses_what_would_pass_it(db: Option<&str>) {
     }
     assert!(!metrics.contains(r#"qhost_tenant_max_open{tenant="b"}"#));
 
-    for bad in [json!(0), json!(1_000_000_001), json!(-1), json!("2")] {
-        let (status, refused) = admin(
-            &t.server,
-            "PATCH",
-            "/v1/tenants/a",
-            json!({"max_open": bad}),
-        );
-        assert_eq!(status, 400, "{bad}: {refused}");
-        assert!(refused.to_string().contains("max_open"), "{refused}");
-    }
-    let (_, kept) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
-    assert!(kept.to_string().contains(r#""max_open":3"#), "{kept}");
+    t.refuses_limits_of_a("max_open", 1_000_000_001, 3);
 }
 
 #[test]

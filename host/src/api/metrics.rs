@@ -19,7 +19,7 @@ use super::AppState;
 use super::auth::{bearer, same_token};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::scheduler::metrics::label;
-use crate::store::{TaskState, now_micros};
+use crate::store::{TaskState, TenantInfo, now_micros};
 
 /// Prometheus metrics: the queue (tasks by state, ended totals, the oldest ready task's
 /// age, busy groups), slots busy, pool occupancy, the node's claim and run latencies and
@@ -113,76 +113,47 @@ pub async fn metrics(
             let _ = writeln!(text, "{name}{{group=\"{}\"}} {value}", label(&group.key));
         }
     }
-    // Tenants' counts of tasks claimed, and the limits of those that have one.
+    // Tenants' counts and slot time, and the limits of those that have one.
     let tenants = state.scheduler.tenant_list().await?;
-    head(
-        &mut text,
-        "qhost_tenant_running",
-        "gauge",
-        "Tasks claimed now per tenant, across its batches and the nodes.",
-    );
-    for t in &tenants {
-        let _ = writeln!(
-            text,
-            "qhost_tenant_running{{tenant=\"{}\"}} {}",
-            t.name, t.running
-        );
-    }
-    head(
-        &mut text,
-        "qhost_tenant_max_running",
-        "gauge",
-        "The running limit of each tenant that has one.",
-    );
-    for t in &tenants {
-        if let Some(limit) = t.max_running {
-            let _ = writeln!(
-                text,
-                "qhost_tenant_max_running{{tenant=\"{}\"}} {limit}",
-                t.name
-            );
-        }
-    }
-    head(
-        &mut text,
-        "qhost_tenant_slot_seconds_total",
-        "counter",
-        "Slot time each tenant's attempts have held, from each one's start to its end.",
-    );
-    for t in &tenants {
-        let _ = writeln!(
-            text,
-            "qhost_tenant_slot_seconds_total{{tenant=\"{}\"}} {}",
-            t.name,
-            t.slot_micros as f64 / 1e6
-        );
-    }
-    head(
-        &mut text,
-        "qhost_tenant_open",
-        "gauge",
-        "Tasks open now per tenant (submitted, not ended), across its batches.",
-    );
-    for t in &tenants {
-        let _ = writeln!(
-            text,
-            "qhost_tenant_open{{tenant=\"{}\"}} {}",
-            t.name, t.open
-        );
-    }
-    head(
-        &mut text,
-        "qhost_tenant_max_open",
-        "gauge",
-        "The open limit of each tenant that has one.",
-    );
-    for t in &tenants {
-        if let Some(limit) = t.max_open {
-            let _ = writeln!(
-                text,
-                "qhost_tenant_max_open{{tenant=\"{}\"}} {limit}",
-                t.name
-            );
+    type PerTenant = fn(&TenantInfo) -> Option<String>;
+    let per_tenant: [(&str, &str, &str, PerTenant); 5] = [
+        (
+            "qhost_tenant_running",
+            "gauge",
+            "Tasks claimed now per tenant, across its batches and the nodes.",
+            |t| Some(t.running.to_string()),
+        ),
+        (
+            "qhost_tenant_max_running",
+            "gauge",
+            "The running limit of each tenant that has one.",
+            |t| t.max_running.map(|n| n.to_string()),
+        ),
+        (
+            "qhost_tenant_open",
+            "gauge",
+            "Tasks open now per tenant (submitted, not ended), across its batches.",
+            |t| Some(t.open.to_string()),
+        ),
+        (
+            "qhost_tenant_max_open",
+            "gauge",
+            "The open limit of each tenant that has one.",
+            |t| t.max_open.map(|n| n.to_string()),
+        ),
+        (
+            "qhost_tenant_slot_seconds_total",
+            "counter",
+            "Slot time each tenant's attempts have held, from each one's start to its end.",
+            |t| Some((t.slot_micros as f64 / 1e6).to_string()),
+        ),
+    ];
+    for (name, kind, help, value) in per_tenant {
+        head(&mut text, name, kind, help);
+        for t in &tenants {
+            if let Some(value) = value(t) {
+                let _ = writeln!(text, "{name}{{tenant=\"{}\"}} {value}", label(&t.name));
+            }
         }
     }
     // Only the groups with a rate have these series.
