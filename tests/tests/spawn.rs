@@ -316,10 +316,11 @@ fn ten_thousand_children_are_merged(db: Option<&str>) {
         nodes.push(named(data.path(), "n2", 2, db));
     }
     let first = &nodes[0];
+    // Its own time is long: the refusal, not a timeout, ends it however slow the machine.
     let refused = submit_with_quotas(
         first,
         json!({}),
-        json!({"module": "spawner", "input": format!("fan:{CHILDREN}"), "max_attempts": 1}),
+        json!({"module": "spawner", "input": format!("fan:{CHILDREN}"), "max_attempts": 1, "timeout": "10m"}),
     );
     let (batch, parent) = submit_with_quotas(
         first,
