@@ -203,6 +203,18 @@ impl Store for FaultyStore {
     async fn tenant_get(&self, tenant: TenantId) -> StoreResult<TenantInfo> {
         self.inner.tenant_get(tenant).await
     }
+
+    async fn tenant_lower_priorities(&self, tenant: TenantId, ceiling: i32) -> StoreResult<u64> {
+        self.inner.tenant_lower_priorities(tenant, ceiling).await
+    }
+
+    async fn tenant_rules(
+        &self,
+        tenant: TenantId,
+        server_max_priority: i32,
+    ) -> StoreResult<TenantRules> {
+        self.inner.tenant_rules(tenant, server_max_priority).await
+    }
     async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
         self.inner.tenant_set(name, change).await
     }

@@ -152,6 +152,11 @@ enum Op {
         tenant: u8,
         limit: Option<u32>,
     },
+    /// A tenant's priority ceiling set: its work not started above it drops to it.
+    SetTenantCeiling {
+        tenant: u8,
+        ceiling: i32,
+    },
     Submit {
         batch: Pick,
         tasks: Vec<Spec>,
@@ -284,6 +289,11 @@ enum Step {
         tenant: TenantId,
         limit: Option<u32>,
     },
+    SetTenantCeiling {
+        tenant: TenantId,
+        ceiling: i32,
+        expect: u64,
+    },
     Submit {
         batch: BatchId,
         tasks: Vec<NewTask>,
@@ -407,6 +417,11 @@ fn describe(step: &Step) -> String {
         Step::SetTenantMaxOpen { tenant, limit } => {
             format!("tenant {tenant}: max_open {limit:?}")
         }
+        Step::SetTenantCeiling {
+            tenant,
+            ceiling,
+            expect,
+        } => format!("tenant {tenant}: max_priority {ceiling} -> {expect} tasks lowered"),
         Step::Submit {
             batch,
             tasks,
@@ -661,6 +676,12 @@ impl ReferenceStateMachine for Scheduling {
             ),
             (
                 1,
+                (0..TENANTS, -1..=2i32)
+                    .prop_map(|(tenant, ceiling)| Op::SetTenantCeiling { tenant, ceiling })
+                    .boxed(),
+            ),
+            (
+                1,
                 (
                     0..GROUPS,
                     prop::option::weighted(0.8, (1..=3u32, 1..=4u64, 1..=2u32)),
@@ -859,6 +880,14 @@ impl ReferenceStateMachine for Scheduling {
                 Step::SetTenantMaxOpen {
                     tenant,
                     limit: *limit,
+                }
+            }
+            Op::SetTenantCeiling { tenant, ceiling } => {
+                let tenant = TenantId::from(*tenant);
+                Step::SetTenantCeiling {
+                    tenant,
+                    ceiling: *ceiling,
+                    expect: m.lower_tenant_priorities(tenant, *ceiling),
                 }
             }
             Op::Submit { batch, tasks } => match batch.of(&batches) {
@@ -1807,6 +1836,18 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                 sut.runtime
                     .block_on(store.tenant_set(name, change))
                     .unwrap();
+            }
+            Step::SetTenantCeiling {
+                tenant,
+                ceiling,
+                expect,
+            } => {
+                let (id, _) = sut.tenant(*tenant);
+                let got = sut
+                    .runtime
+                    .block_on(store.tenant_lower_priorities(id, *ceiling))
+                    .unwrap();
+                assert_eq!(got, *expect, "tasks lowered to the ceiling\n{at}");
             }
             Step::SetTenantMaxOpen { tenant, limit } => {
                 let (_, name) = sut.tenant(*tenant);

@@ -770,6 +770,41 @@ fn priority_ceilings_and_group_namespaces_hold_for_tokens_and_handles_alike(db: 
         ),
         &["field `group` is `shared`"],
     );
+    // A ceiling lowered reaches the work not started: the batch, and its waiting tasks
+    // above it, drop to it; the other tenant's stay.
+    let (_, b_opened) = post(
+        "/v1/batches",
+        &tenants.b,
+        json!({"tasks": [task(10, None)]}),
+    );
+    let (status, set) = call(
+        "PATCH",
+        &tenants.url("/v1/tenants/a"),
+        Some(&tenants.server.token),
+        Some(json!({"max_priority": 5})),
+    );
+    assert_eq!(status, 200, "{set}");
+    let priorities = |batch: &Value, token: &str| {
+        let read = |path: String| call("GET", &tenants.url(&path), Some(token), None).1;
+        let shown = read(format!("/v1/batches/{batch}"));
+        let listed = read(format!("/v1/tasks?batch={batch}"));
+        let tasks: Vec<Value> = listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["priority"].clone())
+            .collect();
+        (shown["priority"].clone(), tasks)
+    };
+    assert_eq!(
+        priorities(&json!(batch), &tenants.a),
+        (json!(5), vec![json!(5); 3])
+    );
+    assert_eq!(
+        priorities(&b_opened["batch"]["id"], &tenants.b),
+        (json!(0), vec![json!(10)])
+    );
+
     // The admin's own batches have no tenant's bounds, nor do their handles.
     let admins = tenants.server.open_batch(json!({}));
     let (status, _) = put(
@@ -998,7 +1033,7 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     let row = listed.lines().find(|l| l.starts_with("acme")).unwrap();
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
-        ["acme", "1", "0", "3", "0", "50", "0.000"],
+        ["acme", "1", "0", "3", "0", "50", "0.000", "0.000"],
         "{listed}"
     );
     let set = run(&[
@@ -1089,8 +1124,8 @@ fn wait_ended(server: &Server, batch: i64) {
     panic!("batch {batch} did not end within two minutes");
 }
 
-/// The execution log of `batch`, as spans of its attempts.
-fn spans_of(server: &Server, batch: i64) -> Vec<Span> {
+/// The execution log of `batch`.
+fn attempts_of(server: &Server, batch: i64) -> Vec<AttemptRecord> {
     let (status, page) = call(
         "GET",
         &format!("{}/v1/attempts?batch={batch}&limit=1000", server.url),
@@ -1098,8 +1133,12 @@ fn spans_of(server: &Server, batch: i64) -> Vec<Span> {
         None,
     );
     assert_eq!(status, 200, "{page}");
-    let attempts: Vec<AttemptRecord> = serde_json::from_value(page["attempts"].clone()).unwrap();
-    attempts.iter().map(Span::from).collect()
+    serde_json::from_value(page["attempts"].clone()).unwrap()
+}
+
+/// The execution log of `batch`, as spans of its attempts.
+fn spans_of(server: &Server, batch: i64) -> Vec<Span> {
+    attempts_of(server, batch).iter().map(Span::from).collect()
 }
 
 /// A tenant's running limit holds across its batches, and leaves the other slots to

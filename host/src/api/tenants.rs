@@ -194,8 +194,8 @@ impl utoipa::PartialSchema for GroupKey {
 
 impl ToSchema for GroupKey {}
 
-/// Change what a tenant's batches may do. A ceiling holds from the next request on; a
-/// priority given before stays.
+/// Change what a tenant's batches may do. A ceiling holds from the next request on, and
+/// reaches the work not started: its batches and their tasks above it drop to it.
 #[utoipa::path(
     patch,
     path = "/tenants/{name}",

@@ -76,7 +76,8 @@ pub struct SetArgs {
     /// The tenant's name.
     pub name: String,
     /// The highest priority its batches and tasks may be given; `server`: the
-    /// server's ceiling (`--tenant-max-priority`).
+    /// server's ceiling (`--tenant-max-priority`). Its work not started above it drops to
+    /// it.
     #[arg(long, allow_negative_numbers = true)]
     pub max_priority: Option<String>,
     /// The most of its tasks claimed at once, across its batches and the nodes (1 to

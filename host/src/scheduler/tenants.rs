@@ -133,8 +133,10 @@ impl Scheduler {
     }
 
     pub(crate) async fn tenant_rules(&self, tenant: TenantId) -> Result<TenantRules> {
-        let info = self.store.tenant_get(tenant).await?;
-        Ok(TenantRules::of(info, self.config.tenant_max_priority))
+        Ok(self
+            .store
+            .tenant_rules(tenant, self.config.tenant_max_priority)
+            .await?)
     }
 
     /// The digests of the modules a tenant may run; none: every one. A name that names no
@@ -178,13 +180,38 @@ impl Scheduler {
             .await
     }
 
+    /// Lowers every tenant's work not started to its ceiling: a server started with a
+    /// lower `--tenant-max-priority` holds it for what was submitted before too.
+    pub(crate) async fn hold_tenant_ceilings(&self) -> Result<u64> {
+        let mut changed = 0;
+        for tenant in self.store.tenant_list().await? {
+            let ceiling = tenant
+                .max_priority
+                .unwrap_or(self.config.tenant_max_priority);
+            changed += self
+                .store
+                .tenant_lower_priorities(tenant.id, ceiling)
+                .await?;
+        }
+        Ok(changed)
+    }
+
     pub async fn tenant_set(&self, name: String, change: TenantChange) -> Result<TenantInfo> {
         if let Some(maxima) = &change.max_limits {
             maxima
                 .check(&self.runtime.config().max_limits)
                 .map_err(Error::Invalid)?;
         }
-        Ok(self.store.tenant_set(name, change).await?)
+        let lowers = change.max_priority.is_some();
+        let info = self.store.tenant_set(name, change).await?;
+        if lowers {
+            // A ceiling reaches the work not started too: nothing waits above it.
+            let ceiling = info.max_priority.unwrap_or(self.config.tenant_max_priority);
+            if self.store.tenant_lower_priorities(info.id, ceiling).await? > 0 {
+                self.reclaim.notify_one();
+            }
+        }
+        Ok(info)
     }
 
     /// What a task of a batch of `tenant` (none: the admin's) gets of a limit it does not

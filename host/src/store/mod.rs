@@ -113,8 +113,19 @@ pub trait Store: Send + Sync + 'static {
     async fn tenant_add(&self, name: String, now: Micros) -> StoreResult<TenantInfo>;
     async fn tenant_list(&self) -> StoreResult<Vec<TenantInfo>>;
     async fn tenant_get(&self, tenant: TenantId) -> StoreResult<TenantInfo>;
+    /// What a tenant's batches may do, its ceiling the server's (`server_max_priority`)
+    /// where it sets none: its row alone, read on every request of its.
+    async fn tenant_rules(
+        &self,
+        tenant: TenantId,
+        server_max_priority: i32,
+    ) -> StoreResult<TenantRules>;
     /// Changes what a tenant's batches may do.
     async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo>;
+    /// Lowers to `ceiling` the priority of a tenant's batches above it, and of their tasks
+    /// above it that have not started (pending, or reserved: their nodes hand them back);
+    /// returns how many tasks changed.
+    async fn tenant_lower_priorities(&self, tenant: TenantId, ceiling: i32) -> StoreResult<u64>;
     /// Adds a token to a tenant, by the sha256 of its secret.
     async fn token_add(
         &self,

@@ -96,17 +96,6 @@ pub struct TenantRules {
 }
 
 impl TenantRules {
-    pub fn of(tenant: TenantInfo, server_max_priority: i32) -> TenantRules {
-        TenantRules {
-            max_priority: tenant.max_priority.unwrap_or(server_max_priority),
-            name: tenant.name,
-            shared_groups: tenant.shared_groups,
-            modules: tenant.modules,
-            allow_http: tenant.allow_http,
-            max_limits: tenant.max_limits,
-        }
-    }
-
     /// `priority` if within the ceiling; otherwise what `field` was refused for.
     pub fn check_priority(&self, field: &str, priority: i32) -> Result<(), String> {
         if priority > self.max_priority {

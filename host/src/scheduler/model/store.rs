@@ -577,6 +577,26 @@ impl Model {
         }
     }
 
+    /// Lowers to `ceiling` the priority of `tenant`'s batches above it, and of their tasks
+    /// above it that have not started. Returns how many tasks changed.
+    pub fn lower_tenant_priorities(&mut self, tenant: TenantId, ceiling: i32) -> u64 {
+        let mut lowered = BTreeSet::new();
+        for (&id, b) in self.batches.iter_mut() {
+            if b.tenant == Some(tenant) {
+                b.priority = b.priority.min(ceiling);
+                lowered.insert(id);
+            }
+        }
+        let mut changed = 0;
+        for task in self.tasks.iter_mut() {
+            if lowered.contains(&task.batch) && task.priority > ceiling && not_started(task) {
+                task.priority = ceiling;
+                changed += 1;
+            }
+        }
+        changed
+    }
+
     /// Changes the batch's priority, for its tasks that have not started and those
     /// submitted later; started ones keep theirs. Returns how many tasks changed.
     pub fn set_batch_priority(&mut self, batch: BatchId, priority: i32) -> u64 {

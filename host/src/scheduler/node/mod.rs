@@ -87,6 +87,10 @@ impl Node {
         for (_, batch) in rescued.ended {
             scheduler.notify_batch(batch);
         }
+        scheduler
+            .hold_tenant_ceilings()
+            .await
+            .context("lowering tenants' work to their priority ceilings")?;
         let stop_hooks = CancellationToken::new();
         let hooks = tokio::spawn(webhooks::send_webhooks(
             scheduler.clone(),

@@ -280,8 +280,20 @@ impl Store for PostgresStore {
         tenants::get(self, tenant).await
     }
 
+    async fn tenant_rules(
+        &self,
+        tenant: TenantId,
+        server_max_priority: i32,
+    ) -> StoreResult<TenantRules> {
+        tenants::rules(self, tenant, server_max_priority).await
+    }
+
     async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
         tenants::set(self, name, change).await
+    }
+
+    async fn tenant_lower_priorities(&self, tenant: TenantId, ceiling: i32) -> StoreResult<u64> {
+        tenants::lower_priorities(self, tenant, ceiling).await
     }
 
     async fn token_add(

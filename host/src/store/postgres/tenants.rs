@@ -89,6 +89,36 @@ pub(super) async fn get(store: &PostgresStore, id: TenantId) -> StoreResult<Tena
         .ok_or_else(|| no_tenant(&id.to_string()))
 }
 
+/// What tenant `id`'s batches may do, its ceiling `server_max_priority` where it sets
+/// none.
+pub(super) async fn rules(
+    store: &PostgresStore,
+    id: TenantId,
+    server_max_priority: i32,
+) -> StoreResult<TenantRules> {
+    let client = store.client(Commit::Durable).await?;
+    let row = client
+        .query_opt(include_str!("sql/tenant_rules.sql"), &[&id])
+        .await
+        .map_err(pg)?
+        .ok_or_else(|| no_tenant(&id.to_string()))?;
+    Ok(TenantRules {
+        name: row.get(0),
+        max_priority: row.get::<_, Option<i32>>(1).unwrap_or(server_max_priority),
+        shared_groups: serde_json::from_str(row.get(2)).unwrap_or_default(),
+        modules: row
+            .get::<_, Option<&str>>(3)
+            .and_then(|m| serde_json::from_str(m).ok()),
+        allow_http: row
+            .get::<_, Option<&str>>(4)
+            .and_then(|m| serde_json::from_str(m).ok()),
+        max_limits: row
+            .get::<_, Option<&str>>(5)
+            .and_then(|m| serde_json::from_str(m).ok())
+            .unwrap_or_default(),
+    })
+}
+
 pub(super) async fn set(
     store: &PostgresStore,
     name: String,
@@ -154,6 +184,27 @@ pub(super) async fn set(
         .await?
         .pop()
         .ok_or_else(|| no_tenant(&name))
+}
+
+/// Lowers to `ceiling` tenant `id`'s batches' priorities above it, and their tasks' not
+/// started; returns how many tasks changed.
+pub(super) async fn lower_priorities(
+    store: &PostgresStore,
+    id: TenantId,
+    ceiling: i32,
+) -> StoreResult<u64> {
+    transaction!(store, Commit::Durable, |tx| {
+        let changed: i64 = tx
+            .query_one(include_str!("sql/tenant_lower.sql"), &[&ceiling, &id])
+            .await
+            .map_err(pg)?
+            .get(0);
+        if changed > 0 {
+            // Nodes hand back what they reserved, so the next claims take the new order.
+            store.notify(&tx, "r").await?;
+        }
+        Ok(changed as u64)
+    })
 }
 
 /// Takes the open-limit lock of batch `$1`'s tenant, when it has an open limit: a

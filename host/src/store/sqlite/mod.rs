@@ -244,8 +244,22 @@ impl Store for SqliteStore {
         self.call(move |conn| tenants::get(conn, tenant)).await
     }
 
+    async fn tenant_rules(
+        &self,
+        tenant: TenantId,
+        server_max_priority: i32,
+    ) -> StoreResult<TenantRules> {
+        self.call(move |conn| tenants::rules(conn, tenant, server_max_priority))
+            .await
+    }
+
     async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
         self.write(move |tx| tenants::set(tx, name, change)).await
+    }
+
+    async fn tenant_lower_priorities(&self, tenant: TenantId, ceiling: i32) -> StoreResult<u64> {
+        self.write(move |tx| tenants::lower_priorities(tx, tenant, ceiling))
+            .await
     }
 
     async fn token_add(

@@ -30,6 +30,11 @@ const TENANT_BY_ID: &str = "SEARCH tenants USING INTEGER PRIMARY KEY (rowid=?)";
 const HOT: &[Hot] = &[
     // Submission.
     Hot {
+        name: "submit: a tenant's rules",
+        sql: super::tenants::RULES_SQL,
+        plan: &[TENANT_BY_ID],
+    },
+    Hot {
         name: "submit: the batch",
         sql: super::tasks::BATCH_SQL,
         plan: &[BATCH_BY_ID],

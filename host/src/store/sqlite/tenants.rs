@@ -70,6 +70,61 @@ pub(super) fn get(conn: &Connection, id: TenantId) -> StoreResult<TenantInfo> {
         .ok_or_else(|| no_tenant(&id.to_string()))
 }
 
+/// What a tenant's batches may do (its row alone).
+pub(super) const RULES_SQL: &str = include_str!("sql/tenant_rules.sql");
+
+/// What tenant `id`'s batches may do, its ceiling `server_max_priority` where it sets
+/// none.
+pub(super) fn rules(
+    conn: &Connection,
+    id: TenantId,
+    server_max_priority: i32,
+) -> StoreResult<TenantRules> {
+    conn.prepare_cached(RULES_SQL)
+        .map_err(internal)?
+        .query_row([id], |r| {
+            Ok(TenantRules {
+                name: r.get(0)?,
+                max_priority: r.get::<_, Option<i32>>(1)?.unwrap_or(server_max_priority),
+                shared_groups: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
+                modules: r
+                    .get::<_, Option<String>>(3)?
+                    .and_then(|m| serde_json::from_str(&m).ok()),
+                allow_http: r
+                    .get::<_, Option<String>>(4)?
+                    .and_then(|m| serde_json::from_str(&m).ok()),
+                max_limits: r
+                    .get::<_, Option<String>>(5)?
+                    .and_then(|m| serde_json::from_str(&m).ok())
+                    .unwrap_or_default(),
+            })
+        })
+        .optional()
+        .map_err(internal)?
+        .ok_or_else(|| no_tenant(&id.to_string()))
+}
+
+/// Lowers to `ceiling` tenant `id`'s batches' priorities above it, and their tasks' not
+/// started; returns how many tasks changed.
+pub(super) fn lower_priorities(
+    tx: &Transaction<'_>,
+    id: TenantId,
+    ceiling: i32,
+) -> StoreResult<u64> {
+    tx.execute(
+        "UPDATE batches SET priority = ?1 WHERE tenant_id = ?2 AND priority > ?1",
+        params![ceiling, id],
+    )
+    .map_err(internal)?;
+    let changed = tx
+        .execute(
+            include_str!("sql/tenant_lower_tasks.sql"),
+            params![ceiling, id],
+        )
+        .map_err(internal)?;
+    Ok(changed as u64)
+}
+
 pub(super) fn set(
     tx: &Transaction<'_>,
     name: String,
