@@ -446,6 +446,7 @@ fn attempt(task: i64, group: Option<&str>, start: i64, end: i64) -> AttemptRecor
         order: 0,
         started_at: start * 1000,
         ended_at: end * 1000,
+        cpu_micros: None,
         outcome: Outcome::Succeeded,
         error: None,
         logs: Vec::new(),

@@ -1501,6 +1501,7 @@ impl Sut {
             slot: Some(0),
             started_at: now - 1,
             ended_at: now,
+            cpu_micros: None,
             outcome,
             error: (!outcome.is_success()).then(|| "failed".into()),
             output: outcome.is_success().then(Vec::new),

@@ -93,6 +93,54 @@ async fn every_breach_has_its_outcome_and_the_host_stays_healthy() {
     }
 }
 
+/// A run's CPU time is what its code burned, not what it waited: a guest that spins until
+/// its timeout burns CPU all along, one that sleeps as long almost none; neither more than
+/// its run lasted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_cpu_time_is_what_it_burned_not_what_it_waited() {
+    let rt = runtime(1);
+    let spinner = rt.load_file(&guest("misbehave")).unwrap();
+    let sleeper = rt.load_file(&guest("sleep")).unwrap();
+    let limits = TaskLimits {
+        timeout: Duration::from_millis(300),
+        ..TaskLimits::default()
+    };
+    let spin = run(
+        &rt,
+        &spinner,
+        RunRequest {
+            limits,
+            ..request("spin")
+        },
+    )
+    .await;
+    let sleep = run(&rt, &sleeper, request("300")).await;
+    assert_eq!(
+        (spin.outcome, sleep.outcome),
+        (Outcome::Timeout, Outcome::Succeeded)
+    );
+    for report in [&spin, &sleep] {
+        assert!(
+            report.cpu <= report.duration,
+            "{:?}",
+            (report.cpu, report.duration)
+        );
+    }
+    assert!(
+        sleep.cpu < sleep.duration / 10,
+        "a sleeper burned {:?} in {:?}",
+        sleep.cpu,
+        sleep.duration
+    );
+    assert!(
+        spin.cpu >= Duration::from_millis(20) && spin.cpu > sleep.cpu * 2,
+        "a spinner burned {:?} in {:?}, a sleeper {:?}",
+        spin.cpu,
+        spin.duration,
+        sleep.cpu
+    );
+}
+
 /// With N slots and many more tasks at once, never more than N execute at the same time,
 /// the slots are all used, and two overlapping runs never share a slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1204,9 +1204,24 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
         a["slot_micros"], held,
         "A's slot time is its spans' in the log: {a}"
     );
+    // Sleepers hold their slots and burn little of them.
+    let cpu: i64 = [a1, a2]
+        .iter()
+        .flat_map(|&b| attempts_of(&t.server, b))
+        .map(|attempt| attempt.cpu_micros.expect("a run measures its CPU time"))
+        .sum();
+    assert_eq!(a["cpu_micros"], cpu, "A's CPU time is its log's: {a}");
+    assert!(
+        cpu > 0 && cpu < held / 4,
+        "A burned {cpu} µs of {held} µs held"
+    );
     let slot = format!(
         r#"qhost_tenant_slot_seconds_total{{tenant="a"}} {}"#,
         held as f64 / 1e6
+    );
+    let cpu_seconds = format!(
+        r#"qhost_tenant_cpu_seconds_total{{tenant="a"}} {}"#,
+        cpu as f64 / 1e6
     );
     let metrics = t.metrics();
     for series in [
@@ -1215,6 +1230,7 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
         r#"qhost_tenant_running{tenant="b"} 0"#,
         slot.as_str(),
         r#"qhost_tenant_slot_seconds_total{tenant="b"} 0"#,
+        cpu_seconds.as_str(),
     ] {
         assert!(
             metrics.lines().any(|l| l == series),

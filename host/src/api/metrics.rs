@@ -116,7 +116,7 @@ pub async fn metrics(
     // Tenants' counts and slot time, and the limits of those that have one.
     let tenants = state.scheduler.tenant_list().await?;
     type PerTenant = fn(&TenantInfo) -> Option<String>;
-    let per_tenant: [(&str, &str, &str, PerTenant); 5] = [
+    let per_tenant: [(&str, &str, &str, PerTenant); 6] = [
         (
             "qhost_tenant_running",
             "gauge",
@@ -146,6 +146,12 @@ pub async fn metrics(
             "counter",
             "Slot time each tenant's attempts have held, from each one's start to its end.",
             |t| Some((t.slot_micros as f64 / 1e6).to_string()),
+        ),
+        (
+            "qhost_tenant_cpu_seconds_total",
+            "counter",
+            "CPU time each tenant's attempts have used: their wasm and host calls, not their waits.",
+            |t| Some((t.cpu_micros as f64 / 1e6).to_string()),
         ),
     ];
     for (name, kind, help, value) in per_tenant {

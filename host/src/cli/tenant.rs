@@ -158,26 +158,28 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or(6)
                     .max(6);
                 outln!(
-                    "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12}",
+                    "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12}  {:>11}",
                     "tenant",
                     "tokens",
                     "running",
                     "max_running",
                     "open",
                     "max_open",
-                    "slot_seconds"
+                    "slot_seconds",
+                    "cpu_seconds"
                 )?;
                 let shown = |limit: Option<u32>| limit.map_or("-".to_owned(), |n| n.to_string());
                 for t in &list.tenants {
                     outln!(
-                        "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12.3}",
+                        "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12.3}  {:>11.3}",
                         t.name,
                         t.tokens,
                         t.running,
                         shown(t.max_running),
                         t.open,
                         shown(t.max_open),
-                        t.slot_micros as f64 / 1e6
+                        t.slot_micros as f64 / 1e6,
+                        t.cpu_micros as f64 / 1e6
                     )?;
                 }
             }

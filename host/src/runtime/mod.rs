@@ -18,6 +18,7 @@ mod address;
 mod artifacts;
 mod bindings;
 mod capture;
+mod cpu;
 mod digest;
 mod engine;
 mod epoch;
@@ -401,13 +402,13 @@ impl Runtime {
             order: request.info.order,
             group: request.info.group.clone(),
         };
-        let ended = {
-            let call = async {
+        let (ended, cpu) = {
+            let mut call = cpu::Timed::new(async {
                 let task = module.pre.instantiate_async(&mut store).await?;
                 task.call_run(&mut store, &request.input, &info).await
-            };
-            tokio::select! {
-                result = tokio::time::timeout(limits.timeout, call) => match result {
+            });
+            let ended = tokio::select! {
+                result = tokio::time::timeout(limits.timeout, &mut call) => match result {
                     Ok(result) => Ended::Returned(result),
                     Err(_) => Ended::TimedOut,
                 },
@@ -415,7 +416,8 @@ impl Runtime {
                 // A request past an HTTP limit ends the attempt, even one the guest
                 // does not wait for.
                 () = ledger.tripped.cancelled() => Ended::HttpLimit,
-            }
+            };
+            (ended, call.used())
         };
         let duration = started.elapsed();
         let state = store.into_data();
@@ -447,6 +449,7 @@ impl Runtime {
             slot: slot.index(),
             started_at,
             duration,
+            cpu,
         };
         settings::scrub(&mut report, &request.settings);
         Ok(report)

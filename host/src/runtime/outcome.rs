@@ -271,6 +271,9 @@ pub struct RunReport {
     pub slot: usize,
     pub started_at: SystemTime,
     pub duration: Duration,
+    /// The CPU time it used: its instantiation, its wasm and the host calls it made,
+    /// without the time it waited.
+    pub cpu: Duration,
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@ pub struct Completion {
     pub slot: Option<usize>,
     pub started_at: Micros,
     pub ended_at: Micros,
+    /// The CPU time the run used, in microseconds; none where no run measured it (a task
+    /// that could not start).
+    pub cpu_micros: Option<Micros>,
     pub outcome: Outcome,
     pub error: Option<String>,
     pub output: Option<Vec<u8>>,
@@ -128,6 +131,8 @@ pub(crate) struct AttemptEnd<'a> {
     pub(crate) slot: Option<usize>,
     pub(crate) started_at: Micros,
     pub(crate) ended_at: Micros,
+    /// None: not measured (lost with its node, or never started).
+    pub(crate) cpu_micros: Option<Micros>,
     pub(crate) outcome: Outcome,
     pub(crate) error: Option<&'a str>,
     pub(crate) logs: &'a [LogLine],
@@ -158,6 +163,7 @@ impl<'a> AttemptEnd<'a> {
             slot: c.slot,
             started_at: c.started_at,
             ended_at: c.ended_at,
+            cpu_micros: c.cpu_micros,
             outcome: c.outcome,
             error: c.error.as_deref(),
             logs: &c.logs,
@@ -168,10 +174,29 @@ impl<'a> AttemptEnd<'a> {
 }
 
 impl AttemptEnd<'_> {
-    /// The slot time the attempt held: from its start to its end, as the log records
-    /// them. A tenant's usage is the sum over its attempts.
-    pub(crate) fn slot_time(&self) -> Micros {
-        (self.ended_at - self.started_at).max(0)
+    /// What the attempt used: the slot time it held, from its start to its end as the log
+    /// records them, and the CPU time its run measured. A tenant's usage is the sum over
+    /// its attempts.
+    pub(crate) fn used(&self) -> Used {
+        Used {
+            slot_micros: (self.ended_at - self.started_at).max(0),
+            cpu_micros: self.cpu_micros.unwrap_or(0).max(0),
+        }
+    }
+}
+
+/// What attempts used, in microseconds: the slot time they held and the CPU time they
+/// burned. A hand-back (no run) uses none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Used {
+    pub(crate) slot_micros: Micros,
+    pub(crate) cpu_micros: Micros,
+}
+
+impl std::ops::AddAssign for Used {
+    fn add_assign(&mut self, other: Used) {
+        self.slot_micros += other.slot_micros;
+        self.cpu_micros += other.cpu_micros;
     }
 }
 
@@ -232,6 +257,7 @@ mod tests {
             slot: None,
             started_at: 0,
             ended_at: 1,
+            cpu_micros: None,
             outcome: Outcome::Succeeded,
             error: None,
             output: Some(vec![0; bounds::OUTPUT + 1]),

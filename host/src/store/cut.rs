@@ -90,6 +90,7 @@ mod tests {
             order: 0,
             started_at: 0,
             ended_at: 1,
+            cpu_micros: Some(1),
             outcome: Outcome::Trap,
             error: Some("é".repeat(100)),
             logs: (0..10)

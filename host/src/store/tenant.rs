@@ -62,6 +62,9 @@ pub struct TenantInfo {
     /// The slot time its attempts have held, in microseconds: from each attempt's start
     /// to its end, as the execution log records them, summed since it was added.
     pub slot_micros: u64,
+    /// The CPU time its attempts have used, in microseconds: their wasm and the host calls
+    /// they made, not the time they waited, summed since it was added.
+    pub cpu_micros: u64,
     /// The most its tasks may ask of each limit; one left out: the operator's.
     pub max_limits: TenantMaxima,
 }

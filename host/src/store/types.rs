@@ -331,6 +331,12 @@ pub struct AttemptRecord {
     pub order: i64,
     pub started_at: Micros,
     pub ended_at: Micros,
+    /// The CPU time its run used, in microseconds: its wasm and the host calls it made,
+    /// not the time it waited. Null where no run measured it (lost with its node, or
+    /// never started).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub cpu_micros: Option<Micros>,
     pub outcome: Outcome,
     #[schema(required = true)]
     pub error: Option<String>,

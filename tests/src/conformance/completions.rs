@@ -218,9 +218,10 @@ pub async fn completions_are_stored_within_bounds(store: Arc<dyn Store>) {
     assert_eq!(attempt.logs[0].message, "nul \0 in a log line");
 }
 
-/// A tenant's slot time is the sum of its attempts' spans as the log records them: a
-/// success, a failure retried and an attempt lost count what they held; a task handed
-/// back before it started, and the admin's batches, count nothing.
+/// A tenant's slot time is the sum of its attempts' spans as the log records them, and its
+/// CPU time the sum of their measured CPU times: a success, a failure retried and an
+/// attempt lost count what they held (a lost one no CPU: none was measured); a task
+/// handed back before it started, and the admin's batches, count nothing.
 pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let a = store.tenant_add("a".into(), T0).await.unwrap();
@@ -246,34 +247,41 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
         tasks
     };
     let (mine_claimed, admins_claimed) = (of(mine), of(admins));
-    let ended = |task: &ClaimedTask, outcome, started: Micros, ended: Micros| Completion {
+    let ended = |task: &ClaimedTask, outcome, (started, ended): (Micros, Micros), cpu| Completion {
         started_at: started,
+        cpu_micros: Some(cpu),
         ..completion(task, outcome, ended)
     };
     let completions = vec![
         ended(
             mine_claimed[0],
             Outcome::Succeeded,
-            T0 + SECOND,
-            T0 + 4 * SECOND,
+            (T0 + SECOND, T0 + 4 * SECOND),
+            700_000,
         ),
         ended(
             mine_claimed[1],
             Outcome::GuestError,
-            T0 + SECOND,
-            T0 + 3 * SECOND,
+            (T0 + SECOND, T0 + 3 * SECOND),
+            300_000,
         ),
-        ended(admins_claimed[0], Outcome::Succeeded, T0, T0 + 50 * SECOND),
+        ended(
+            admins_claimed[0],
+            Outcome::Succeeded,
+            (T0, T0 + 50 * SECOND),
+            9 * SECOND,
+        ),
     ];
     store
         .task_complete(completions, T0 + 50 * SECOND)
         .await
         .unwrap();
-    let held = store.tenant_get(a.id).await.unwrap().slot_micros;
+    let after = store.tenant_get(a.id).await.unwrap();
+    let held = after.slot_micros;
     assert_eq!(
-        held,
-        5 * SECOND as u64,
-        "3 s of a success and 2 s of a failure"
+        (held, after.cpu_micros),
+        (5 * SECOND as u64, SECOND as u64),
+        "3 s held of a success and 2 s of a failure, which used 0.7 s and 0.3 s of CPU"
     );
 
     let back = mine_claimed[2];
@@ -299,5 +307,16 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
         "the sum of its spans in the log"
     );
     assert!(a.slot_micros > held, "the lost attempt counts");
+    let mut cpu: Vec<Option<Micros>> = log.iter().map(|(_, a)| a.cpu_micros).collect();
+    cpu.sort();
+    assert_eq!(
+        cpu,
+        [None, Some(300_000), Some(700_000)],
+        "each attempt's CPU time in the log; none measured for the lost one"
+    );
+    assert_eq!(
+        a.cpu_micros, SECOND as u64,
+        "the sum of the log's CPU times"
+    );
     assert_eq!(a.running, 0);
 }

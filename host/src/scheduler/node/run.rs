@@ -185,6 +185,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 slot: Some(report.slot),
                 started_at,
                 ended_at: started_at + duration_micros(report.duration),
+                cpu_micros: Some(duration_micros(report.cpu)),
                 outcome: report.outcome,
                 error: report.error,
                 output: report.output,
@@ -221,6 +222,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 slot: None,
                 started_at: now,
                 ended_at: now,
+                cpu_micros: None,
                 outcome: crate::runtime::Outcome::HostError,
                 error: Some(format!(
                     "host error: the task could not start on node {}; the cause is in that \

@@ -138,15 +138,15 @@ fn running_row(r: &tokio_postgres::Row) -> Running {
 struct Freed {
     batches: HashMap<BatchId, i32>,
     groups: HashMap<String, i32>,
-    /// Per tenant: its slots freed, and the slot time they held.
-    tenants: HashMap<TenantId, (i32, Micros)>,
+    /// Per tenant: its slots freed, and what their attempts used.
+    tenants: HashMap<TenantId, (i32, Used)>,
     /// Groups held after a deferred attempt, until when.
     holds: HashMap<String, Micros>,
 }
 
 impl Freed {
-    /// Frees `task`'s slots, which its attempt held `held` microseconds.
-    fn add(&mut self, task: &Running, held: Micros) {
+    /// Frees `task`'s slots, whose attempt used `used`.
+    fn add(&mut self, task: &Running, used: Used) {
         if task.limited {
             *self.batches.entry(task.batch).or_default() += 1;
         }
@@ -156,7 +156,7 @@ impl Freed {
         if let Some(tenant) = task.tenant {
             let freed = self.tenants.entry(tenant).or_default();
             freed.0 += 1;
-            freed.1 += held;
+            freed.1 += used;
         }
     }
 
@@ -196,16 +196,17 @@ impl Freed {
                 .map_err(pg)?;
         }
         if !self.tenants.is_empty() {
-            let mut rows: Vec<(TenantId, (i32, Micros))> = self.tenants.into_iter().collect();
-            rows.sort_unstable();
+            let mut rows: Vec<(TenantId, (i32, Used))> = self.tenants.into_iter().collect();
+            rows.sort_unstable_by_key(|r| r.0);
             let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
             let counts: Vec<i32> = rows.iter().map(|r| r.1.0).collect();
-            let held: Vec<i64> = rows.iter().map(|r| r.1.1).collect();
+            let held: Vec<i64> = rows.iter().map(|r| r.1.1.slot_micros).collect();
+            let cpu: Vec<i64> = rows.iter().map(|r| r.1.1.cpu_micros).collect();
             let stmt = tx
                 .prepare_cached(include_str!("sql/complete_free_tenants.sql"))
                 .await
                 .map_err(pg)?;
-            tx.execute(&stmt, &[&ids, &counts, &held])
+            tx.execute(&stmt, &[&ids, &counts, &held, &cpu])
                 .await
                 .map_err(pg)?;
         }
@@ -261,7 +262,7 @@ impl<'a> Ending<'a> {
 
     /// A success, its task already ended.
     fn succeeded(&mut self, task: &Running, end: AttemptEnd<'a>, result: &mut CompleteResult) {
-        self.freed.add(task, end.slot_time());
+        self.freed.add(task, end.used());
         self.attempts.push(task, end);
         self.closed.push((task.batch, task.order, 1));
         self.listen(task);
@@ -277,7 +278,7 @@ impl<'a> Ending<'a> {
         state: Option<&[u8]>,
         result: &mut CompleteResult,
     ) -> StoreResult<()> {
-        self.freed.add(task, end.slot_time());
+        self.freed.add(task, end.used());
         self.attempts.push(task, end);
         super::spawn::suspend(tx, task.id, task.batch, state.unwrap_or_default()).await?;
         result.retried += 1;
@@ -295,7 +296,7 @@ impl<'a> Ending<'a> {
         result: &mut CompleteResult,
     ) -> StoreResult<()> {
         let (outcome, error) = (end.outcome, end.error.map(str::to_owned));
-        self.freed.add(task, end.slot_time());
+        self.freed.add(task, end.used());
         self.attempts.push(task, end);
         let ended = match finish(tx, task, outcome, error, defer, now, result).await? {
             Finished::Ended(state, outcome, error) => Some((state, outcome, error)),
@@ -613,6 +614,7 @@ async fn end_lost(
             slot: None,
             started_at: task.started_at,
             ended_at: now,
+            cpu_micros: None,
             outcome: Outcome::Lost,
             error: Some(error),
             logs: &[],
@@ -653,7 +655,7 @@ async fn put_back(
             continue;
         }
         // Not started: it held its slot for no run.
-        freed.add(task, 0);
+        freed.add(task, Used::default());
         if task.cancel_requested {
             // Its cancellation reached it before it started: it ends as a pending one would.
             cancelled.push(task.id);

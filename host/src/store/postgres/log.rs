@@ -103,6 +103,7 @@ pub(super) async fn attempt_list(
                 order: r.get(7),
                 started_at: r.get(8),
                 ended_at: r.get(9),
+                cpu_micros: r.get(17),
                 outcome: r
                     .get::<_, String>(10)
                     .parse()
@@ -191,6 +192,7 @@ pub(super) struct AttemptRows<'a> {
     logs: Vec<Option<String>>,
     stdout: Vec<Option<&'a [u8]>>,
     stderr: Vec<Option<&'a [u8]>>,
+    cpu: Vec<Option<i64>>,
     /// Rows whose error may repeat their task's previous attempt's, written one by one
     /// (`sql/attempt_insert_repeat.sql`), with what their batch gets back if it does.
     may_repeat: Vec<(usize, i64)>,
@@ -227,6 +229,7 @@ impl<'a> AttemptRows<'a> {
             .push((!end.stdout.is_empty()).then_some(end.stdout));
         self.stderr
             .push((!end.stderr.is_empty()).then_some(end.stderr));
+        self.cpu.push(end.cpu_micros);
     }
 
     pub(super) async fn write(&self, tx: &impl GenericClient) -> StoreResult<()> {
@@ -264,6 +267,7 @@ impl<'a> AttemptRows<'a> {
                 &self.logs,
                 &self.stdout,
                 &self.stderr,
+                &self.cpu,
             ],
         )
         .await
@@ -290,6 +294,7 @@ impl<'a> AttemptRows<'a> {
             logs: pick_vec(&self.logs, keep),
             stdout: pick_vec(&self.stdout, keep),
             stderr: pick_vec(&self.stderr, keep),
+            cpu: pick_vec(&self.cpu, keep),
             may_repeat: Vec::new(),
         }
     }
@@ -324,6 +329,7 @@ impl<'a> AttemptRows<'a> {
                         &self.logs[i],
                         &self.stdout[i],
                         &self.stderr[i],
+                        &self.cpu[i],
                     ],
                 )
                 .await

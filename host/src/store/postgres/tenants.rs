@@ -31,6 +31,7 @@ fn tenant(r: &Row) -> TenantInfo {
         max_open: r.get::<_, Option<i32>>(11).map(|n| n as u32),
         open: r.get::<_, i64>(12) as u64,
         slot_micros: r.get::<_, i64>(13) as u64,
+        cpu_micros: r.get::<_, i64>(14) as u64,
     }
 }
 

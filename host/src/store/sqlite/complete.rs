@@ -52,9 +52,10 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
 /// same slots leave.
 pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ? \
     RETURNING webhook_url IS NOT NULL, tenant_id";
-/// A tenant has `?1` fewer tasks claimed, whose attempts held slots `?2` microseconds.
-pub(super) const TENANT_FREE_SQL: &str =
-    "UPDATE tenants SET running = running - ?1, slot_micros = slot_micros + ?2 WHERE id = ?3";
+/// A tenant has `?1` fewer tasks claimed, whose attempts held slots `?2` microseconds and
+/// used `?4` microseconds of CPU.
+pub(super) const TENANT_FREE_SQL: &str = "UPDATE tenants SET running = running - ?1, \
+    slot_micros = slot_micros + ?2, cpu_micros = cpu_micros + ?4 WHERE id = ?3";
 /// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
 pub(super) const GROUP_HOLD_SQL: &str =
     "UPDATE groups SET held_until = max(held_until, ?1) WHERE key = ?2";
@@ -99,9 +100,9 @@ pub(super) fn complete(
         };
         let end = AttemptEnd::of(&c);
         log::record(tx, &task, &end)?;
-        let held = end.slot_time();
+        let used = end.used();
         if c.outcome == Outcome::Suspended && !task.cancel_requested && !halted(tx, task.batch)? {
-            free_slots(tx, &task, held)?;
+            free_slots(tx, &task, used)?;
             super::spawn::suspend(tx, task.id, c.output.unwrap_or_default())?;
             result.retried += 1;
             continue;
@@ -109,7 +110,7 @@ pub(super) fn complete(
         finish(
             tx,
             &task,
-            held,
+            used,
             c.outcome,
             c.error,
             c.output,
@@ -138,8 +139,8 @@ fn complete_successes(
     let mut end = tx
         .prepare_cached(include_str!("sql/complete_succeeded.sql"))
         .map_err(internal)?;
-    // Per batch: its slots freed, and the slot time they held.
-    let mut batches: HashMap<BatchId, (i64, Micros)> = HashMap::new();
+    // Per batch: its slots freed, and what their attempts used.
+    let mut batches: HashMap<BatchId, (i64, Used)> = HashMap::new();
     let mut groups: HashMap<String, i64> = HashMap::new();
     let mut orders: HashMap<(BatchId, i64), i64> = HashMap::new();
     let mut leading: Vec<(TaskId, bool)> = Vec::new();
@@ -174,7 +175,7 @@ fn complete_successes(
         log::record(tx, &task, &AttemptEnd::of(&c))?;
         let freed = batches.entry(task.batch).or_default();
         freed.0 += 1;
-        freed.1 += AttemptEnd::of(&c).slot_time();
+        freed.1 += AttemptEnd::of(&c).used();
         if let Some(group) = task.group {
             *groups.entry(group).or_default() += 1;
         }
@@ -183,12 +184,12 @@ fn complete_successes(
     }
     let mut batch_running = tx.prepare_cached(BATCH_FREE_SQL).map_err(internal)?;
     let mut hooked: HashMap<BatchId, bool> = HashMap::with_capacity(batches.len());
-    for (batch, (count, held)) in batches {
+    for (batch, (count, used)) in batches {
         let (has_hook, tenant) = batch_running
             .query_row(params![count, batch], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(internal)?;
         hooked.insert(batch, has_hook);
-        free_tenant(tx, tenant, count, held)?;
+        free_tenant(tx, tenant, count, used)?;
     }
     let mut group_running = tx.prepare_cached(GROUP_FREE_SQL).map_err(internal)?;
     for (group, count) in groups {
@@ -234,6 +235,7 @@ pub(super) fn rescue(
             slot: None,
             started_at: task.started_at,
             ended_at: now,
+            cpu_micros: None,
             outcome: Outcome::Lost,
             error: Some(&error),
             logs: &[],
@@ -241,11 +243,11 @@ pub(super) fn rescue(
             stderr: &[],
         };
         log::record(tx, &task, &end)?;
-        let held = end.slot_time();
+        let used = end.used();
         finish(
             tx,
             &task,
-            held,
+            used,
             Outcome::Lost,
             Some(error),
             None,
@@ -278,7 +280,7 @@ pub(super) fn hand_back(
             continue;
         };
         // Not started: it held its slot for no run.
-        let hooked = free_slots(tx, &task, 0)? || server;
+        let hooked = free_slots(tx, &task, Used::default())? || server;
         if task.cancel_requested {
             // Its cancellation reached it before it started: it ends as a pending one would.
             tx.prepare_cached(include_str!("sql/hand_back_cancelled.sql"))
@@ -308,32 +310,32 @@ fn halted(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
         .map_err(internal)
 }
 
-/// Frees `count` of `tenant`'s slots, which held `held` microseconds of slot time, if the
-/// batch that had them has a tenant.
+/// Frees `count` of `tenant`'s slots, whose attempts used `used`, if the batch that had
+/// them has a tenant.
 fn free_tenant(
     tx: &Transaction<'_>,
     tenant: Option<TenantId>,
     count: i64,
-    held: Micros,
+    used: Used,
 ) -> StoreResult<()> {
     if let Some(tenant) = tenant {
         tx.prepare_cached(TENANT_FREE_SQL)
             .map_err(internal)?
-            .execute(params![count, held, tenant])
+            .execute(params![count, used.slot_micros, tenant, used.cpu_micros])
             .map_err(internal)?;
     }
     Ok(())
 }
 
-/// Frees the task's slots, which its attempt held `held` microseconds; returns whether its
-/// batch has a webhook.
-fn free_slots(tx: &Transaction<'_>, task: &Running, held: Micros) -> StoreResult<bool> {
+/// Frees the task's slots, whose attempt used `used`; returns whether its batch has a
+/// webhook.
+fn free_slots(tx: &Transaction<'_>, task: &Running, used: Used) -> StoreResult<bool> {
     let (hooked, tenant) = tx
         .prepare_cached(BATCH_FREE_SQL)
         .map_err(internal)?
         .query_row(params![1, task.batch], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(internal)?;
-    free_tenant(tx, tenant, 1, held)?;
+    free_tenant(tx, tenant, 1, used)?;
     if let Some(group) = &task.group {
         tx.prepare_cached(GROUP_FREE_SQL)
             .map_err(internal)?
@@ -343,14 +345,14 @@ fn free_slots(tx: &Transaction<'_>, task: &Running, held: Micros) -> StoreResult
     Ok(hooked)
 }
 
-/// Frees the task's group, batch and tenant slots (its attempt held them `held`
-/// microseconds), then ends it, or puts it back for another
+/// Frees the task's group, batch and tenant slots (its attempt used `used` of them),
+/// then ends it, or puts it back for another
 /// attempt. A final failure, and the batch's end, are written for its webhooks.
 #[allow(clippy::too_many_arguments)]
 fn finish(
     tx: &Transaction<'_>,
     task: &Running,
-    held: Micros,
+    used: Used,
     outcome: Outcome,
     error: Option<String>,
     output: Option<Vec<u8>>,
@@ -359,7 +361,7 @@ fn finish(
     server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
-    let hooked = free_slots(tx, task, held)? || server;
+    let hooked = free_slots(tx, task, used)? || server;
     let (state, outcome, error) = if outcome.is_success() {
         (TaskState::Succeeded, outcome, None)
     } else {

@@ -110,6 +110,7 @@ pub(super) fn attempt_list(
                     order: r.get(7)?,
                     started_at: r.get(8)?,
                     ended_at: r.get(9)?,
+                    cpu_micros: r.get(17)?,
                     outcome: r.get::<_, String>(10)?.parse().unwrap_or(Outcome::Lost),
                     error: r.get(11)?,
                     logs: logs
@@ -209,6 +210,7 @@ pub(super) fn record(
         logs,
         (!end.stdout.is_empty()).then_some(end.stdout),
         (!end.stderr.is_empty()).then_some(end.stderr),
+        end.cpu_micros,
     ];
     if !may_repeat {
         stmt.execute(values).map_err(internal)?;

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 25] = [
+const MIGRATIONS: [&str; 26] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -34,6 +34,7 @@ const MIGRATIONS: [&str; 25] = [
     include_str!("migrations/0023_tenants.sql"),
     include_str!("migrations/0024_tenant_limits.sql"),
     include_str!("migrations/0025_tenant_usage.sql"),
+    include_str!("migrations/0026_cpu_time.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

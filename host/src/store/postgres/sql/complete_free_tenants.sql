@@ -4,5 +4,8 @@
 -- $1 tenant ids (bigint[])
 -- $2 slots freed in each (int[], matching $1)
 -- $3 the slot time their attempts held, in microseconds (bigint[], matching $1)
-UPDATE tenants AS n SET running = n.running - u.n, slot_micros = n.slot_micros + u.held
-FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS u(id, n, held) WHERE n.id = u.id
+-- $4 the CPU time their attempts used, in microseconds (bigint[], matching $1)
+UPDATE tenants AS n SET running = n.running - u.n, slot_micros = n.slot_micros + u.held,
+    cpu_micros = n.cpu_micros + u.cpu
+FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[]) AS u(id, n, held, cpu)
+WHERE n.id = u.id

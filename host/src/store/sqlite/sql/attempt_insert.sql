@@ -15,6 +15,7 @@
 -- ?13 log lines (JSON [LogLine]), or NULL when none
 -- ?14 stdout, or NULL when empty
 -- ?15 stderr, or NULL when empty
+-- ?16 the CPU time it used (microseconds), or NULL when no run measured it
 INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token, group_key, ord,
-    started_at, ended_at, outcome, error, logs, stdout, stderr)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15);
+    started_at, ended_at, outcome, error, logs, stdout, stderr, cpu_micros)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16);
