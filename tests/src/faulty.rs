@@ -390,6 +390,9 @@ impl Store for FaultyStore {
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>> {
         self.inner.attempt_list(filter).await
     }
+    async fn batch_usage(&self, batch: BatchId) -> StoreResult<BatchUsage> {
+        self.inner.batch_usage(batch).await
+    }
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
         self.inner.running_list().await
     }

@@ -529,6 +529,8 @@ fn openapi_describes_every_route() {
         ("/v1/tenants/{name}/tokens", "post"),
         ("/v1/tenants/{name}/tokens", "get"),
         ("/v1/tenants/{name}/tokens/{id}", "delete"),
+        ("/v1/usage", "get"),
+        ("/v1/batches/{id}/usage", "get"),
         ("/v1/openapi.json", "get"),
         ("/healthz", "get"),
         ("/readyz", "get"),

@@ -86,6 +86,33 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
     let mut drawn: Vec<Value> = drawn.as_array().unwrap().clone();
     drawn.sort_by_key(|v| v.to_string());
     assert_eq!(drawn, logged, "the timeline draws the execution log");
+    // What its attempts used, as the API sums it, once they ended.
+    visit(
+        &browser,
+        &server,
+        &format!("/batch/{plan}"),
+        &format!("Batch {plan}"),
+    )
+    .await;
+    let (_, usage) = call(
+        "GET",
+        &format!("{}/v1/batches/{plan}/usage", server.url),
+        Some(&server.token),
+        None,
+    );
+    let shown = browser
+        .execute("return document.querySelector('p.usage').textContent;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        shown.as_str().unwrap(),
+        format!(
+            "used by 5 attempts: slot {:.3} s · CPU {:.3} s · memory {:.3} MiB·s",
+            usage["slot_micros"].as_f64().unwrap() / 1e6,
+            usage["cpu_micros"].as_f64().unwrap() / 1e6,
+            usage["memory_mib_seconds"].as_f64().unwrap()
+        )
+    );
     let lanes = browser
         .execute(
             "return document.querySelectorAll('.timeline text.lane').length;",

@@ -447,6 +447,7 @@ fn attempt(task: i64, group: Option<&str>, start: i64, end: i64) -> AttemptRecor
         started_at: start * 1000,
         ended_at: end * 1000,
         cpu_micros: None,
+        memory_mib_seconds: None,
         outcome: Outcome::Succeeded,
         error: None,
         logs: Vec::new(),

@@ -1502,6 +1502,7 @@ impl Sut {
             started_at: now - 1,
             ended_at: now,
             cpu_micros: None,
+            memory_mib_seconds: None,
             outcome,
             error: (!outcome.is_success()).then(|| "failed".into()),
             output: outcome.is_success().then(Vec::new),

@@ -141,6 +141,43 @@ async fn a_runs_cpu_time_is_what_it_burned_not_what_it_waited() {
     );
 }
 
+/// A run's memory is its size over time: a guest that grows to 64 MiB and holds it for
+/// 300 ms holds at least 19.2 MiB-seconds, and at most its limit over its whole run; one
+/// that sleeps as long with little memory holds less than a tenth of that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_memory_is_its_size_over_time() {
+    let rt = runtime(1);
+    let guest = rt.load_file(&guest("misbehave")).unwrap();
+    let limits = TaskLimits {
+        memory: 128 * MIB,
+        ..TaskLimits::default()
+    };
+    let held = run(
+        &rt,
+        &guest,
+        RunRequest {
+            limits,
+            ..request("hold:1024")
+        },
+    )
+    .await;
+    assert_eq!(held.outcome, Outcome::Succeeded, "{:?}", held.error);
+    let most = 128.0 * held.duration.as_secs_f64();
+    assert!(
+        held.memory_mib_seconds >= 64.0 * 0.3 && held.memory_mib_seconds <= most,
+        "{} MiB-s in {:?}",
+        held.memory_mib_seconds,
+        held.duration
+    );
+    let slept = run(&rt, &guest, request("sleep:300")).await;
+    assert!(
+        slept.memory_mib_seconds > 0.0 && slept.memory_mib_seconds < held.memory_mib_seconds / 10.0,
+        "{} MiB-s asleep, {} held",
+        slept.memory_mib_seconds,
+        held.memory_mib_seconds
+    );
+}
+
 /// With N slots and many more tasks at once, never more than N execute at the same time,
 /// the slots are all used, and two overlapping runs never share a slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -173,6 +173,8 @@ const MATRIX: &[(&str, Class, &str, Option<&str>)] = &[
     ("make_tenant_token", Class::Admin, "", None),
     ("list_tenant_tokens", Class::Admin, "", None),
     ("revoke_tenant_token", Class::Admin, "", None),
+    ("show_usage", Class::Opener, "", None),
+    ("show_batch_usage", Class::Owner, "", None),
 ];
 
 /// A server with tenants `a` and `b`, each holding a token.
@@ -1033,7 +1035,7 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     let row = listed.lines().find(|l| l.starts_with("acme")).unwrap();
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
-        ["acme", "1", "0", "3", "0", "50", "0.000", "0.000"],
+        ["acme", "1", "0", "3", "0", "50", "0.000", "0.000", "0.000"],
         "{listed}"
     );
     let set = run(&[
@@ -1215,9 +1217,64 @@ fn a_tenant_runs_at_most_its_running_limit_beside_the_others(db: Option<&str>) {
         cpu > 0 && cpu < held / 4,
         "A burned {cpu} µs of {held} µs held"
     );
+    let memory: f64 = [a1, a2]
+        .iter()
+        .flat_map(|&b| attempts_of(&t.server, b))
+        .map(|attempt| {
+            attempt
+                .memory_mib_seconds
+                .expect("a run measures its memory")
+        })
+        .sum();
+    let shown = a["memory_mib_seconds"].as_f64().unwrap();
+    assert!(
+        memory > 0.0 && (shown - memory).abs() < 1e-6 * memory,
+        "A's memory is its log's: {a}, {memory}"
+    );
     let slot = format!(
         r#"qhost_tenant_slot_seconds_total{{tenant="a"}} {}"#,
         held as f64 / 1e6
+    );
+    // Each tenant reads its own usage, the admin every tenant's; each batch's sums its log.
+    let usage = |token: &str| call("GET", &t.url("/v1/usage"), Some(token), None).1;
+    let (of_admin, of_a, of_b) = (usage(&t.server.token), usage(&t.a), usage(&t.b));
+    let names = |u: &Value| -> Vec<Value> {
+        u["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["tenant"].clone())
+            .collect()
+    };
+    assert_eq!(
+        (names(&of_admin), names(&of_a), names(&of_b)),
+        (
+            vec![json!("a"), json!("b")],
+            vec![json!("a")],
+            vec![json!("b")]
+        )
+    );
+    assert_eq!(of_a["tenants"][0], of_admin["tenants"][0]);
+    assert_eq!(
+        (
+            &of_a["tenants"][0]["slot_micros"],
+            &of_a["tenants"][0]["cpu_micros"]
+        ),
+        (&a["slot_micros"], &a["cpu_micros"])
+    );
+    let batch_usage = |batch: i64| {
+        let path = format!("/v1/batches/{batch}/usage");
+        call("GET", &t.url(&path), Some(&t.a), None).1
+    };
+    let (u1, u2) = (batch_usage(a1), batch_usage(a2));
+    assert_eq!(
+        (
+            u1["attempts"].as_i64().unwrap() + u2["attempts"].as_i64().unwrap(),
+            u1["slot_micros"].as_i64().unwrap() + u2["slot_micros"].as_i64().unwrap(),
+            u1["cpu_micros"].as_i64().unwrap() + u2["cpu_micros"].as_i64().unwrap(),
+        ),
+        (6, held, cpu),
+        "A's batches' usage adds up to A's: {u1} {u2}"
     );
     let cpu_seconds = format!(
         r#"qhost_tenant_cpu_seconds_total{{tenant="a"}} {}"#,

@@ -70,14 +70,20 @@ export async function batches(params) {
   ];
 }
 
-/** A batch: its settings and progress, actions, its graph, its timeline and its tasks by order. */
+/** What a batch's ended attempts used, in words. */
+const used = (u) => `used by ${u.attempts} attempt${u.attempts === 1 ? "" : "s"}: ` +
+  `slot ${(u.slot_micros / 1e6).toFixed(3)} s · CPU ${(u.cpu_micros / 1e6).toFixed(3)} s · ` +
+  `memory ${u.memory_mib_seconds.toFixed(3)} MiB·s`;
+
+/** A batch: its settings, progress and usage, actions, its graph, its timeline and its tasks by order. */
 export async function batch({ id }) {
-  const [info, page, log, running, edges] = await Promise.all([
+  const [info, page, log, running, edges, usage] = await Promise.all([
     get(`/v1/batches/${id}`),
     get(`/v1/tasks${query({ batch: id, limit: 500 })}`),
     get(`/v1/attempts${query({ batch: id, limit: 1000 })}`),
     get("/v1/running").catch(() => []),
     get(`/v1/batches/${id}/graph`),
+    get(`/v1/batches/${id}/usage`),
   ]);
   const drawn = graphView(edges, page.tasks);
   const status = h("p", { role: "status" });
@@ -91,6 +97,7 @@ export async function batch({ id }) {
       STATES.filter((s) => info.progress[s]).map((s) => `${s} ${info.progress[s]}`).join(" · ")),
     h("p", { class: "muted" }, `priority ${info.priority} · max_parallel ${info.max_parallel ?? "none"}` +
       ` · ${info.sealed ? "sealed" : "open"}${info.paused ? " · paused" : ""} · created ${when(info.created_at)}`),
+    h("p", { class: "muted usage" }, used(usage)),
     h("div", { class: "actions" },
       info.paused ? simple("Resume", "resume", "Let this batch's tasks run again?")
         : simple("Pause", "pause", "Hold this batch's tasks that have not started?"),

@@ -116,7 +116,7 @@ pub async fn metrics(
     // Tenants' counts and slot time, and the limits of those that have one.
     let tenants = state.scheduler.tenant_list().await?;
     type PerTenant = fn(&TenantInfo) -> Option<String>;
-    let per_tenant: [(&str, &str, &str, PerTenant); 6] = [
+    let per_tenant: [(&str, &str, &str, PerTenant); 7] = [
         (
             "qhost_tenant_running",
             "gauge",
@@ -152,6 +152,12 @@ pub async fn metrics(
             "counter",
             "CPU time each tenant's attempts have used: their wasm and host calls, not their waits.",
             |t| Some((t.cpu_micros as f64 / 1e6).to_string()),
+        ),
+        (
+            "qhost_tenant_memory_mib_seconds_total",
+            "counter",
+            "Memory each tenant's attempts have held, in MiB-seconds: each one's size over its run.",
+            |t| Some(t.memory_mib_seconds.to_string()),
         ),
     ];
     for (name, kind, help, value) in per_tenant {

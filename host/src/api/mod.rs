@@ -3,7 +3,8 @@
 //! - [`state`]: what every handler is given ([`AppState`]).
 //! - [`auth`]: admin token, tenant token or batch handle, from `Authorization: Bearer`,
 //!   and what it may open, decided before a request's body is read; [`tenants`]: tenants
-//!   and their tokens.
+//!   and their tokens;
+//!   [`usage`]: what tenants and batches have used.
 //! - [`body`]: upload bodies, and the permits that bound how many large ones are read at
 //!   once.
 //! - [`listen`]: accepting connections, with caps on them in all and per address, room
@@ -67,6 +68,7 @@ pub mod state;
 pub mod status;
 pub mod tasks;
 pub mod tenants;
+pub mod usage;
 pub mod webhook;
 pub use crate::whole;
 
@@ -173,6 +175,8 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tenants::set))
         .routes(routes!(tenants::make_token, tenants::list_tokens))
         .routes(routes!(tenants::revoke_token))
+        .routes(routes!(usage::show))
+        .routes(routes!(usage::show_batch))
         .routes(routes!(backup::backup))
         .routes(routes!(openapi));
     OpenApiRouter::with_openapi(doc::frame())

@@ -158,7 +158,7 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or(6)
                     .max(6);
                 outln!(
-                    "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12}  {:>11}",
+                    "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12}  {:>11}  {:>18}",
                     "tenant",
                     "tokens",
                     "running",
@@ -166,12 +166,13 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     "open",
                     "max_open",
                     "slot_seconds",
-                    "cpu_seconds"
+                    "cpu_seconds",
+                    "memory_mib_seconds"
                 )?;
                 let shown = |limit: Option<u32>| limit.map_or("-".to_owned(), |n| n.to_string());
                 for t in &list.tenants {
                     outln!(
-                        "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12.3}  {:>11.3}",
+                        "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12.3}  {:>11.3}  {:>18.3}",
                         t.name,
                         t.tokens,
                         t.running,
@@ -179,7 +180,8 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                         t.open,
                         shown(t.max_open),
                         t.slot_micros as f64 / 1e6,
-                        t.cpu_micros as f64 / 1e6
+                        t.cpu_micros as f64 / 1e6,
+                        t.memory_mib_seconds
                     )?;
                 }
             }

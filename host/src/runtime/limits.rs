@@ -1,6 +1,6 @@
 //! Per-task resource limits, their defaults, and the memory limiter that enforces them.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -188,6 +188,9 @@ pub(crate) struct MemoryLimiter {
     limit: usize,
     in_use: usize,
     pub(crate) refused: bool,
+    /// The memory held so far, in byte-seconds, up to `since`.
+    held: f64,
+    since: Instant,
 }
 
 impl MemoryLimiter {
@@ -196,7 +199,16 @@ impl MemoryLimiter {
             limit: usize::try_from(limit).unwrap_or(usize::MAX),
             in_use: 0,
             refused: false,
+            held: 0.0,
+            since: Instant::now(),
         }
+    }
+
+    /// The memory the run has held until `end`, in MiB-seconds: its size over time, which
+    /// changes only where it grows (wasm memory never shrinks).
+    pub(crate) fn mib_seconds(&self, end: Instant) -> f64 {
+        let after = self.in_use as f64 * end.saturating_duration_since(self.since).as_secs_f64();
+        (self.held + after) / MIB as f64
     }
 }
 
@@ -216,6 +228,9 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
             self.refused = true;
             return Ok(false);
         }
+        let now = Instant::now();
+        self.held += self.in_use as f64 * now.saturating_duration_since(self.since).as_secs_f64();
+        self.since = now;
         self.in_use = after;
         Ok(true)
     }

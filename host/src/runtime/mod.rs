@@ -421,6 +421,7 @@ impl Runtime {
         };
         let duration = started.elapsed();
         let state = store.into_data();
+        let memory_mib_seconds = state.limiter.mib_seconds(started + duration);
         let stderr = stderr.take();
         let (outcome, output, error) =
             match classify(ended, &state.limiter, &limits, &stderr, &ledger) {
@@ -450,6 +451,7 @@ impl Runtime {
             started_at,
             duration,
             cpu,
+            memory_mib_seconds,
         };
         settings::scrub(&mut report, &request.settings);
         Ok(report)

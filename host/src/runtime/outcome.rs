@@ -274,6 +274,8 @@ pub struct RunReport {
     /// The CPU time it used: its instantiation, its wasm and the host calls it made,
     /// without the time it waited.
     pub cpu: Duration,
+    /// The memory it held over its run, in MiB-seconds: its size over time.
+    pub memory_mib_seconds: f64,
 }
 
 #[cfg(test)]

@@ -43,6 +43,11 @@ impl Scheduler {
         Ok(self.store.batch_get(batch).await?)
     }
 
+    /// What the batch's ended attempts have used.
+    pub async fn batch_usage(&self, batch: BatchId) -> Result<BatchUsage> {
+        Ok(self.store.batch_usage(batch).await?)
+    }
+
     /// The batch's edges, at most [`MAX_GRAPH_EDGES`] of them.
     pub async fn batch_graph(&self, batch: BatchId) -> Result<BatchGraph> {
         let mut edges = self.store.batch_edges(batch, MAX_GRAPH_EDGES + 1).await?;

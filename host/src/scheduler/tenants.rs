@@ -55,6 +55,11 @@ impl Scheduler {
         Ok(self.store.tenant_list().await?)
     }
 
+    /// What `tenant` has used and holds now.
+    pub async fn tenant_usage(&self, tenant: TenantId) -> Result<TenantUsage> {
+        Ok(self.store.tenant_get(tenant).await?.into())
+    }
+
     /// Makes a token for `tenant`.
     pub async fn token_make(&self, tenant: String) -> Result<NewToken> {
         let mut bytes = [0u8; 32];

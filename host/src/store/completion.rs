@@ -18,6 +18,8 @@ pub struct Completion {
     /// The CPU time the run used, in microseconds; none where no run measured it (a task
     /// that could not start).
     pub cpu_micros: Option<Micros>,
+    /// The memory the run held, in MiB-seconds; none where no run measured it.
+    pub memory_mib_seconds: Option<f64>,
     pub outcome: Outcome,
     pub error: Option<String>,
     pub output: Option<Vec<u8>>,
@@ -133,6 +135,7 @@ pub(crate) struct AttemptEnd<'a> {
     pub(crate) ended_at: Micros,
     /// None: not measured (lost with its node, or never started).
     pub(crate) cpu_micros: Option<Micros>,
+    pub(crate) memory_mib_seconds: Option<f64>,
     pub(crate) outcome: Outcome,
     pub(crate) error: Option<&'a str>,
     pub(crate) logs: &'a [LogLine],
@@ -164,6 +167,7 @@ impl<'a> AttemptEnd<'a> {
             started_at: c.started_at,
             ended_at: c.ended_at,
             cpu_micros: c.cpu_micros,
+            memory_mib_seconds: c.memory_mib_seconds,
             outcome: c.outcome,
             error: c.error.as_deref(),
             logs: &c.logs,
@@ -175,28 +179,31 @@ impl<'a> AttemptEnd<'a> {
 
 impl AttemptEnd<'_> {
     /// What the attempt used: the slot time it held, from its start to its end as the log
-    /// records them, and the CPU time its run measured. A tenant's usage is the sum over
-    /// its attempts.
+    /// records them, and the CPU time and memory its run measured. A tenant's usage is the
+    /// sum over its attempts.
     pub(crate) fn used(&self) -> Used {
         Used {
             slot_micros: (self.ended_at - self.started_at).max(0),
             cpu_micros: self.cpu_micros.unwrap_or(0).max(0),
+            memory_mib_seconds: self.memory_mib_seconds.unwrap_or(0.0).max(0.0),
         }
     }
 }
 
-/// What attempts used, in microseconds: the slot time they held and the CPU time they
-/// burned. A hand-back (no run) uses none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What attempts used: the slot time they held and the CPU time they burned, in
+/// microseconds, and the memory they held, in MiB-seconds. A hand-back (no run) uses none.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Used {
     pub(crate) slot_micros: Micros,
     pub(crate) cpu_micros: Micros,
+    pub(crate) memory_mib_seconds: f64,
 }
 
 impl std::ops::AddAssign for Used {
     fn add_assign(&mut self, other: Used) {
         self.slot_micros += other.slot_micros;
         self.cpu_micros += other.cpu_micros;
+        self.memory_mib_seconds += other.memory_mib_seconds;
     }
 }
 
@@ -258,6 +265,7 @@ mod tests {
             started_at: 0,
             ended_at: 1,
             cpu_micros: None,
+            memory_mib_seconds: None,
             outcome: Outcome::Succeeded,
             error: None,
             output: Some(vec![0; bounds::OUTPUT + 1]),

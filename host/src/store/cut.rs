@@ -91,6 +91,7 @@ mod tests {
             started_at: 0,
             ended_at: 1,
             cpu_micros: Some(1),
+            memory_mib_seconds: Some(1.0),
             outcome: Outcome::Trap,
             error: Some("é".repeat(100)),
             logs: (0..10)

@@ -7,7 +7,8 @@
 //! state, and how reads compute it; `types`, `completion`, `time`, `schedule`, `text`:
 //! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
 //! requests done exactly once, `list`: lists' filters, order and pages, `stats`: the whole
-//! queue at a glance, `webhook`: the outbox of events owed to webhooks), the policies both drivers share (`pick`: claim order and rooms; `rate`: a group's
+//! queue at a glance, `webhook`: the outbox of events owed to webhooks, `usage`: what tenants and batches
+//! used), the policies both drivers share (`pick`: claim order and rooms; `rate`: a group's
 //! rate as a token bucket;
 //! `admit`: what a submission may add and where it puts the gate; `quota`: what a batch
 //! may store; `fate`: retry or end;
@@ -46,6 +47,7 @@ mod tenant_maxima;
 pub mod text;
 mod time;
 mod types;
+mod usage;
 mod webhook;
 
 /// Tasks reach the store only as the scheduler admitted them: it checks them once, for
@@ -70,6 +72,7 @@ pub use tenant::*;
 pub use tenant_maxima::*;
 pub use time::*;
 pub use types::*;
+pub use usage::*;
 pub use webhook::*;
 
 use async_trait::async_trait;
@@ -322,6 +325,8 @@ pub trait Store: Send + Sync + 'static {
     /// The batches with most tasks not ended, at most `limit`.
     async fn batch_depths(&self, limit: usize) -> StoreResult<Vec<BatchDepth>>;
     async fn attempt_list(&self, filter: AttemptFilter) -> StoreResult<Vec<(i64, AttemptRecord)>>;
+    /// What a batch's ended attempts have used, summed over its log.
+    async fn batch_usage(&self, batch: BatchId) -> StoreResult<BatchUsage>;
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>>;
     /// Deletes up to `chunk` ended tasks (with their attempts) that ended before `before`,
     /// and up to `chunk` idempotency keys kept before it whose batch has nothing open;

@@ -27,7 +27,7 @@ pub const MAX_TENANT_RUNNING: u32 = 1_000_000;
 pub const MAX_TENANT_OPEN: u32 = 1_000_000_000;
 
 /// A tenant, as the admin lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TenantInfo {
     pub id: TenantId,
     pub name: String,
@@ -65,6 +65,9 @@ pub struct TenantInfo {
     /// The CPU time its attempts have used, in microseconds: their wasm and the host calls
     /// they made, not the time they waited, summed since it was added.
     pub cpu_micros: u64,
+    /// The memory its attempts have held, in MiB-seconds (each one's size over its run),
+    /// summed since it was added.
+    pub memory_mib_seconds: f64,
     /// The most its tasks may ask of each limit; one left out: the operator's.
     pub max_limits: TenantMaxima,
 }

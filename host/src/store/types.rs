@@ -337,6 +337,11 @@ pub struct AttemptRecord {
     #[serde(default)]
     #[schema(required = true)]
     pub cpu_micros: Option<Micros>,
+    /// The memory its run held, in MiB-seconds: its size over time. Null where no run
+    /// measured it.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub memory_mib_seconds: Option<f64>,
     pub outcome: Outcome,
     #[schema(required = true)]
     pub error: Option<String>,

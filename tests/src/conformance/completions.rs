@@ -247,29 +247,32 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
         tasks
     };
     let (mine_claimed, admins_claimed) = (of(mine), of(admins));
-    let ended = |task: &ClaimedTask, outcome, (started, ended): (Micros, Micros), cpu| Completion {
-        started_at: started,
-        cpu_micros: Some(cpu),
-        ..completion(task, outcome, ended)
+    let ended = |task: &ClaimedTask, outcome, (started, ended): (Micros, Micros), (cpu, memory)| {
+        Completion {
+            started_at: started,
+            cpu_micros: Some(cpu),
+            memory_mib_seconds: Some(memory),
+            ..completion(task, outcome, ended)
+        }
     };
     let completions = vec![
         ended(
             mine_claimed[0],
             Outcome::Succeeded,
             (T0 + SECOND, T0 + 4 * SECOND),
-            700_000,
+            (700_000, 0.75),
         ),
         ended(
             mine_claimed[1],
             Outcome::GuestError,
             (T0 + SECOND, T0 + 3 * SECOND),
-            300_000,
+            (300_000, 0.25),
         ),
         ended(
             admins_claimed[0],
             Outcome::Succeeded,
             (T0, T0 + 50 * SECOND),
-            9 * SECOND,
+            (9 * SECOND, 64.0),
         ),
     ];
     store
@@ -279,9 +282,10 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
     let after = store.tenant_get(a.id).await.unwrap();
     let held = after.slot_micros;
     assert_eq!(
-        (held, after.cpu_micros),
-        (5 * SECOND as u64, SECOND as u64),
-        "3 s held of a success and 2 s of a failure, which used 0.7 s and 0.3 s of CPU"
+        (held, after.cpu_micros, after.memory_mib_seconds),
+        (5 * SECOND as u64, SECOND as u64, 1.0),
+        "3 s held of a success and 2 s of a failure, which used 0.7 s and 0.3 s of CPU and \
+         held 0.75 and 0.25 MiB-seconds"
     );
 
     let back = mine_claimed[2];
@@ -317,6 +321,12 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
     assert_eq!(
         a.cpu_micros, SECOND as u64,
         "the sum of the log's CPU times"
+    );
+    let memory: f64 = log.iter().filter_map(|(_, a)| a.memory_mib_seconds).sum();
+    assert_eq!(
+        (a.memory_mib_seconds, memory),
+        (1.0, 1.0),
+        "the sum of the log's memory"
     );
     assert_eq!(a.running, 0);
 }

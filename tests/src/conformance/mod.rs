@@ -205,6 +205,7 @@ fn completion(task: &ClaimedTask, outcome: Outcome, now: Micros) -> Completion {
         started_at: now - 10,
         ended_at: now,
         cpu_micros: None,
+        memory_mib_seconds: None,
         outcome,
         error: (!outcome.is_success()).then(|| format!("ended {outcome}")),
         output: outcome.is_success().then(|| b"done".to_vec()),

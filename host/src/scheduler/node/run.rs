@@ -186,6 +186,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 started_at,
                 ended_at: started_at + duration_micros(report.duration),
                 cpu_micros: Some(duration_micros(report.cpu)),
+                memory_mib_seconds: Some(report.memory_mib_seconds),
                 outcome: report.outcome,
                 error: report.error,
                 output: report.output,
@@ -223,6 +224,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 started_at: now,
                 ended_at: now,
                 cpu_micros: None,
+                memory_mib_seconds: None,
                 outcome: crate::runtime::Outcome::HostError,
                 error: Some(format!(
                     "host error: the task could not start on node {}; the cause is in that \

@@ -202,11 +202,12 @@ impl Freed {
             let counts: Vec<i32> = rows.iter().map(|r| r.1.0).collect();
             let held: Vec<i64> = rows.iter().map(|r| r.1.1.slot_micros).collect();
             let cpu: Vec<i64> = rows.iter().map(|r| r.1.1.cpu_micros).collect();
+            let memory: Vec<f64> = rows.iter().map(|r| r.1.1.memory_mib_seconds).collect();
             let stmt = tx
                 .prepare_cached(include_str!("sql/complete_free_tenants.sql"))
                 .await
                 .map_err(pg)?;
-            tx.execute(&stmt, &[&ids, &counts, &held, &cpu])
+            tx.execute(&stmt, &[&ids, &counts, &held, &cpu, &memory])
                 .await
                 .map_err(pg)?;
         }
@@ -615,6 +616,7 @@ async fn end_lost(
             started_at: task.started_at,
             ended_at: now,
             cpu_micros: None,
+            memory_mib_seconds: None,
             outcome: Outcome::Lost,
             error: Some(error),
             logs: &[],

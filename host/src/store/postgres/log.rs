@@ -104,6 +104,7 @@ pub(super) async fn attempt_list(
                 started_at: r.get(8),
                 ended_at: r.get(9),
                 cpu_micros: r.get(17),
+                memory_mib_seconds: r.get(18),
                 outcome: r
                     .get::<_, String>(10)
                     .parse()
@@ -119,6 +120,22 @@ pub(super) async fn attempt_list(
             (r.get(0), record)
         })
         .collect())
+}
+
+/// What the batch's ended attempts have used.
+pub(super) async fn batch_usage(store: &PostgresStore, batch: BatchId) -> StoreResult<BatchUsage> {
+    let client = store.client(Commit::Durable).await?;
+    let r = client
+        .query_one(include_str!("sql/batch_usage.sql"), &[&batch])
+        .await
+        .map_err(pg)?;
+    Ok(BatchUsage {
+        batch,
+        attempts: r.get::<_, i64>(0) as u64,
+        slot_micros: r.get::<_, i64>(1) as u64,
+        cpu_micros: r.get::<_, i64>(2) as u64,
+        memory_mib_seconds: r.get(3),
+    })
 }
 
 pub(super) async fn running_list(store: &PostgresStore) -> StoreResult<Vec<RunningTask>> {
@@ -193,6 +210,7 @@ pub(super) struct AttemptRows<'a> {
     stdout: Vec<Option<&'a [u8]>>,
     stderr: Vec<Option<&'a [u8]>>,
     cpu: Vec<Option<i64>>,
+    memory: Vec<Option<f64>>,
     /// Rows whose error may repeat their task's previous attempt's, written one by one
     /// (`sql/attempt_insert_repeat.sql`), with what their batch gets back if it does.
     may_repeat: Vec<(usize, i64)>,
@@ -230,6 +248,7 @@ impl<'a> AttemptRows<'a> {
         self.stderr
             .push((!end.stderr.is_empty()).then_some(end.stderr));
         self.cpu.push(end.cpu_micros);
+        self.memory.push(end.memory_mib_seconds);
     }
 
     pub(super) async fn write(&self, tx: &impl GenericClient) -> StoreResult<()> {
@@ -268,6 +287,7 @@ impl<'a> AttemptRows<'a> {
                 &self.stdout,
                 &self.stderr,
                 &self.cpu,
+                &self.memory,
             ],
         )
         .await
@@ -295,6 +315,7 @@ impl<'a> AttemptRows<'a> {
             stdout: pick_vec(&self.stdout, keep),
             stderr: pick_vec(&self.stderr, keep),
             cpu: pick_vec(&self.cpu, keep),
+            memory: pick_vec(&self.memory, keep),
             may_repeat: Vec::new(),
         }
     }
@@ -330,6 +351,7 @@ impl<'a> AttemptRows<'a> {
                         &self.stdout[i],
                         &self.stderr[i],
                         &self.cpu[i],
+                        &self.memory[i],
                     ],
                 )
                 .await

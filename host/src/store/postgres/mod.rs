@@ -606,6 +606,10 @@ impl Store for PostgresStore {
         log::attempt_list(self, filter).await
     }
 
+    async fn batch_usage(&self, batch: BatchId) -> StoreResult<BatchUsage> {
+        log::batch_usage(self, batch).await
+    }
+
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
         log::running_list(self).await
     }

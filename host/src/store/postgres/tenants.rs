@@ -32,6 +32,7 @@ fn tenant(r: &Row) -> TenantInfo {
         open: r.get::<_, i64>(12) as u64,
         slot_micros: r.get::<_, i64>(13) as u64,
         cpu_micros: r.get::<_, i64>(14) as u64,
+        memory_mib_seconds: r.get(15),
     }
 }
 

@@ -52,10 +52,11 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
 /// same slots leave.
 pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ? \
     RETURNING webhook_url IS NOT NULL, tenant_id";
-/// A tenant has `?1` fewer tasks claimed, whose attempts held slots `?2` microseconds and
-/// used `?4` microseconds of CPU.
+/// A tenant has `?1` fewer tasks claimed, whose attempts held slots `?2` microseconds,
+/// used `?4` microseconds of CPU and held `?5` MiB-seconds of memory.
 pub(super) const TENANT_FREE_SQL: &str = "UPDATE tenants SET running = running - ?1, \
-    slot_micros = slot_micros + ?2, cpu_micros = cpu_micros + ?4 WHERE id = ?3";
+    slot_micros = slot_micros + ?2, cpu_micros = cpu_micros + ?4, \
+    memory_mib_seconds = memory_mib_seconds + ?5 WHERE id = ?3";
 /// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
 pub(super) const GROUP_HOLD_SQL: &str =
     "UPDATE groups SET held_until = max(held_until, ?1) WHERE key = ?2";
@@ -236,6 +237,7 @@ pub(super) fn rescue(
             started_at: task.started_at,
             ended_at: now,
             cpu_micros: None,
+            memory_mib_seconds: None,
             outcome: Outcome::Lost,
             error: Some(&error),
             logs: &[],
@@ -321,7 +323,13 @@ fn free_tenant(
     if let Some(tenant) = tenant {
         tx.prepare_cached(TENANT_FREE_SQL)
             .map_err(internal)?
-            .execute(params![count, used.slot_micros, tenant, used.cpu_micros])
+            .execute(params![
+                count,
+                used.slot_micros,
+                tenant,
+                used.cpu_micros,
+                used.memory_mib_seconds
+            ])
             .map_err(internal)?;
     }
     Ok(())

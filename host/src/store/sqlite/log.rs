@@ -111,6 +111,7 @@ pub(super) fn attempt_list(
                     started_at: r.get(8)?,
                     ended_at: r.get(9)?,
                     cpu_micros: r.get(17)?,
+                    memory_mib_seconds: r.get(18)?,
                     outcome: r.get::<_, String>(10)?.parse().unwrap_or(Outcome::Lost),
                     error: r.get(11)?,
                     logs: logs
@@ -124,6 +125,24 @@ pub(super) fn attempt_list(
         })
         .map_err(internal)?;
     rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+/// What the batch's ended attempts have used (a batch's log is read along its index).
+pub(super) const USAGE_SQL: &str = include_str!("sql/batch_usage.sql");
+
+pub(super) fn batch_usage(conn: &Connection, batch: BatchId) -> StoreResult<BatchUsage> {
+    conn.prepare_cached(USAGE_SQL)
+        .map_err(internal)?
+        .query_row([batch], |r| {
+            Ok(BatchUsage {
+                batch,
+                attempts: r.get::<_, i64>(0)? as u64,
+                slot_micros: r.get::<_, i64>(1)? as u64,
+                cpu_micros: r.get::<_, i64>(2)? as u64,
+                memory_mib_seconds: r.get(3)?,
+            })
+        })
+        .map_err(internal)
 }
 
 /// How many attempts started in `[since, until)`, counted up to past
@@ -211,6 +230,7 @@ pub(super) fn record(
         (!end.stdout.is_empty()).then_some(end.stdout),
         (!end.stderr.is_empty()).then_some(end.stderr),
         end.cpu_micros,
+        end.memory_mib_seconds,
     ];
     if !may_repeat {
         stmt.execute(values).map_err(internal)?;

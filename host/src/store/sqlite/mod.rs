@@ -612,6 +612,10 @@ impl Store for SqliteStore {
         self.call(move |conn| log::attempt_list(conn, filter)).await
     }
 
+    async fn batch_usage(&self, batch: BatchId) -> StoreResult<BatchUsage> {
+        self.call(move |conn| log::batch_usage(conn, batch)).await
+    }
+
     async fn running_list(&self) -> StoreResult<Vec<RunningTask>> {
         self.call(|conn| log::running_list(conn)).await
     }

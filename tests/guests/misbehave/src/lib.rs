@@ -25,6 +25,7 @@
 //! | `symlink:TARGET` | makes a link `link` to TARGET in the first mount, returns `ok` |
 //! | `plant:MIB` | writes a secret word over its data, stack, MIB MiB of heap and MIB MiB of memory grown past the heap; returns `found=W pages=P`, the secret words its own scan found and its memory's size |
 //! | `scan:PAGES` | grows its memory to PAGES pages, returns `found=W`: the secret words anywhere in it |
+//! | `hold:PAGES` | grows its memory to PAGES pages, sleeps 300 ms, returns `ok` |
 
 use core::arch::wasm32::{memory_grow, memory_size};
 use std::hint::black_box;
@@ -163,6 +164,15 @@ impl Guest for Misbehave {
                     return Err(format!("could not grow memory to {pages} pages"));
                 }
                 Ok(format!("found={}", scan()).into_bytes())
+            }
+            "hold" => {
+                let pages = count()?;
+                let now = memory_size(0);
+                if pages > now && memory_grow(0, pages - now) == usize::MAX {
+                    return Err(format!("could not grow memory to {pages} pages"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                Ok(b"ok".to_vec())
             }
             other => Err(format!("unknown command `{other}`")),
         }

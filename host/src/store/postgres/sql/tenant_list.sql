@@ -4,7 +4,7 @@ SELECT t.id, t.name, t.created_at,
        (SELECT count(*) FROM tenant_tokens k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL),
        t.max_priority, t.shared_groups, t.modules, t.allow_http, t.max_running, t.running, t.max_limits,
        t.max_open, (SELECT coalesce(SUM(o.open), 0)::bigint FROM batch_orders o WHERE o.tenant_id = t.id),
-       t.slot_micros, t.cpu_micros
+       t.slot_micros, t.cpu_micros, t.memory_mib_seconds
 FROM tenants t
 WHERE $1::bigint IS NULL OR t.id = $1
 ORDER BY t.name

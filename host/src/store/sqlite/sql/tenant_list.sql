@@ -5,7 +5,7 @@ SELECT t.id, t.name, t.created_at,
        t.max_priority, t.shared_groups, t.modules, t.allow_http, t.max_running, t.running, t.max_limits,
        t.max_open, (SELECT coalesce(SUM(o.open), 0) FROM batch_orders o INDEXED BY batch_orders_tenant
                     WHERE o.tenant_id = t.id),
-       t.slot_micros, t.cpu_micros
+       t.slot_micros, t.cpu_micros, t.memory_mib_seconds
 FROM tenants t
 WHERE ?1 IS NULL OR t.id = ?1
 ORDER BY t.name
