@@ -101,7 +101,10 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
         None,
     );
     let shown = browser
-        .execute("return document.querySelector('p.usage').textContent;", vec![])
+        .execute(
+            "return document.querySelector('p.usage').textContent;",
+            vec![],
+        )
         .await
         .unwrap();
     assert_eq!(

@@ -990,13 +990,31 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     let listed = run(&["tenant", "ls"]);
     assert!(listed.contains("acme") && listed.contains('1'), "{listed}");
     // The token opens batches of its tenant.
-    let (status, _) = call(
+    let (status, opened) = call(
         "POST",
         &format!("{}/v1/batches", server.url),
         Some(&token),
         Some(json!({})),
     );
     assert_eq!(status, 201);
+    // And reads its own usage, and its batch's.
+    let usage = run(&["tenant", "usage", "--token", &token]);
+    let rows: Vec<Vec<&str>> = usage
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [["acme", "0", "0", "0.000", "0.000", "0.000"]],
+        "{usage}"
+    );
+    let batch = opened["batch"]["id"].to_string();
+    let usage = run(&["tenant", "usage", "--batch", &batch, "--token", &token]);
+    assert_eq!(
+        usage.trim(),
+        format!("batch {batch}: 0 attempts; slot 0.000 s, CPU 0.000 s, memory 0.000 MiB-s")
+    );
     let set = run(&[
         "tenant",
         "set",

@@ -65,8 +65,8 @@ pub struct ConnectArgs {
     /// The qhost server's URL [default: http://127.0.0.1:7700].
     #[arg(long, global = true, help_heading = "Connection", env = "QHOST_SERVER")]
     pub server: Option<String>,
-    /// The admin token, or a batch handle (default: the `admin-token` file in the local
-    /// server's data directory, QHOST_DATA_DIR or ./qhost-data).
+    /// The admin token, a tenant's token or a batch handle (default: the `admin-token`
+    /// file in the local server's data directory, QHOST_DATA_DIR or ./qhost-data).
     #[arg(
         long,
         global = true,

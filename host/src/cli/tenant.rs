@@ -1,6 +1,7 @@
 //! `qhost tenant add NAME`, `ls`, `set NAME`, `token NAME`, `tokens NAME`, `revoke NAME
 //! ID`: the tenants who may open batches besides the admin, what their batches may do, and
-//! their tokens (the admin's to do).
+//! their tokens (the admin's to do); `usage`: what tenants and batches used (a tenant's
+//! token reads its own).
 
 use std::process::ExitCode;
 
@@ -10,8 +11,9 @@ use serde_json::json;
 use super::client::{Client, ConnectArgs, print_json};
 use super::module::encode;
 use crate::api::tenants::{TenantList, TokenList};
+use crate::api::usage::UsageList;
 use crate::scheduler::NewToken;
-use crate::store::{TenantInfo, TenantMaxima, TokenInfo};
+use crate::store::{BatchUsage, TenantInfo, TenantMaxima, TokenInfo};
 
 #[derive(Debug, Args)]
 pub struct TenantArgs {
@@ -32,7 +34,8 @@ pub enum TenantCommand {
         json: bool,
     },
     /// List the tenants, with how many tokens each holds, its tasks claimed and open now,
-    /// its running and open limits, and the slot time its attempts have held.
+    /// its running and open limits, and the slot time, CPU time and memory its attempts
+    /// have used.
     Ls {
         /// Print them as JSON, one array.
         #[arg(long)]
@@ -42,6 +45,16 @@ pub enum TenantCommand {
     /// outside its namespace (`NAME/...`) shared with it, the modules and origins it may
     /// use, its running and open limits and the most its tasks may ask.
     Set(Box<SetArgs>),
+    /// Show what tenants have used (every one for the admin, its own for a tenant's
+    /// token), or what a batch's ended attempts have used (`--batch`).
+    Usage {
+        /// The batch whose usage to show.
+        #[arg(long)]
+        batch: Option<i64>,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make a token for a tenant and print it: it is shown this once.
     Token {
         /// The tenant's name.
@@ -351,6 +364,53 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                         "active"
                     };
                     outln!("{:>6}  {state:<7}", t.id)?;
+                }
+            }
+        }
+        TenantCommand::Usage {
+            batch: Some(batch),
+            json,
+        } => {
+            let used: BatchUsage = client.get(&format!("/v1/batches/{batch}/usage"))?;
+            if json {
+                print_json(&used)?;
+            } else {
+                outln!(
+                    "batch {}: {} attempts; slot {:.3} s, CPU {:.3} s, memory {:.3} MiB-s",
+                    used.batch,
+                    used.attempts,
+                    used.slot_micros as f64 / 1e6,
+                    used.cpu_micros as f64 / 1e6,
+                    used.memory_mib_seconds
+                )?;
+            }
+        }
+        TenantCommand::Usage { batch: None, json } => {
+            let list: UsageList = client.get("/v1/usage")?;
+            if json {
+                print_json(&list.tenants)?;
+            } else if list.tenants.is_empty() {
+                outln!("no tenants")?;
+            } else {
+                outln!(
+                    "{:<16}  {:>7}  {:>10}  {:>12}  {:>11}  {:>18}",
+                    "tenant",
+                    "running",
+                    "open",
+                    "slot_seconds",
+                    "cpu_seconds",
+                    "memory_mib_seconds"
+                )?;
+                for t in &list.tenants {
+                    outln!(
+                        "{:<16}  {:>7}  {:>10}  {:>12.3}  {:>11.3}  {:>18.3}",
+                        t.tenant,
+                        t.running,
+                        t.open,
+                        t.slot_micros as f64 / 1e6,
+                        t.cpu_micros as f64 / 1e6,
+                        t.memory_mib_seconds
+                    )?;
                 }
             }
         }

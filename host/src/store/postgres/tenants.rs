@@ -8,6 +8,11 @@ use tokio_postgres::Row;
 use super::{Commit, PostgresStore, pg};
 use crate::store::*;
 
+/// A JSON column's value; none when NULL or unreadable.
+fn json<T: serde::de::DeserializeOwned>(text: Option<&str>) -> Option<T> {
+    text.and_then(|text| serde_json::from_str(text).ok())
+}
+
 fn tenant(r: &Row) -> TenantInfo {
     TenantInfo {
         id: r.get(0),
@@ -15,19 +20,12 @@ fn tenant(r: &Row) -> TenantInfo {
         created_at: r.get(2),
         tokens: r.get::<_, i64>(3) as u64,
         max_priority: r.get(4),
-        shared_groups: serde_json::from_str(r.get(5)).unwrap_or_default(),
-        modules: r
-            .get::<_, Option<&str>>(6)
-            .and_then(|m| serde_json::from_str(m).ok()),
-        allow_http: r
-            .get::<_, Option<&str>>(7)
-            .and_then(|m| serde_json::from_str(m).ok()),
+        shared_groups: json(r.get(5)).unwrap_or_default(),
+        modules: json(r.get(6)),
+        allow_http: json(r.get(7)),
         max_running: r.get::<_, Option<i32>>(8).map(|n| n as u32),
         running: r.get::<_, i32>(9) as u32,
-        max_limits: r
-            .get::<_, Option<&str>>(10)
-            .and_then(|m| serde_json::from_str(m).ok())
-            .unwrap_or_default(),
+        max_limits: json(r.get(10)).unwrap_or_default(),
         max_open: r.get::<_, Option<i32>>(11).map(|n| n as u32),
         open: r.get::<_, i64>(12) as u64,
         slot_micros: r.get::<_, i64>(13) as u64,
@@ -107,17 +105,10 @@ pub(super) async fn rules(
     Ok(TenantRules {
         name: row.get(0),
         max_priority: row.get::<_, Option<i32>>(1).unwrap_or(server_max_priority),
-        shared_groups: serde_json::from_str(row.get(2)).unwrap_or_default(),
-        modules: row
-            .get::<_, Option<&str>>(3)
-            .and_then(|m| serde_json::from_str(m).ok()),
-        allow_http: row
-            .get::<_, Option<&str>>(4)
-            .and_then(|m| serde_json::from_str(m).ok()),
-        max_limits: row
-            .get::<_, Option<&str>>(5)
-            .and_then(|m| serde_json::from_str(m).ok())
-            .unwrap_or_default(),
+        shared_groups: json(row.get(2)).unwrap_or_default(),
+        modules: json(row.get(3)),
+        allow_http: json(row.get(4)),
+        max_limits: json(row.get(5)).unwrap_or_default(),
     })
 }
 

@@ -5,27 +5,24 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use super::internal;
 use crate::store::*;
 
+/// A JSON column's value; none when NULL or unreadable.
+fn json<T: serde::de::DeserializeOwned>(text: Option<String>) -> Option<T> {
+    text.and_then(|text| serde_json::from_str(&text).ok())
+}
+
 fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
-    let groups: String = r.get(5)?;
     Ok(TenantInfo {
         id: r.get(0)?,
         name: r.get(1)?,
         created_at: r.get(2)?,
         tokens: r.get::<_, i64>(3)? as u64,
         max_priority: r.get(4)?,
-        shared_groups: serde_json::from_str(&groups).unwrap_or_default(),
-        modules: r
-            .get::<_, Option<String>>(6)?
-            .and_then(|m| serde_json::from_str(&m).ok()),
-        allow_http: r
-            .get::<_, Option<String>>(7)?
-            .and_then(|m| serde_json::from_str(&m).ok()),
+        shared_groups: json(r.get(5)?).unwrap_or_default(),
+        modules: json(r.get(6)?),
+        allow_http: json(r.get(7)?),
         max_running: r.get(8)?,
         running: r.get(9)?,
-        max_limits: r
-            .get::<_, Option<String>>(10)?
-            .and_then(|m| serde_json::from_str(&m).ok())
-            .unwrap_or_default(),
+        max_limits: json(r.get(10)?).unwrap_or_default(),
         max_open: r.get(11)?,
         open: r.get::<_, i64>(12)? as u64,
         slot_micros: r.get::<_, i64>(13)? as u64,
@@ -88,17 +85,10 @@ pub(super) fn rules(
             Ok(TenantRules {
                 name: r.get(0)?,
                 max_priority: r.get::<_, Option<i32>>(1)?.unwrap_or(server_max_priority),
-                shared_groups: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
-                modules: r
-                    .get::<_, Option<String>>(3)?
-                    .and_then(|m| serde_json::from_str(&m).ok()),
-                allow_http: r
-                    .get::<_, Option<String>>(4)?
-                    .and_then(|m| serde_json::from_str(&m).ok()),
-                max_limits: r
-                    .get::<_, Option<String>>(5)?
-                    .and_then(|m| serde_json::from_str(&m).ok())
-                    .unwrap_or_default(),
+                shared_groups: json(r.get(2)?).unwrap_or_default(),
+                modules: json(r.get(3)?),
+                allow_http: json(r.get(4)?),
+                max_limits: json(r.get(5)?).unwrap_or_default(),
             })
         })
         .optional()
