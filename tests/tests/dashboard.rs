@@ -135,6 +135,28 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
         "one lane per node and slot"
     );
 
+    // Tenants, each with its usage as the API has it.
+    let (status, _) = call(
+        "POST",
+        &format!("{}/v1/tenants", server.url),
+        Some(&server.token),
+        Some(json!({ "name": "acme" })),
+    );
+    assert_eq!(status, 201);
+    visit(&browser, &server, "/tenants", "Tenants").await;
+    let rows = browser
+        .execute(
+            "return [...document.querySelectorAll('main tbody tr')]
+               .map(r => [...r.cells].map(c => c.textContent));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rows,
+        json!([["acme", "0 / none", "0 / none", "0.000", "0.000", "0.000"]])
+    );
+
     // Cancel one held task from its page.
     visit(
         &browser,

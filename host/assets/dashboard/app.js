@@ -16,6 +16,7 @@ const ROUTES = [
   [/^\/nodes$/, pages.nodes],
   [/^\/modules$/, pages.modules],
   [/^\/schedules$/, pages.schedules],
+  [/^\/tenants$/, pages.tenants],
 ];
 const REFRESH_MS = 3000;
 

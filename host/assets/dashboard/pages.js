@@ -1,7 +1,7 @@
 // The dashboard's pages, each a function of its route's parameters that returns the
 // page's element, reading the API; `refresh` is called again while the page is shown.
-// The overview, batches and modules are here; tasks, a task, groups and nodes, and
-// schedules have files of their own.
+// The overview, batches and modules are here; tasks, a task, groups and nodes, schedules
+// and tenants have files of their own.
 
 import { call, get } from "./api.js";
 import { history } from "./charts.js";
@@ -17,6 +17,7 @@ export { groups, nodes } from "./fleet.js";
 export { schedules } from "./schedules.js";
 export { task } from "./task.js";
 export { tasks } from "./tasks.js";
+export { tenants } from "./tenants.js";
 
 /**
  * Tasks by state, queue age, throughput and queue age over the last hour, groups, the

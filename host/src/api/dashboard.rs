@@ -44,6 +44,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../assets/dashboard/schedules.js"),
     ),
     (
+        "tenants.js",
+        JS,
+        include_str!("../../assets/dashboard/tenants.js"),
+    ),
+    (
         "graph.js",
         JS,
         include_str!("../../assets/dashboard/graph.js"),

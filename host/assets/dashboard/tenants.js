@@ -1,0 +1,27 @@
+// Who uses the server: each tenant's tasks running and open against its limits, and what
+// its attempts have used (slot time, CPU time, memory over time). The admin sees every
+// tenant; a tenant's token its own.
+
+import { get } from "./api.js";
+import { h, table } from "./view.js";
+
+const seconds = (micros) => (micros / 1e6).toFixed(3);
+const against = (count, most) => `${count} / ${most ?? "none"}`;
+
+/** Every tenant's usage, as `GET /v1/usage` has it. */
+export async function tenants() {
+  const { tenants: list } = await get("/v1/usage");
+  return [
+    h("h1", {}, "Tenants"),
+    h("p", { class: "muted" },
+      "What each tenant runs now against its limits, and what its attempts have used since it was added."),
+    table([
+      ["Tenant", (t) => t.tenant],
+      ["Running", (t) => against(t.running, t.max_running), true],
+      ["Open", (t) => against(t.open, t.max_open), true],
+      ["Slot s", (t) => seconds(t.slot_micros), true, "slot time its attempts held"],
+      ["CPU s", (t) => seconds(t.cpu_micros), true, "CPU time its attempts used"],
+      ["Memory MiB·s", (t) => t.memory_mib_seconds.toFixed(3), true, "memory its attempts held over time"],
+    ], list),
+  ];
+}
