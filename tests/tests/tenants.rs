@@ -1009,6 +1009,13 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
         [["acme", "0", "0", "0.000", "0.000", "0.000"]],
         "{usage}"
     );
+    // Another's batch is refused, saying what a tenant's token opens.
+    let refused = server.run(&["tenant", "usage", "--batch", "999", "--token", &token]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("the token sent is a tenant's"),
+        "{said}"
+    );
     let batch = opened["batch"]["id"].to_string();
     let usage = run(&["tenant", "usage", "--batch", &batch, "--token", &token]);
     assert_eq!(

@@ -474,15 +474,23 @@ fn refusal(
             message.push_str(&format!(" ({what}: {token_sources})"));
         }
         403 => {
-            let sent = match token.and_then(crate::scheduler::handle_batch) {
-                Some(batch) => format!("the token sent is the handle of batch {batch}: "),
-                None => String::new(),
+            let tenant = token.and_then(crate::scheduler::token_parts).is_some();
+            let opens = match token.and_then(crate::scheduler::handle_batch) {
+                Some(batch) => format!(
+                    "the token sent is the handle of batch {batch}: a batch handle opens only \
+                     its own batch and that batch's tasks; other batches and tasks, modules, \
+                     groups, status and the whole log take the admin token"
+                ),
+                None if tenant => "the token sent is a tenant's: it opens its tenant's \
+                    batches and their tasks, the modules it may run and its usage; other \
+                    batches and tasks, groups, status and the whole log take the admin token"
+                    .to_owned(),
+                None => "a batch handle opens only its own batch and that batch's tasks; other \
+                    batches and tasks, modules, groups, status and the whole log take the \
+                    admin token"
+                    .to_owned(),
             };
-            message.push_str(&format!(
-                " ({sent}a batch handle opens only its own batch and that batch's tasks; \
-                 other batches and tasks, modules, groups, status and the whole log take the \
-                 admin token: {token_sources})"
-            ));
+            message.push_str(&format!(" ({opens}: {token_sources})"));
         }
         _ => {}
     }
