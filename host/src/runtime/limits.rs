@@ -207,8 +207,12 @@ impl MemoryLimiter {
     /// The memory the run has held until `end`, in MiB-seconds: its size over time, which
     /// changes only where it grows (wasm memory never shrinks).
     pub(crate) fn mib_seconds(&self, end: Instant) -> f64 {
-        let after = self.in_use as f64 * end.saturating_duration_since(self.since).as_secs_f64();
-        (self.held + after) / MIB as f64
+        self.held_at(end) / MIB as f64
+    }
+
+    /// The memory held until `at`, in byte-seconds.
+    fn held_at(&self, at: Instant) -> f64 {
+        self.held + self.in_use as f64 * at.saturating_duration_since(self.since).as_secs_f64()
     }
 }
 
@@ -229,7 +233,7 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
             return Ok(false);
         }
         let now = Instant::now();
-        self.held += self.in_use as f64 * now.saturating_duration_since(self.since).as_secs_f64();
+        self.held = self.held_at(now);
         self.since = now;
         self.in_use = after;
         Ok(true)
