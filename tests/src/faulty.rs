@@ -215,8 +215,13 @@ impl Store for FaultyStore {
     ) -> StoreResult<TenantRules> {
         self.inner.tenant_rules(tenant, server_max_priority).await
     }
-    async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
-        self.inner.tenant_set(name, change).await
+    async fn tenant_set(
+        &self,
+        name: String,
+        change: TenantChange,
+        now: Micros,
+    ) -> StoreResult<TenantInfo> {
+        self.inner.tenant_set(name, change, now).await
     }
     async fn token_add(
         &self,

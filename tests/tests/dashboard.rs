@@ -143,6 +143,13 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
         Some(json!({ "name": "acme" })),
     );
     assert_eq!(status, 201);
+    let (status, _) = call(
+        "PATCH",
+        &format!("{}/v1/tenants/acme", server.url),
+        Some(&server.token),
+        Some(json!({ "cpu_budget": {"cpu": "10s", "period": "1h"} })),
+    );
+    assert_eq!(status, 200);
     visit(&browser, &server, "/tenants", "Tenants").await;
     let rows = browser
         .execute(
@@ -154,7 +161,15 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
         .unwrap();
     assert_eq!(
         rows,
-        json!([["acme", "0 / none", "0 / none", "0.000", "0.000", "0.000"]])
+        json!([[
+            "acme",
+            "0 / none",
+            "0 / none",
+            "0.000",
+            "0.000",
+            "0.000",
+            "0.000 s of 10s per 1h"
+        ]])
     );
 
     // Cancel one held task from its page.

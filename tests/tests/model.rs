@@ -157,6 +157,11 @@ enum Op {
         tenant: u8,
         ceiling: i32,
     },
+    /// A tenant's CPU budget (milliseconds per seconds) set or lifted.
+    SetTenantBudget {
+        tenant: u8,
+        budget: Option<(u64, u64)>,
+    },
     Submit {
         batch: Pick,
         tasks: Vec<Spec>,
@@ -181,6 +186,11 @@ enum Op {
     },
     Fail {
         task: Pick,
+    },
+    /// The attempt succeeded after using this many milliseconds of CPU.
+    Burn {
+        task: Pick,
+        cpu_ms: i64,
     },
     /// The node stopped the attempt (its task was cancelled).
     Stop {
@@ -294,6 +304,11 @@ enum Step {
         ceiling: i32,
         expect: u64,
     },
+    SetTenantBudget {
+        tenant: TenantId,
+        budget: Option<CpuBudget>,
+        now: Micros,
+    },
     Submit {
         batch: BatchId,
         tasks: Vec<NewTask>,
@@ -304,9 +319,11 @@ enum Step {
         now: Micros,
         expect: ClaimOutcome,
     },
-    /// Attempts' ends reported in one call, applied in order in the model.
+    /// Attempts' ends reported in one call, applied in order in the model; each used
+    /// `cpu` microseconds of CPU.
     Complete {
         tasks: Vec<(TaskId, Ending)>,
+        cpu: Micros,
         now: Micros,
         /// The tasks that ended, with their batches, in id order.
         ended: Vec<(TaskId, BatchId)>,
@@ -422,6 +439,9 @@ fn describe(step: &Step) -> String {
             ceiling,
             expect,
         } => format!("tenant {tenant}: max_priority {ceiling} -> {expect} tasks lowered"),
+        Step::SetTenantBudget { tenant, budget, .. } => {
+            format!("tenant {tenant}: cpu_budget {budget:?}")
+        }
         Step::Submit {
             batch,
             tasks,
@@ -455,17 +475,21 @@ fn describe(step: &Step) -> String {
             )
         }
         Step::Claim { max, now, expect } => format!(
-            "claim {max} at T0+{}s -> {:?}, next due {:?}",
+            "claim {max} at T0+{}s -> {:?}, CPU left {:?}, next due {:?}",
             (now - T0) / SECOND,
             expect.tasks,
+            expect.cpu_left,
             expect.next_due
         ),
         Step::Complete {
             tasks,
+            cpu,
             ended,
             retried,
             ..
-        } => format!("complete {tasks:?} -> ended {ended:?}, {retried} retried"),
+        } => format!(
+            "complete {tasks:?} using {cpu} µs CPU each -> ended {ended:?}, {retried} retried"
+        ),
         Step::CompleteStale { task, .. } => {
             format!("complete {task} with a lease token never given -> nothing changes")
         }
@@ -683,6 +707,15 @@ impl ReferenceStateMachine for Scheduling {
             (
                 1,
                 (
+                    0..TENANTS,
+                    prop::option::weighted(0.8, (prop_oneof![Just(5u64), Just(20)], 1..=3u64)),
+                )
+                    .prop_map(|(tenant, budget)| Op::SetTenantBudget { tenant, budget })
+                    .boxed(),
+            ),
+            (
+                1,
+                (
                     0..GROUPS,
                     prop::option::weighted(0.8, (1..=3u32, 1..=4u64, 1..=2u32)),
                 )
@@ -783,6 +816,12 @@ impl ReferenceStateMachine for Scheduling {
             ops.push((4, spawn.boxed()));
             ops.push((2, pick().prop_map(|task| Op::Suspend { task }).boxed()));
             ops.push((4, pick().prop_map(|task| Op::Fail { task }).boxed()));
+            ops.push((
+                3,
+                (pick(), 1..=12i64)
+                    .prop_map(|(task, cpu_ms)| Op::Burn { task, cpu_ms })
+                    .boxed(),
+            ));
             ops.push((1, pick().prop_map(|task| Op::Stop { task }).boxed()));
             ops.push((
                 2,
@@ -819,14 +858,14 @@ impl ReferenceStateMachine for Scheduling {
         let m = &mut r.model;
         let all: Vec<TaskId> = m.tasks.iter().map(|t| t.id).collect();
         // Applies attempts' ends in order, as one completion call does.
-        let complete = |m: &mut Model, tasks: Vec<(TaskId, Ending)>| {
+        let complete_using = |m: &mut Model, tasks: Vec<(TaskId, Ending)>, cpu: Micros| {
             if tasks.is_empty() {
                 return Step::Skip;
             }
             let (mut ended, mut retried) = (Vec::new(), 0);
             for &(task, ending) in &tasks {
                 let batch = m.task(task).expect("a picked task exists").batch;
-                match m.complete(task, ending, now) {
+                match m.complete_using(task, ending, now, cpu) {
                     Some(Phase::Pending) => retried += 1,
                     Some(_) => ended.push((task, batch)),
                     None => panic!("task {task} was picked as claimed"),
@@ -835,11 +874,13 @@ impl ReferenceStateMachine for Scheduling {
             ended.sort_unstable();
             Step::Complete {
                 tasks,
+                cpu,
                 now,
                 ended,
                 retried,
             }
         };
+        let complete = |m: &mut Model, tasks| complete_using(m, tasks, 0);
         let one = |task: Option<TaskId>, ending| task.map(|t| (t, ending)).into_iter().collect();
         r.step = match op {
             Op::OpenBatch {
@@ -888,6 +929,19 @@ impl ReferenceStateMachine for Scheduling {
                     tenant,
                     ceiling: *ceiling,
                     expect: m.lower_tenant_priorities(tenant, *ceiling),
+                }
+            }
+            Op::SetTenantBudget { tenant, budget } => {
+                let tenant = TenantId::from(*tenant);
+                let budget = budget.map(|(ms, seconds)| CpuBudget {
+                    cpu: Duration::from_millis(ms),
+                    period: Duration::from_secs(seconds),
+                });
+                m.set_tenant_budget(tenant, budget, now);
+                Step::SetTenantBudget {
+                    tenant,
+                    budget,
+                    now,
                 }
             }
             Op::Submit { batch, tasks } => match batch.of(&batches) {
@@ -945,6 +999,9 @@ impl ReferenceStateMachine for Scheduling {
             },
             Op::Succeed { task } => complete(m, one(task.of(&claimed), Ending::Success)),
             Op::Fail { task } => complete(m, one(task.of(&claimed), Ending::Failure)),
+            Op::Burn { task, cpu_ms } => {
+                complete_using(m, one(task.of(&claimed), Ending::Success), cpu_ms * 1000)
+            }
             Op::Stop { task } => complete(m, one(task.of(&claimed), Ending::Stopped)),
             Op::Suspend { task } => complete(m, one(task.of(&claimed), Ending::Suspended)),
             Op::Spawn {
@@ -1449,9 +1506,19 @@ impl Sut {
                 store.batch_cancel(self.batch(batch), now).await.unwrap();
             }
             store.task_complete(completions, now).await.unwrap();
+            // The next case's claims must not wake at this one's holds.
+            for (_, name) in self.tenants.values() {
+                let lift = TenantChange {
+                    cpu_budget: Some(None),
+                    ..TenantChange::default()
+                };
+                store.tenant_set(name.clone(), lift, now).await.unwrap();
+            }
         });
-        self.history
-            .push("end of the case: cancel every batch, stop every claimed task".into());
+        self.history.push(
+            "end of the case: cancel every batch, stop every claimed task, lift every budget"
+                .into(),
+        );
         self.check_counts(m, true);
     }
 
@@ -1688,6 +1755,16 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     "the claimed tasks (id, attempt), in claim order: store left, model right\n{at}"
                 );
                 assert_eq!(claimed.next_due, expect.next_due, "the next due time\n{at}");
+                let cpu_left: BTreeMap<TaskId, Micros> = claimed
+                    .tasks
+                    .iter()
+                    .zip(&got)
+                    .filter_map(|(task, &(id, _))| Some((id, task.cpu_left?)))
+                    .collect();
+                assert_eq!(
+                    cpu_left, expect.cpu_left,
+                    "the CPU each task's tenant budget left it: store left, model right\n{at}"
+                );
                 assert!(!claimed.contended, "a lone claimer met contention\n{at}");
                 for (task, (id, _)) in claimed.tasks.iter().zip(&got) {
                     sut.tokens.insert(*id, task.lease_token);
@@ -1695,13 +1772,17 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
             }
             Step::Complete {
                 tasks,
+                cpu,
                 now,
                 ended,
                 retried,
             } => {
                 let completions = tasks
                     .iter()
-                    .map(|&(task, ending)| sut.ending(task, ending, *now))
+                    .map(|&(task, ending)| Completion {
+                        cpu_micros: Some(*cpu),
+                        ..sut.ending(task, ending, *now)
+                    })
                     .collect();
                 let result = sut
                     .runtime
@@ -1836,7 +1917,21 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     ..TenantChange::default()
                 };
                 sut.runtime
-                    .block_on(store.tenant_set(name, change))
+                    .block_on(store.tenant_set(name, change, T0))
+                    .unwrap();
+            }
+            Step::SetTenantBudget {
+                tenant,
+                budget,
+                now,
+            } => {
+                let (_, name) = sut.tenant(*tenant);
+                let change = TenantChange {
+                    cpu_budget: Some(*budget),
+                    ..TenantChange::default()
+                };
+                sut.runtime
+                    .block_on(store.tenant_set(name, change, *now))
                     .unwrap();
             }
             Step::SetTenantCeiling {
@@ -1858,7 +1953,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     ..TenantChange::default()
                 };
                 sut.runtime
-                    .block_on(store.tenant_set(name, change))
+                    .block_on(store.tenant_set(name, change, T0))
                     .unwrap();
             }
             Step::SetGroupRate { key, rate } => {

@@ -141,6 +141,46 @@ async fn a_runs_cpu_time_is_what_it_burned_not_what_it_waited() {
     );
 }
 
+/// A run given the CPU its tenant's budget has left ends `budget` once it used it, a
+/// spinner as a sleeper: the sleeper, given as little, waits its 300 ms out and succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_ends_at_the_cpu_it_was_given() {
+    let rt = runtime(1);
+    let spinner = rt.load_file(&guest("misbehave")).unwrap();
+    let sleeper = rt.load_file(&guest("sleep")).unwrap();
+    let given = Duration::from_millis(100);
+    let spin = run(
+        &rt,
+        &spinner,
+        RunRequest {
+            cpu_limit: Some(given),
+            ..request("spin")
+        },
+    )
+    .await;
+    assert_eq!(spin.outcome, Outcome::Budget, "{:?}", spin.error);
+    assert!(
+        spin.cpu >= given && spin.cpu < given * 2,
+        "given {given:?}, the spinner used {:?}",
+        spin.cpu
+    );
+    assert!(
+        spin.error.as_deref().unwrap_or_default().contains("100ms"),
+        "{:?}",
+        spin.error
+    );
+    let sleep = run(
+        &rt,
+        &sleeper,
+        RunRequest {
+            cpu_limit: Some(given),
+            ..request("300")
+        },
+    )
+    .await;
+    assert_eq!(sleep.outcome, Outcome::Succeeded, "{:?}", sleep.error);
+}
+
 /// A run's memory is its size over time: a guest that grows to 64 MiB and holds it for
 /// 300 ms holds at least 19.2 MiB-seconds, and at most its limit over its whole run; one
 /// that sleeps as long with little memory holds less than a tenth of that.

@@ -3,7 +3,14 @@
 //! handle, B's batch handle and no credential, each cell listed below and checked), what a
 //! tenant's lists show, tokens shown once, kept hashed and revoked, priority ceilings and
 //! group namespaces for tokens and handles alike, running limits on one node and across
-//! two, and the command line.
+//! two, CPU budgets (`tenants/budgets.rs`), and the command line.
+
+#[path = "tenants/budgets.rs"]
+mod budgets;
+
+use budgets::{
+    a_cpu_budget_out_of_bounds_is_refused, a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
+};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -1006,7 +1013,7 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
         .collect();
     assert_eq!(
         rows,
-        [["acme", "0", "0", "0.000", "0.000", "0.000"]],
+        [["acme", "0", "0", "0.000", "0.000", "0.000", "none"]],
         "{usage}"
     );
     // Another's batch is refused, saying what a tenant's token opens.
@@ -1074,6 +1081,22 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     ]);
     assert!(set.contains("running: 0 (no limit)"), "{set}");
     assert!(set.contains("open: 0 (no limit)"), "{set}");
+    let set = run(&["tenant", "set", "acme", "--cpu-budget", "10s/1h"]);
+    assert!(set.contains("CPU budget: 0.000s of 10s per 1h;"), "{set}");
+    let usage = run(&["tenant", "usage"]);
+    assert!(usage.contains("0.000s of 10s per 1h"), "{usage}");
+    let set = run(&["tenant", "set", "acme", "--cpu-budget", "none"]);
+    assert!(set.contains("CPU budget: none;"), "{set}");
+    let refused = server
+        .cli()
+        .args(["tenant", "set", "acme", "--cpu-budget", "10s"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("--cpu-budget") && said.contains("10s/1h"),
+        "{said}"
+    );
     let limits = [
         "--max-limit",
         "memory=32MiB",
@@ -1596,4 +1619,6 @@ qhost_tests::on_each_driver!(
     a_tenant_runs_at_most_its_running_limit_beside_the_others,
     a_tenants_tasks_ask_within_its_maxima,
     a_tenants_open_limit_refuses_what_would_pass_it,
+    a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
+    a_cpu_budget_out_of_bounds_is_refused,
 );

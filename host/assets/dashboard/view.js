@@ -48,6 +48,7 @@ const OUTCOMES = {
   "memory-limit": "went over its memory limit",
   "output-too-large": "returned too large an output",
   "http-limit": "went over its HTTP limits",
+  "budget": "stopped: its tenant's CPU budget ran out",
   "cancelled": "cancelled",
   "lost": "lost with its node",
   "host-error": "failed in the host",

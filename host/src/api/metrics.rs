@@ -116,7 +116,7 @@ pub async fn metrics(
     // Tenants' counts and slot time, and the limits of those that have one.
     let tenants = state.scheduler.tenant_list().await?;
     type PerTenant = fn(&TenantInfo) -> Option<String>;
-    let per_tenant: [(&str, &str, &str, PerTenant); 7] = [
+    let per_tenant: [(&str, &str, &str, PerTenant); 9] = [
         (
             "qhost_tenant_running",
             "gauge",
@@ -158,6 +158,22 @@ pub async fn metrics(
             "counter",
             "Memory each tenant's attempts have held, in MiB-seconds: each one's size over its run.",
             |t| Some(t.memory_mib_seconds.to_string()),
+        ),
+        (
+            "qhost_tenant_cpu_budget_seconds",
+            "gauge",
+            "The CPU budget per period of each tenant that has one.",
+            |t| t.cpu_budget.map(|b| b.cpu.as_secs_f64().to_string()),
+        ),
+        (
+            "qhost_tenant_cpu_budget_used_seconds",
+            "gauge",
+            "CPU time each tenant with a budget has used in its budget's current window; at \
+             the budget, its tasks wait for the next.",
+            |t| {
+                t.cpu_budget
+                    .map(|_| (t.budget_used_micros as f64 / 1e6).to_string())
+            },
         ),
     ];
     for (name, kind, help, value) in per_tenant {

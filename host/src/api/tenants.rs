@@ -15,7 +15,7 @@ use super::batches::{json_body, object_body};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::origin::{self, AllowedOrigin};
 use crate::scheduler::NewToken;
-use crate::store::{TenantChange, TenantId, TenantInfo, TenantMaxima, TokenInfo};
+use crate::store::{CpuBudget, TenantChange, TenantId, TenantInfo, TenantMaxima, TokenInfo};
 
 /// `POST /v1/tenants`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -110,6 +110,12 @@ pub struct SetTenant {
     /// lower. All of them: one left out is the server's maximum again (`{}`: all).
     #[serde(default, deserialize_with = "maxima_object")]
     pub max_limits: Option<TenantMaxima>,
+    /// The most CPU time its attempts may use per period, as the sandbox measures it:
+    /// `{"cpu": "10s", "period": "1h"}`; `null`: no budget. Once a window's use reaches it,
+    /// the task that crossed it ends with outcome `budget` and the tenant's tasks not
+    /// started wait for the next window.
+    #[serde(default, deserialize_with = "super::tasks::present")]
+    pub cpu_budget: Option<Option<CpuBudget>>,
 }
 
 /// `max_limits`, read from an object alone: serde would take a struct from an array too.
@@ -234,6 +240,7 @@ pub async fn set(
         max_running: body.max_running,
         max_open: body.max_open,
         max_limits: body.max_limits,
+        cpu_budget: body.cpu_budget,
     };
     Ok(Json(state.scheduler.tenant_set(name, change).await?))
 }

@@ -258,6 +258,7 @@ pub(super) fn outcome_text(outcome: crate::runtime::Outcome) -> String {
         MemoryLimit => "over its memory limit",
         OutputTooLarge => "output too large",
         HttpLimit => "over its HTTP limits",
+        Budget => "stopped: its tenant's CPU budget ran out",
         Cancelled => "cancelled",
         Lost => "lost with its node",
         HostError => "failed in the host",

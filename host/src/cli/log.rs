@@ -37,7 +37,7 @@ pub struct LogArgs {
     #[arg(long)]
     pub group: Option<String>,
     /// Only this outcome: succeeded, guest-error, trap, timeout, memory-limit,
-    /// output-too-large, http-limit, cancelled, lost, host-error, suspended,
+    /// output-too-large, http-limit, budget, cancelled, lost, host-error, suspended,
     /// deferred.
     #[arg(long)]
     pub outcome: Option<String>,

@@ -54,6 +54,7 @@ mod task;
 mod task_bulk;
 mod task_logs;
 mod tenant;
+mod tenant_usage;
 
 use std::process::ExitCode;
 

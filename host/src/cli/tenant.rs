@@ -1,7 +1,7 @@
 //! `qhost tenant add NAME`, `ls`, `set NAME`, `token NAME`, `tokens NAME`, `revoke NAME
 //! ID`: the tenants who may open batches besides the admin, what their batches may do, and
-//! their tokens (the admin's to do); `usage`: what tenants and batches used (a tenant's
-//! token reads its own).
+//! their tokens (the admin's to do); `usage` (`tenant_usage.rs`): what tenants and
+//! batches used (a tenant's token reads its own).
 
 use std::process::ExitCode;
 
@@ -11,9 +11,8 @@ use serde_json::json;
 use super::client::{Client, ConnectArgs, print_json};
 use super::module::encode;
 use crate::api::tenants::{TenantList, TokenList};
-use crate::api::usage::UsageList;
 use crate::scheduler::NewToken;
-use crate::store::{BatchUsage, TenantInfo, TenantMaxima, TokenInfo};
+use crate::store::{CpuBudget, TenantInfo, TenantMaxima, TokenInfo};
 
 #[derive(Debug, Args)]
 pub struct TenantArgs {
@@ -43,7 +42,7 @@ pub enum TenantCommand {
     },
     /// Show what a tenant's batches may do, or change it: its priority ceiling, the groups
     /// outside its namespace (`NAME/...`) shared with it, the modules and origins it may
-    /// use, its running and open limits and the most its tasks may ask.
+    /// use, its running and open limits, the most its tasks may ask and its CPU budget.
     Set(Box<SetArgs>),
     /// Show what tenants have used (every one for the admin, its own for a tenant's
     /// token), or what a batch's ended attempts have used (`--batch`).
@@ -106,6 +105,12 @@ pub struct SetArgs {
     /// `http_received=16MiB`, `http_timeout=30s`; `NAME=server`: the server's again.
     #[arg(long, value_name = "NAME=VALUE")]
     pub max_limit: Vec<String>,
+    /// The most CPU time its attempts may use per period, as `CPU/PERIOD` (`10s/1h`,
+    /// `500ms/1m`; periods start at multiples of theirs from the Unix epoch); `none`: no
+    /// budget. At the budget, the task that crossed it ends with outcome `budget` and its
+    /// tasks not started wait for the next period.
+    #[arg(long, value_name = "CPU/PERIOD")]
+    pub cpu_budget: Option<String>,
     /// Share a group with it (again for more).
     #[arg(long, value_name = "KEY")]
     pub share_group: Vec<String>,
@@ -206,6 +211,7 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 max_running,
                 max_open,
                 max_limit,
+                cpu_budget,
                 share_group,
                 unshare_group,
                 allow_module,
@@ -231,6 +237,16 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 if let Some(text) = text {
                     change.insert(field.into(), limit_or_none(field, &text)?);
                 }
+            }
+            if let Some(text) = cpu_budget {
+                let budget = match text.as_str() {
+                    "none" => serde_json::Value::Null,
+                    text => serde_json::to_value(
+                        CpuBudget::parse(text)
+                            .map_err(|e| anyhow::anyhow!("--cpu-budget: {e}, or `none`"))?,
+                    )?,
+                };
+                change.insert("cpu_budget".into(), budget);
             }
             let lists_change = !max_limit.is_empty()
                 || !share_group.is_empty()
@@ -319,10 +335,15 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     true => "the server's".to_owned(),
                     false => given.join(", "),
                 };
+                let budget = super::tenant_usage::budget_text(
+                    tenant.cpu_budget,
+                    tenant.budget_used_micros,
+                    tenant.held_until,
+                );
                 outln!(
                     "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}; \
                      modules: {modules}; origins: {origins}; running: {} ({running}); open: {} \
-                     ({open}); task limits at most: {maxima}",
+                     ({open}); CPU budget: {budget}; task limits at most: {maxima}",
                     tenant.name,
                     tenant.name,
                     tenant.running,
@@ -367,53 +388,7 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        TenantCommand::Usage {
-            batch: Some(batch),
-            json,
-        } => {
-            let used: BatchUsage = client.get(&format!("/v1/batches/{batch}/usage"))?;
-            if json {
-                print_json(&used)?;
-            } else {
-                outln!(
-                    "batch {}: {} attempts; slot {:.3} s, CPU {:.3} s, memory {:.3} MiB-s",
-                    used.batch,
-                    used.attempts,
-                    used.slot_micros as f64 / 1e6,
-                    used.cpu_micros as f64 / 1e6,
-                    used.memory_mib_seconds
-                )?;
-            }
-        }
-        TenantCommand::Usage { batch: None, json } => {
-            let list: UsageList = client.get("/v1/usage")?;
-            if json {
-                print_json(&list.tenants)?;
-            } else if list.tenants.is_empty() {
-                outln!("no tenants")?;
-            } else {
-                outln!(
-                    "{:<16}  {:>7}  {:>10}  {:>12}  {:>11}  {:>18}",
-                    "tenant",
-                    "running",
-                    "open",
-                    "slot_seconds",
-                    "cpu_seconds",
-                    "memory_mib_seconds"
-                )?;
-                for t in &list.tenants {
-                    outln!(
-                        "{:<16}  {:>7}  {:>10}  {:>12.3}  {:>11.3}  {:>18.3}",
-                        t.tenant,
-                        t.running,
-                        t.open,
-                        t.slot_micros as f64 / 1e6,
-                        t.cpu_micros as f64 / 1e6,
-                        t.memory_mib_seconds
-                    )?;
-                }
-            }
-        }
+        TenantCommand::Usage { batch, json } => super::tenant_usage::print(&client, batch, json)?,
         TenantCommand::Revoke { name, id, json } => {
             let path = format!("/v1/tenants/{}/tokens/{id}", encode(&name));
             let revoked: TokenInfo = serde_json::from_value(client.call("DELETE", &path, None)?)?;

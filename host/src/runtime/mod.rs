@@ -182,6 +182,9 @@ pub struct RunRequest {
     /// Where the task submits children (`qhost:task/spawn`); none: it may not (`qhost
     /// run`).
     pub children: Option<Arc<dyn Children>>,
+    /// The CPU time it may use, what its tenant's budget had left when it was claimed:
+    /// past it the run ends with outcome `budget`. None: no budget.
+    pub cpu_limit: Option<Duration>,
 }
 
 /// Components up to this size get their memory's data copied in at instantiation, larger
@@ -403,13 +406,17 @@ impl Runtime {
             group: request.info.group.clone(),
         };
         let (ended, cpu) = {
-            let mut call = cpu::Timed::new(async {
-                let task = module.pre.instantiate_async(&mut store).await?;
-                task.call_run(&mut store, &request.input, &info).await
-            });
+            let mut call = cpu::Timed::new(
+                async {
+                    let task = module.pre.instantiate_async(&mut store).await?;
+                    task.call_run(&mut store, &request.input, &info).await
+                },
+                request.cpu_limit,
+            );
             let ended = tokio::select! {
                 result = tokio::time::timeout(limits.timeout, &mut call) => match result {
-                    Ok(result) => Ended::Returned(result),
+                    Ok(Some(result)) => Ended::Returned(result),
+                    Ok(None) => Ended::OverBudget(request.cpu_limit.unwrap_or_default()),
                     Err(_) => Ended::TimedOut,
                 },
                 () = request.cancel.cancelled() => Ended::Cancelled,
@@ -488,6 +495,8 @@ fn deferred(
 enum Ended {
     Returned(wasmtime::Result<Result<Vec<u8>, String>>),
     TimedOut,
+    /// It used the CPU time it was given.
+    OverBudget(Duration),
     Cancelled,
     HttpLimit,
 }
@@ -553,6 +562,15 @@ fn classify_uncut(
             Some(format!(
                 "ran longer than its timeout of {}",
                 humantime::format_duration(limits.timeout)
+            )),
+        ),
+        Ended::OverBudget(limit) => (
+            Outcome::Budget,
+            None,
+            Some(format!(
+                "used the {} of CPU time its tenant's budget had left; the tenant's tasks \
+                 wait for the budget's next window",
+                humantime::format_duration(limit)
             )),
         ),
         Ended::Cancelled => (

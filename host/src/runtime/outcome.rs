@@ -28,6 +28,9 @@ pub enum Outcome {
     /// The run went past one of its outbound HTTP limits (requests, bytes sent or
     /// received, time per request) and was stopped by the host.
     HttpLimit,
+    /// The run used the CPU time its tenant's budget had left and was stopped by the
+    /// host; the tenant's tasks wait for the budget's next window.
+    Budget,
     /// The run was stopped because its task was cancelled.
     Cancelled,
     /// The node running the attempt died; the attempt's end is unknown.
@@ -50,7 +53,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 13] = [
+    pub const ALL: [Outcome; 14] = [
         Outcome::Succeeded,
         Outcome::GuestError,
         Outcome::Trap,
@@ -58,6 +61,7 @@ impl Outcome {
         Outcome::MemoryLimit,
         Outcome::OutputTooLarge,
         Outcome::HttpLimit,
+        Outcome::Budget,
         Outcome::Cancelled,
         Outcome::Lost,
         Outcome::HostError,
@@ -75,6 +79,7 @@ impl Outcome {
             Outcome::MemoryLimit => "memory-limit",
             Outcome::OutputTooLarge => "output-too-large",
             Outcome::HttpLimit => "http-limit",
+            Outcome::Budget => "budget",
             Outcome::Cancelled => "cancelled",
             Outcome::Lost => "lost",
             Outcome::HostError => "host-error",

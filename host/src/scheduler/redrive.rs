@@ -11,13 +11,14 @@ use crate::store::*;
 
 /// The outcomes of failed tasks: every one but `succeeded` and `cancelled`. A re-drive
 /// that names no outcome runs the failed tasks again, not the cancelled ones.
-pub const FAILURES: [Outcome; 8] = [
+pub const FAILURES: [Outcome; 9] = [
     Outcome::GuestError,
     Outcome::Trap,
     Outcome::Timeout,
     Outcome::MemoryLimit,
     Outcome::OutputTooLarge,
     Outcome::HttpLimit,
+    Outcome::Budget,
     Outcome::Lost,
     Outcome::HostError,
 ];

@@ -48,7 +48,10 @@ impl Scheduler {
             max_open: open.map(Some),
             ..TenantChange::default()
         };
-        Ok(self.store.tenant_set(info.name, change).await?)
+        Ok(self
+            .store
+            .tenant_set(info.name, change, now_micros())
+            .await?)
     }
 
     pub async fn tenant_list(&self) -> Result<Vec<TenantInfo>> {
@@ -207,14 +210,22 @@ impl Scheduler {
                 .check(&self.runtime.config().max_limits)
                 .map_err(Error::Invalid)?;
         }
+        if let Some(Some(budget)) = &change.cpu_budget {
+            budget.check().map_err(Error::Invalid)?;
+        }
+        let budgeted = change.cpu_budget.is_some();
         let lowers = change.max_priority.is_some();
-        let info = self.store.tenant_set(name, change).await?;
+        let info = self.store.tenant_set(name, change, now_micros()).await?;
         if lowers {
             // A ceiling reaches the work not started too: nothing waits above it.
             let ceiling = info.max_priority.unwrap_or(self.config.tenant_max_priority);
             if self.store.tenant_lower_priorities(info.id, ceiling).await? > 0 {
                 self.reclaim.notify_one();
             }
+        }
+        if budgeted {
+            // A budget raised or lifted lets held work go at once.
+            self.wake.notify_one();
         }
         Ok(info)
     }

@@ -21,6 +21,7 @@
 //! since the Unix epoch, passed in by the caller so that tests control the clock.
 
 mod admit;
+pub(crate) mod budget;
 mod completion;
 mod cut;
 mod errors;
@@ -53,6 +54,7 @@ mod webhook;
 /// Tasks reach the store only as the scheduler admitted them: it checks them once, for
 /// every path in.
 pub use crate::scheduler::Admitted;
+pub use budget::{CpuBudget, Window};
 pub use completion::*;
 pub use errors::{StoreError, StoreResult};
 pub use grant::*;
@@ -123,8 +125,13 @@ pub trait Store: Send + Sync + 'static {
         tenant: TenantId,
         server_max_priority: i32,
     ) -> StoreResult<TenantRules>;
-    /// Changes what a tenant's batches may do.
-    async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo>;
+    /// Changes what a tenant's batches may do, at `now` (a budget's window is read then).
+    async fn tenant_set(
+        &self,
+        name: String,
+        change: TenantChange,
+        now: Micros,
+    ) -> StoreResult<TenantInfo>;
     /// Lowers to `ceiling` the priority of a tenant's batches above it, and of their tasks
     /// above it that have not started (pending, or reserved: their nodes hand them back);
     /// returns how many tasks changed.

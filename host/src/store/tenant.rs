@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Micros, StoreError, TenantMaxima};
+use super::{CpuBudget, Micros, StoreError, TenantMaxima, Window};
 
 pub type TenantId = i64;
 
@@ -70,6 +70,25 @@ pub struct TenantInfo {
     pub memory_mib_seconds: f64,
     /// The most its tasks may ask of each limit; one left out: the operator's.
     pub max_limits: TenantMaxima,
+    /// The most CPU time its attempts may use per period; none: no budget.
+    #[schema(required = true)]
+    pub cpu_budget: Option<CpuBudget>,
+    /// The CPU time its attempts used in the budget's current window, in microseconds.
+    pub budget_used_micros: u64,
+    /// Its budget is spent: its tasks not started wait until then, when the next window
+    /// starts. None: not held.
+    #[schema(required = true)]
+    pub held_until: Option<Micros>,
+}
+
+impl TenantInfo {
+    /// Sets its budget fields from its stored `window` and hold, as they stand at `now`.
+    pub(crate) fn with_budget(mut self, window: Window, held_until: Micros, now: Micros) -> Self {
+        self.cpu_budget = window.budget;
+        self.budget_used_micros = window.used_at(now) as u64;
+        self.held_until = super::hold::holds(held_until, now).then_some(held_until);
+        self
+    }
 }
 
 /// A change to what a tenant's batches may do; a field left out (`None`) stays.
@@ -88,6 +107,8 @@ pub struct TenantChange {
     pub max_open: Option<Option<u32>>,
     /// All of them, as the scheduler checked them against the operator's.
     pub max_limits: Option<TenantMaxima>,
+    /// `Some(None)`: no budget.
+    pub cpu_budget: Option<Option<CpuBudget>>,
 }
 
 /// What a tenant's batches may do, its ceiling resolved against the server's.

@@ -277,6 +277,9 @@ pub struct ClaimedTask {
     pub claimed_at: Micros,
     /// The trace context it was submitted in (`traceparent`), if traces were on.
     pub trace: Option<String>,
+    /// The CPU time its tenant's budget had left when it was claimed, in microseconds: the
+    /// run ends with outcome `budget` there. None: no budget.
+    pub cpu_left: Option<Micros>,
 }
 
 /// What a claim took.

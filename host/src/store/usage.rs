@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{BatchId, TenantInfo};
+use super::{BatchId, CpuBudget, Micros, TenantInfo};
 
 /// What a tenant has used since it was added, and what it holds now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -25,6 +25,14 @@ pub struct TenantUsage {
     pub cpu_micros: u64,
     /// The memory its attempts have held, in MiB-seconds.
     pub memory_mib_seconds: f64,
+    /// Its CPU budget (none: no budget), the CPU time used in its current window, in
+    /// microseconds, and when its tasks may start again if the budget is spent (none:
+    /// they may now).
+    #[schema(required = true)]
+    pub cpu_budget: Option<CpuBudget>,
+    pub budget_used_micros: u64,
+    #[schema(required = true)]
+    pub held_until: Option<Micros>,
 }
 
 impl From<TenantInfo> for TenantUsage {
@@ -38,6 +46,9 @@ impl From<TenantInfo> for TenantUsage {
             slot_micros: t.slot_micros,
             cpu_micros: t.cpu_micros,
             memory_mib_seconds: t.memory_mib_seconds,
+            cpu_budget: t.cpu_budget,
+            budget_used_micros: t.budget_used_micros,
+            held_until: t.held_until,
         }
     }
 }

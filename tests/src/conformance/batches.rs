@@ -66,7 +66,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
     assert_eq!(store.batch_tenant(admins.id).await.unwrap(), None);
 
     // What its batches may do: each field changed alone, `Some(None)` back to none.
-    let set = |change: TenantChange| store.tenant_set("a".into(), change);
+    let set = |change: TenantChange| store.tenant_set("a".into(), change, now_micros());
     let changed = set(TenantChange {
         max_priority: Some(Some(7)),
         shared_groups: Some(vec!["s2".into(), "s1".into(), "s1".into()]),
@@ -78,10 +78,19 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
             memory: Some("32MiB".into()),
             ..TenantMaxima::default()
         }),
+        cpu_budget: Some(Some(CpuBudget::parse("10s/1h").unwrap())),
     })
     .await
     .unwrap();
     assert_eq!(changed.max_limits.memory.as_deref(), Some("32MiB"));
+    assert_eq!(
+        (
+            changed.cpu_budget,
+            changed.budget_used_micros,
+            changed.held_until
+        ),
+        (Some(CpuBudget::parse("10s/1h").unwrap()), 0, None)
+    );
     assert_eq!(
         (
             changed.max_priority,
@@ -106,10 +115,12 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         max_running: Some(None),
         max_open: Some(None),
         max_limits: Some(TenantMaxima::default()),
+        cpu_budget: Some(None),
         ..TenantChange::default()
     })
     .await
     .unwrap();
+    assert_eq!(cleared.cpu_budget, None);
     assert_eq!(
         changed.allow_http.as_deref(),
         Some(&["https://a.example".to_owned()][..])

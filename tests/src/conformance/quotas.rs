@@ -30,7 +30,10 @@ pub async fn a_tenants_open_limit_holds_under_concurrent_submissions(store: Arc<
         max_open: Some(max_open),
         ..TenantChange::default()
     };
-    store.tenant_set("a".into(), limit(Some(10))).await.unwrap();
+    store
+        .tenant_set("a".into(), limit(Some(10)), now_micros())
+        .await
+        .unwrap();
     let mut batches = Vec::new();
     for _ in 0..4 {
         let spec = BatchSpec {
@@ -70,7 +73,10 @@ pub async fn a_tenants_open_limit_holds_under_concurrent_submissions(store: Arc<
     }
     assert_eq!(stored, 10, "what was refused stored nothing");
 
-    store.tenant_set("a".into(), limit(None)).await.unwrap();
+    store
+        .tenant_set("a".into(), limit(None), now_micros())
+        .await
+        .unwrap();
     store
         .task_submit(batches[0], admitted(vec![task(m, 0, None)]), T0)
         .await

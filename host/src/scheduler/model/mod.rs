@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::runtime::Outcome;
 use crate::store::{BatchId, Micros, OnFailure, TaskId, TaskState, TenantId};
 
+mod budget;
 mod defer;
 mod graph;
 mod pause;

@@ -87,6 +87,8 @@ impl Ending {
 pub struct ClaimOutcome {
     /// The tasks taken, in claim order, with the attempt each starts.
     pub tasks: Vec<(TaskId, u32)>,
+    /// The CPU its tenant's budget left each task taken, for tasks of tenants with one.
+    pub cpu_left: BTreeMap<TaskId, Micros>,
     /// When the claim took fewer than it could: the earliest time a ready task not yet
     /// due becomes due, or a group with a rate holding tasks back gets a token, if any is.
     pub next_due: Option<Micros>,
@@ -132,6 +134,10 @@ pub struct Model {
     pub rates: BTreeMap<String, super::Rate>,
     /// The groups a deferral held, until when (past: let go).
     pub holds: BTreeMap<String, Micros>,
+    /// The tenants that were given a CPU budget, with their windows (`budget.rs`).
+    pub budgets: BTreeMap<TenantId, crate::store::Window>,
+    /// The tenants their budget held, until when (past or 0: let go).
+    pub tenant_holds: BTreeMap<TenantId, Micros>,
     /// The fair-queueing clock: the largest `vseq` a claim has taken.
     pub vtime: i64,
     /// The tenants with a running limit, and their limit.
@@ -160,6 +166,8 @@ impl Model {
             paused_groups: BTreeSet::new(),
             rates: BTreeMap::new(),
             holds: BTreeMap::new(),
+            budgets: BTreeMap::new(),
+            tenant_holds: BTreeMap::new(),
             vtime: 0,
             tenant_limits: BTreeMap::new(),
             tenant_max_open: BTreeMap::new(),
@@ -323,12 +331,17 @@ impl Model {
         Ok(())
     }
 
-    /// The batches of tenants with a running limit, with their tenant and its limit.
-    fn batch_tenants(&self) -> BTreeMap<BatchId, (TenantId, u32)> {
+    /// The batches of tenants with a running limit or held at `now`, with their tenant
+    /// and its limit (0 while held).
+    fn batch_tenants(&self, now: Micros) -> BTreeMap<BatchId, (TenantId, u32)> {
+        let held: BTreeSet<TenantId> = self.held_tenants(now).collect();
         self.batches
             .iter()
             .filter_map(|(&id, b)| {
                 let tenant = b.tenant?;
+                if held.contains(&tenant) {
+                    return Some((id, (tenant, 0)));
+                }
                 Some((id, (tenant, *self.tenant_limits.get(&tenant)?)))
             })
             .collect()
@@ -400,12 +413,13 @@ impl Model {
             &group_limits,
             &tokens,
             &batch_limits,
-            &self.batch_tenants(),
+            &self.batch_tenants(now),
             now,
             k,
         );
         self.spend_tokens(&taken, now);
         let mut tasks = Vec::new();
+        let mut cpu_left = BTreeMap::new();
         for &id in &taken {
             let task = self.task_mut(id).expect("a claimed task exists");
             task.phase = Phase::Claimed;
@@ -413,6 +427,9 @@ impl Model {
             task.attempts += 1;
             let (attempt, batch, order, vseq) = (task.attempts, task.batch, task.order, task.vseq);
             tasks.push((id, attempt));
+            if let Some(left) = self.cpu_left(batch, now) {
+                cpu_left.insert(id, left);
+            }
             let b = self.batches.get_mut(&batch).expect("a task's batch exists");
             b.started_order = Some(b.started_order.map_or(order, |o| o.max(order)));
             self.vtime = self.vtime.max(vseq);
@@ -428,17 +445,36 @@ impl Model {
                 .filter(|&at| at > now)
                 .chain(self.next_token(now))
                 .chain(self.next_release(now))
+                .chain(self.next_tenant_release(now))
                 .min()
         } else {
             None
         };
-        ClaimOutcome { tasks, next_due }
+        ClaimOutcome {
+            tasks,
+            cpu_left,
+            next_due,
+        }
     }
 
     /// Records how a claimed task's attempt ended at `now`; returns the state it is in
     /// after, or `None` when it was not claimed (the store ignores such a completion).
     pub fn complete(&mut self, id: TaskId, ending: Ending, now: Micros) -> Option<Phase> {
+        self.complete_using(id, ending, now, 0)
+    }
+
+    /// [`Model::complete`], for an attempt that used `cpu` microseconds of CPU.
+    pub fn complete_using(
+        &mut self,
+        id: TaskId,
+        ending: Ending,
+        now: Micros,
+        cpu: Micros,
+    ) -> Option<Phase> {
         let batch = self.task(id)?.batch;
+        if self.task(id)?.phase == Phase::Claimed {
+            self.charge_cpu(batch, cpu, now);
+        }
         // A halting batch with a task failed for good retries nothing more.
         let halted = self.batches[&batch].failure_policy == FailurePolicy::Halt
             && self

@@ -138,6 +138,9 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 limits: task.limits,
                 mounts: task.mounts.clone(),
             })))),
+            cpu_limit: task
+                .cpu_left
+                .map(|micros| Duration::from_micros(micros as u64)),
         };
         scheduler.runtime.run_in(slot, &module, request).await
     };

@@ -57,9 +57,14 @@ pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running, \
         OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2) \
     ORDER BY key FOR UPDATE SKIP LOCKED";
 /// Locks the counters of the claim's tenants that no other claim holds, with their room
-/// (NULL: no limit).
-pub(super) const LOCK_TENANTS_SQL: &str = "SELECT id, max_running - running FROM tenants \
+/// (NULL: no limit; none while held at `$2`) and their budget's columns (store/budget.rs).
+pub(super) const LOCK_TENANTS_SQL: &str = "SELECT id, \
+    CASE WHEN held_until > $2 THEN 0 ELSE max_running - running END, \
+    cpu_budget, budget_period, budget_window, budget_used FROM tenants \
     WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED";
+/// When the next held tenant is let go.
+pub(super) const NEXT_TENANT_HOLD_SQL: &str =
+    "SELECT MIN(held_until) FROM tenants WHERE held_until > 0 AND held_until > $1";
 /// When the next group with a rate and ready tasks gets a token back.
 pub(super) const NEXT_RATE_SQL: &str = include_str!("sql/claim_next_rate.sql");
 /// Counts the claim's groups with room (and a token, if they have a rate, and not held) at
@@ -75,23 +80,26 @@ pub(super) const NEXT_HOLD_SQL: &str = include_str!("sql/claim_next_hold.sql");
 /// rate holding ready tasks back gets a token, or a held group with ready tasks is let
 /// go, if any is: after `now`, in database time.
 async fn next_due(tx: &impl GenericClient, now: Micros) -> StoreResult<Option<Micros>> {
-    let (due, rated, held) = tokio::try_join!(
+    let (due, rated, held, tenant_held) = tokio::try_join!(
         tx.prepare_cached(NEXT_DUE_SQL),
         tx.prepare_cached(NEXT_RATE_SQL),
-        tx.prepare_cached(NEXT_HOLD_SQL)
+        tx.prepare_cached(NEXT_HOLD_SQL),
+        tx.prepare_cached(NEXT_TENANT_HOLD_SQL)
     )
     .map_err(pg)?;
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&now];
-    let (due, token, hold) = tokio::try_join!(
+    let rows = tokio::try_join!(
         tx.query_one(&due, &params),
         tx.query_one(&rated, &params),
-        tx.query_one(&held, &params)
+        tx.query_one(&held, &params),
+        tx.query_one(&tenant_held, &params)
     )
     .map_err(pg)?;
-    let due: Option<Micros> = due.get(0);
-    let token: Option<Micros> = token.get(0);
-    let hold: Option<Micros> = hold.get(0);
-    Ok(due.into_iter().chain(token).chain(hold).min())
+    let (due, token, hold, tenant) = rows;
+    Ok([due, token, hold, tenant]
+        .iter()
+        .filter_map(|row| row.get::<_, Option<Micros>>(0))
+        .min())
 }
 
 /// Ready tasks a claim reads in queue order at most (see [`claim_in`]).
@@ -177,6 +185,8 @@ struct Held {
     tried_groups: HashSet<String>,
     tried_tenants: HashSet<TenantId>,
     rooms: Rooms,
+    /// The CPU its budget leaves each tenant tried (none: no budget).
+    cpu_left: HashMap<TenantId, Option<Micros>>,
     /// Another transaction held a gate or counter this claim wanted.
     contended: bool,
 }
@@ -258,7 +268,7 @@ impl Held {
                 if tenants.is_empty() {
                     return Ok(Vec::new());
                 }
-                tx.query(&lock_tenants, &[&tenants]).await.map_err(pg)
+                tx.query(&lock_tenants, &[&tenants, &now]).await.map_err(pg)
             },
         )?;
         self.contended |= open_gates.len() < batches.len()
@@ -270,6 +280,14 @@ impl Held {
                 .iter()
                 .map(|row| (row.get(0), row.get::<_, Option<i32>>(1).map(i64::from))),
         );
+        self.cpu_left.extend(tenant_rows.iter().map(|row| {
+            let window = Window {
+                budget: CpuBudget::from_stored(row.get(2), row.get(3)),
+                start: row.get(4),
+                used: row.get(5),
+            };
+            (row.get(0), window.left(now))
+        }));
         self.open_gates.extend(open_gates);
         self.rooms.batches.extend(
             batch_rows
@@ -447,6 +465,7 @@ async fn claim_in(
         open_gates,
         mut rooms,
         mut contended,
+        cpu_left,
         ..
     } = held;
     let mut candidates: Vec<Candidate> = candidates
@@ -517,6 +536,10 @@ async fn claim_in(
         }
     }
     let taken_count = taken.len();
+    let left: HashMap<TaskId, Micros> = taken
+        .iter()
+        .filter_map(|c| Some((c.id, cpu_left.get(&c.tenant?).copied().flatten()?)))
+        .collect();
     let latest_vseq = taken.iter().map(|c| c.vseq).max().unwrap_or(0);
     let taken: Vec<i64> = taken.iter().map(|c| c.id).collect();
     let (batch_ids, batch_counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
@@ -590,10 +613,14 @@ async fn claim_in(
                 lease_token: r.get(9),
                 claimed_at: p.now,
                 trace: r.get(12),
+                cpu_left: None,
             };
             (r.get(10), r.get(11), task)
         })
         .collect();
+    for (_, _, task) in &mut picked {
+        task.cpu_left = left.get(&task.id).copied();
+    }
     picked.sort_by_key(|(priority, vseq, task)| (-priority, *vseq, task.id));
     Ok(Claimed {
         tasks: picked.into_iter().map(|(_, _, task)| task).collect(),

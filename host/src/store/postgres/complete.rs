@@ -168,7 +168,7 @@ impl Freed {
         }
     }
 
-    async fn write(self, tx: &impl GenericClient) -> StoreResult<()> {
+    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<()> {
         if !self.batches.is_empty() {
             let mut rows: Vec<(i64, i32)> = self.batches.into_iter().collect();
             rows.sort_unstable();
@@ -207,7 +207,7 @@ impl Freed {
                 .prepare_cached(include_str!("sql/complete_free_tenants.sql"))
                 .await
                 .map_err(pg)?;
-            tx.execute(&stmt, &[&ids, &counts, &held, &cpu, &memory])
+            tx.execute(&stmt, &[&ids, &counts, &held, &cpu, &memory, &now])
                 .await
                 .map_err(pg)?;
         }
@@ -332,7 +332,7 @@ impl<'a> Ending<'a> {
         let (_, _, _, closed) = tokio::try_join!(
             self.attempts.write(tx),
             drop_leases(tx, self.attempts.tasks()),
-            self.freed.write(tx),
+            self.freed.write(tx, now),
             gate::close(tx, &self.closed),
         )?;
         let mut hooked = false;
@@ -695,7 +695,7 @@ async fn put_back(
     back.extend(&cancelled);
     let (_, _, closed) = tokio::try_join!(
         drop_leases(tx, &back),
-        freed.write(tx),
+        freed.write(tx, now),
         gate::close(tx, &closed)
     )?;
     let ends: Vec<BatchId> = closed.into_iter().filter(|b| hooked.contains(b)).collect();

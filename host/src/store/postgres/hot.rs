@@ -91,6 +91,11 @@ pub const HOT: &[Hot] = &[
         indexes: &["ready_group on ready"],
     },
     Hot {
+        name: "claim: the end of the next hold of a tenant",
+        sql: claim::NEXT_TENANT_HOLD_SQL,
+        indexes: &[],
+    },
+    Hot {
         name: "start marks",
         sql: include_str!("sql/task_start.sql"),
         indexes: &[],

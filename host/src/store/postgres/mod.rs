@@ -288,8 +288,13 @@ impl Store for PostgresStore {
         tenants::rules(self, tenant, server_max_priority).await
     }
 
-    async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
-        tenants::set(self, name, change).await
+    async fn tenant_set(
+        &self,
+        name: String,
+        change: TenantChange,
+        now: Micros,
+    ) -> StoreResult<TenantInfo> {
+        tenants::set(self, name, change, self.db_time(now)).await
     }
 
     async fn tenant_lower_priorities(&self, tenant: TenantId, ceiling: i32) -> StoreResult<u64> {

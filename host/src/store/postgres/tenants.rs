@@ -13,7 +13,8 @@ fn json<T: serde::de::DeserializeOwned>(text: Option<&str>) -> Option<T> {
     text.and_then(|text| serde_json::from_str(text).ok())
 }
 
-fn tenant(r: &Row) -> TenantInfo {
+/// A tenant row of `tenant_list.sql`, its budget as it stands at `now`.
+fn tenant(r: &Row, now: Micros) -> TenantInfo {
     TenantInfo {
         id: r.get(0),
         name: r.get(1),
@@ -31,7 +32,19 @@ fn tenant(r: &Row) -> TenantInfo {
         slot_micros: r.get::<_, i64>(13) as u64,
         cpu_micros: r.get::<_, i64>(14) as u64,
         memory_mib_seconds: r.get(15),
+        cpu_budget: None,
+        budget_used_micros: 0,
+        held_until: None,
     }
+    .with_budget(
+        Window {
+            budget: CpuBudget::from_stored(r.get(16), r.get(17)),
+            start: r.get(18),
+            used: r.get(19),
+        },
+        r.get(20),
+        now,
+    )
 }
 
 fn token(r: &Row) -> TokenInfo {
@@ -65,25 +78,28 @@ pub(super) async fn add(
 }
 
 /// Every tenant, or the one of id `only`.
+/// Every tenant, or the one of id `only`, their budgets as they stand now.
 async fn tenants(
+    store: &PostgresStore,
     client: &impl GenericClient,
     only: Option<TenantId>,
 ) -> StoreResult<Vec<TenantInfo>> {
+    let now = store.db_time(now_micros());
     let rows = client
         .query(include_str!("sql/tenant_list.sql"), &[&only])
         .await
         .map_err(pg)?;
-    Ok(rows.iter().map(tenant).collect())
+    Ok(rows.iter().map(|r| tenant(r, now)).collect())
 }
 
 pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<TenantInfo>> {
     let client = store.client(Commit::Durable).await?;
-    tenants(&client, None).await
+    tenants(store, &client, None).await
 }
 
 pub(super) async fn get(store: &PostgresStore, id: TenantId) -> StoreResult<TenantInfo> {
     let client = store.client(Commit::Durable).await?;
-    tenants(&client, Some(id))
+    tenants(store, &client, Some(id))
         .await?
         .pop()
         .ok_or_else(|| no_tenant(&id.to_string()))
@@ -116,6 +132,7 @@ pub(super) async fn set(
     store: &PostgresStore,
     name: String,
     change: TenantChange,
+    now: Micros,
 ) -> StoreResult<TenantInfo> {
     let groups = change
         .shared_groups
@@ -140,6 +157,7 @@ pub(super) async fn set(
         (*maxima != TenantMaxima::default())
             .then(|| serde_json::to_string(maxima).expect("maxima serialize"))
     });
+    let (cpu, period) = CpuBudget::columns(change.cpu_budget.flatten());
     let client = store.client(Commit::Durable).await?;
     let id = tenant_id(&client, &name).await?;
     // One statement: a field left out keeps its value.
@@ -152,7 +170,17 @@ pub(super) async fn set(
                  allow_http = CASE WHEN $7 THEN $8 ELSE allow_http END,
                  max_running = CASE WHEN $9 THEN $10 ELSE max_running END,
                  max_limits = CASE WHEN $11 THEN $12 ELSE max_limits END,
-                 max_open = CASE WHEN $13 THEN $14 ELSE max_open END
+                 max_open = CASE WHEN $13 THEN $14 ELSE max_open END,
+                 cpu_budget = CASE WHEN $15 THEN $16 ELSE cpu_budget END,
+                 budget_period = CASE WHEN $15 THEN $17 ELSE budget_period END,
+                 -- Held on only if the window's use reaches the new budget
+                 -- (store/budget.rs states the window's rule; keep them together).
+                 held_until = CASE
+                     WHEN NOT $15 THEN held_until
+                     WHEN $16::bigint IS NOT NULL AND budget_window = $18 - $18 % $17
+                          AND budget_used >= $16
+                     THEN budget_window + $17
+                     ELSE 0 END
              WHERE id = $1",
             &[
                 &id,
@@ -169,11 +197,19 @@ pub(super) async fn set(
                 &max_limits.flatten(),
                 &max_open.is_some(),
                 &max_open.flatten().map(|n| n as i32),
+                &change.cpu_budget.is_some(),
+                &cpu,
+                &period,
+                &now,
             ],
         )
         .await
         .map_err(pg)?;
-    tenants(&client, Some(id))
+    if change.cpu_budget.is_some() {
+        // A budget raised or lifted may let held work go on any node.
+        store.notify(&client, "w").await?;
+    }
+    tenants(store, &client, Some(id))
         .await?
         .pop()
         .ok_or_else(|| no_tenant(&name))

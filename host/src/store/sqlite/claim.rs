@@ -223,8 +223,11 @@ pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ?
     rate_tat = CASE WHEN rate_limit IS NULL THEN rate_tat
                     ELSE max(rate_tat, ?3) + ?1 * max(1, rate_period / rate_limit) END
     WHERE key = ?2";
-/// A tenant has `?1` more tasks claimed.
-pub(super) const TENANT_TAKE_SQL: &str = "UPDATE tenants SET running = running + ?1 WHERE id = ?2";
+/// A tenant has `?1` more tasks claimed; returns its budget's columns (store/budget.rs).
+pub(super) const TENANT_TAKE_SQL: &str = "UPDATE tenants SET running = running + ?1 \
+    WHERE id = ?2 RETURNING cpu_budget, budget_period, budget_window, budget_used";
+/// When the next held tenant is let go.
+pub(super) const NEXT_TENANT_HOLD_SQL: &str = include_str!("sql/claim_next_tenant_hold.sql");
 /// The fair-queueing clock moves to the latest position claimed.
 pub(super) const VTIME_SQL: &str = "UPDATE scheduler SET vtime = max(vtime, ?)";
 
@@ -248,7 +251,12 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Claime
             .map_err(internal)?
             .query_row([p.now], |r| r.get(0))
             .map_err(internal)?;
-        due.into_iter().chain(token).chain(hold).min()
+        let tenant: Option<Micros> = tx
+            .prepare_cached(NEXT_TENANT_HOLD_SQL)
+            .map_err(internal)?
+            .query_row([p.now], |r| r.get(0))
+            .map_err(internal)?;
+        [due, token, hold, tenant].into_iter().flatten().min()
     } else {
         None
     };
@@ -354,6 +362,7 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
                 lease_token: token_base + id,
                 claimed_at: p.now,
                 trace: r.get(7)?,
+                cpu_left: None,
             })
         })
         .map_err(internal)?;
@@ -363,13 +372,15 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
     }
     // In claim order, which is the order they start in.
     let mut tenants: HashMap<TenantId, i64> = HashMap::new();
-    let claimed: Vec<ClaimedTask> = picks
+    let mut claimed_tenants: Vec<Option<TenantId>> = Vec::with_capacity(picks.len());
+    let mut claimed: Vec<ClaimedTask> = picks
         .iter()
         .filter_map(|pick| {
             let mut task = taken.remove(&pick.id)?;
             if let Some(tenant) = pick.tenant {
                 *tenants.entry(tenant).or_default() += 1;
             }
+            claimed_tenants.push(pick.tenant);
             task.batch = pick.batch;
             task.group = pick.group.clone();
             Some(task)
@@ -400,10 +411,21 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
             .map_err(internal)?;
     }
     let mut tenant_running = tx.prepare_cached(TENANT_TAKE_SQL).map_err(internal)?;
+    let mut cpu_left: HashMap<TenantId, Option<Micros>> = HashMap::new();
     for (tenant, count) in tenants {
-        tenant_running
-            .execute(params![count, tenant])
+        let window = tenant_running
+            .query_row(params![count, tenant], |r| {
+                Ok(Window {
+                    budget: CpuBudget::from_stored(r.get(0)?, r.get(1)?),
+                    start: r.get(2)?,
+                    used: r.get(3)?,
+                })
+            })
             .map_err(internal)?;
+        cpu_left.insert(tenant, window.left(p.now));
+    }
+    for (task, tenant) in claimed.iter_mut().zip(claimed_tenants) {
+        task.cpu_left = tenant.and_then(|t| cpu_left.get(&t).copied().flatten());
     }
     tx.prepare_cached(VTIME_SQL)
         .map_err(internal)?

@@ -53,10 +53,9 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
 pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ? \
     RETURNING webhook_url IS NOT NULL, tenant_id";
 /// A tenant has `?1` fewer tasks claimed, whose attempts held slots `?2` microseconds,
-/// used `?4` microseconds of CPU and held `?5` MiB-seconds of memory.
-pub(super) const TENANT_FREE_SQL: &str = "UPDATE tenants SET running = running - ?1, \
-    slot_micros = slot_micros + ?2, cpu_micros = cpu_micros + ?4, \
-    memory_mib_seconds = memory_mib_seconds + ?5 WHERE id = ?3";
+/// used `?4` microseconds of CPU and held `?5` MiB-seconds of memory, counted in its
+/// budget's window at `?6`.
+pub(super) const TENANT_FREE_SQL: &str = include_str!("sql/complete_free_tenant.sql");
 /// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
 pub(super) const GROUP_HOLD_SQL: &str =
     "UPDATE groups SET held_until = max(held_until, ?1) WHERE key = ?2";
@@ -103,7 +102,7 @@ pub(super) fn complete(
         log::record(tx, &task, &end)?;
         let used = end.used();
         if c.outcome == Outcome::Suspended && !task.cancel_requested && !halted(tx, task.batch)? {
-            free_slots(tx, &task, used)?;
+            free_slots(tx, &task, used, now)?;
             super::spawn::suspend(tx, task.id, c.output.unwrap_or_default())?;
             result.retried += 1;
             continue;
@@ -190,7 +189,7 @@ fn complete_successes(
             .query_row(params![count, batch], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(internal)?;
         hooked.insert(batch, has_hook);
-        free_tenant(tx, tenant, count, used)?;
+        free_tenant(tx, tenant, count, used, now)?;
     }
     let mut group_running = tx.prepare_cached(GROUP_FREE_SQL).map_err(internal)?;
     for (group, count) in groups {
@@ -282,7 +281,7 @@ pub(super) fn hand_back(
             continue;
         };
         // Not started: it held its slot for no run.
-        let hooked = free_slots(tx, &task, Used::default())? || server;
+        let hooked = free_slots(tx, &task, Used::default(), now)? || server;
         if task.cancel_requested {
             // Its cancellation reached it before it started: it ends as a pending one would.
             tx.prepare_cached(include_str!("sql/hand_back_cancelled.sql"))
@@ -319,6 +318,7 @@ fn free_tenant(
     tenant: Option<TenantId>,
     count: i64,
     used: Used,
+    now: Micros,
 ) -> StoreResult<()> {
     if let Some(tenant) = tenant {
         tx.prepare_cached(TENANT_FREE_SQL)
@@ -328,7 +328,8 @@ fn free_tenant(
                 used.slot_micros,
                 tenant,
                 used.cpu_micros,
-                used.memory_mib_seconds
+                used.memory_mib_seconds,
+                now
             ])
             .map_err(internal)?;
     }
@@ -337,13 +338,13 @@ fn free_tenant(
 
 /// Frees the task's slots, whose attempt used `used`; returns whether its batch has a
 /// webhook.
-fn free_slots(tx: &Transaction<'_>, task: &Running, used: Used) -> StoreResult<bool> {
+fn free_slots(tx: &Transaction<'_>, task: &Running, used: Used, now: Micros) -> StoreResult<bool> {
     let (hooked, tenant) = tx
         .prepare_cached(BATCH_FREE_SQL)
         .map_err(internal)?
         .query_row(params![1, task.batch], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(internal)?;
-    free_tenant(tx, tenant, 1, used)?;
+    free_tenant(tx, tenant, 1, used, now)?;
     if let Some(group) = &task.group {
         tx.prepare_cached(GROUP_FREE_SQL)
             .map_err(internal)?
@@ -369,7 +370,7 @@ fn finish(
     server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
-    let hooked = free_slots(tx, task, used)? || server;
+    let hooked = free_slots(tx, task, used, now)? || server;
     let (state, outcome, error) = if outcome.is_success() {
         (TaskState::Succeeded, outcome, None)
     } else {

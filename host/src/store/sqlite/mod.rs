@@ -253,8 +253,14 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn tenant_set(&self, name: String, change: TenantChange) -> StoreResult<TenantInfo> {
-        self.write(move |tx| tenants::set(tx, name, change)).await
+    async fn tenant_set(
+        &self,
+        name: String,
+        change: TenantChange,
+        now: Micros,
+    ) -> StoreResult<TenantInfo> {
+        self.write(move |tx| tenants::set(tx, name, change, now))
+            .await
     }
 
     async fn tenant_lower_priorities(&self, tenant: TenantId, ceiling: i32) -> StoreResult<u64> {

@@ -125,6 +125,11 @@ const HOT: &[Hot] = &[
         ],
     },
     Hot {
+        name: "claim: the end of the next hold of a tenant",
+        sql: claim::NEXT_TENANT_HOLD_SQL,
+        plan: &["tenants USING COVERING INDEX tenants_hold_ends (held_until>?)"],
+    },
+    Hot {
         name: "claim: a task taken",
         sql: claim::TAKE_SQL,
         plan: &[TASK_BY_ID],
@@ -324,7 +329,7 @@ fn every_hot_statement_uses_its_index_whatever_other_indexes_there_are() {
 }
 
 /// Every statement a claim may run.
-const CLAIM_STATEMENTS: [&str; 14] = [
+const CLAIM_STATEMENTS: [&str; 15] = [
     claim::CANDIDATES_SQL,
     claim::FREE_BEYOND_SQL,
     claim::GROUP_BEYOND_SQL,
@@ -334,6 +339,7 @@ const CLAIM_STATEMENTS: [&str; 14] = [
     claim::NEXT_DUE_SQL,
     claim::NEXT_RATE_SQL,
     claim::NEXT_HOLD_SQL,
+    claim::NEXT_TENANT_HOLD_SQL,
     claim::TAKE_SQL,
     claim::BATCH_TAKE_SQL,
     claim::GROUP_TAKE_SQL,

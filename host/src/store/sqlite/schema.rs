@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 27] = [
+const MIGRATIONS: [&str; 28] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -36,6 +36,7 @@ const MIGRATIONS: [&str; 27] = [
     include_str!("migrations/0025_tenant_usage.sql"),
     include_str!("migrations/0026_cpu_time.sql"),
     include_str!("migrations/0027_memory_time.sql"),
+    include_str!("migrations/0028_cpu_budgets.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

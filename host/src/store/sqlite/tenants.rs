@@ -10,6 +10,7 @@ fn json<T: serde::de::DeserializeOwned>(text: Option<String>) -> Option<T> {
     text.and_then(|text| serde_json::from_str(&text).ok())
 }
 
+/// A tenant row of `tenant_list.sql`, its budget as it stands now.
 fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
     Ok(TenantInfo {
         id: r.get(0)?,
@@ -28,7 +29,19 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
         slot_micros: r.get::<_, i64>(13)? as u64,
         cpu_micros: r.get::<_, i64>(14)? as u64,
         memory_mib_seconds: r.get(15)?,
-    })
+        cpu_budget: None,
+        budget_used_micros: 0,
+        held_until: None,
+    }
+    .with_budget(
+        Window {
+            budget: CpuBudget::from_stored(r.get(16)?, r.get(17)?),
+            start: r.get(18)?,
+            used: r.get(19)?,
+        },
+        r.get(20)?,
+        now_micros(),
+    ))
 }
 
 fn token(r: &Row<'_>) -> rusqlite::Result<TokenInfo> {
@@ -121,6 +134,7 @@ pub(super) fn set(
     tx: &Transaction<'_>,
     name: String,
     change: TenantChange,
+    now: Micros,
 ) -> StoreResult<TenantInfo> {
     let id = tenant_id(tx, &name)?;
     if let Some(max_priority) = change.max_priority {
@@ -170,6 +184,14 @@ pub(super) fn set(
         tx.execute(
             "UPDATE tenants SET max_limits = ? WHERE id = ?",
             params![maxima, id],
+        )
+        .map_err(internal)?;
+    }
+    if let Some(budget) = change.cpu_budget {
+        let (cpu, period) = CpuBudget::columns(budget);
+        tx.execute(
+            include_str!("sql/tenant_budget.sql"),
+            params![cpu, period, now, id],
         )
         .map_err(internal)?;
     }

@@ -1,13 +1,27 @@
 -- Frees the slots ended attempts held in their tenants, locked after the batches and
--- groups (one order of locking across completions).
+-- groups (one order of locking across completions); counts their CPU in each tenant's
+-- budget window at $6 (now), and holds a tenant to the window's end once the window's use
+-- reaches its budget (store/budget.rs states the window's rule; keep them together).
 --
 -- $1 tenant ids (bigint[])
 -- $2 slots freed in each (int[], matching $1)
 -- $3 the slot time their attempts held, in microseconds (bigint[], matching $1)
 -- $4 the CPU time their attempts used, in microseconds (bigint[], matching $1)
 -- $5 the memory their attempts held, in MiB-seconds (float8[], matching $1)
+-- $6 now (bigint)
 UPDATE tenants AS n SET running = n.running - u.n, slot_micros = n.slot_micros + u.held,
-    cpu_micros = n.cpu_micros + u.cpu, memory_mib_seconds = n.memory_mib_seconds + u.memory
+    cpu_micros = n.cpu_micros + u.cpu, memory_mib_seconds = n.memory_mib_seconds + u.memory,
+    budget_used = CASE WHEN n.cpu_budget IS NULL THEN 0
+                       WHEN n.budget_window = $6 - $6 % n.budget_period
+                       THEN n.budget_used + u.cpu
+                       ELSE u.cpu END,
+    budget_window = coalesce($6 - $6 % n.budget_period, 0),
+    held_until = CASE
+        WHEN n.cpu_budget IS NOT NULL
+         AND CASE WHEN n.budget_window = $6 - $6 % n.budget_period THEN n.budget_used + u.cpu
+                  ELSE u.cpu END >= n.cpu_budget
+        THEN greatest(n.held_until, $6 - $6 % n.budget_period + n.budget_period)
+        ELSE n.held_until END
 FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::float8[])
     AS u(id, n, held, cpu, memory)
 WHERE n.id = u.id

@@ -12,11 +12,12 @@
 --
 -- Columns as claim_candidates.sql's: id, batch, group (NULL), vseq, the batch's room
 -- (NULL: no limit), the group's room (NULL), priority, the group's rate, tat and hold
--- (NULLs), the batch's tenant and its room.
+-- (NULLs), the batch's tenant and its room (none while it is held: store/budget.rs).
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, NULL, t.priority,
-       NULL, NULL, NULL, NULL, NULL, b.tenant_id, n.max_running - n.running
+       NULL, NULL, NULL, NULL, NULL, b.tenant_id,
+       CASE WHEN n.held_until > ?1 THEN 0 ELSE n.max_running - n.running END
 FROM tasks t INDEXED BY tasks_ready_free
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN tenants n ON n.id = b.tenant_id
@@ -26,6 +27,7 @@ WHERE t.state = 1 AND t.group_key IS NULL
   AND (b.max_parallel IS NULL OR b.running < b.max_parallel)
   AND t.batch_id NOT IN (SELECT value FROM json_each(?6))
   AND (n.max_running IS NULL OR n.running < n.max_running)
+  AND coalesce(n.held_until, 0) <= ?1
   AND (b.tenant_id IS NULL OR b.tenant_id NOT IN (SELECT value FROM json_each(?7)))
 ORDER BY t.priority DESC, t.vseq, t.id
 LIMIT ?5;
