@@ -99,8 +99,10 @@ export function waitingOn(w) {
       : `group ${w.group}: ${w.running} of ${w.limit} running`;
     case "rate": return `group ${w.group}'s rate: next token at ${when(w.until)}`;
     case "held": return `group ${w.group} held after a deferral, until ${when(w.until)}`;
+    case "budget": return `tenant ${w.tenant}'s CPU budget is spent, until ${when(w.until)}`;
     case "batch": return w.max_parallel === 0 ? "its batch's max_parallel is 0"
       : `its batch: ${w.running} of ${w.max_parallel} running`;
+    case "tenant": return `tenant ${w.tenant}: ${w.running} of ${w.max_running} running`;
     default: return w.kind;
   }
 }

@@ -305,6 +305,17 @@ pub(super) fn waiting_text(on: &Value) -> String {
             n("running"),
             n("limit")
         ),
+        "budget" => format!(
+            "tenant {}'s CPU budget is spent, until {}",
+            s("tenant"),
+            super::client::when(n("until"))
+        ),
+        "tenant" => format!(
+            "tenant {}: {} of {} running",
+            s("tenant"),
+            n("running"),
+            n("max_running")
+        ),
         "held" => format!(
             "group {} held, until {}",
             s("group"),

@@ -31,6 +31,9 @@ pub enum WaitingOn {
     Retry { until: Micros, attempts: u32 },
     /// Its group is held until `until`: a task of it was deferred (`retry-after`).
     Held { group: String, until: Micros },
+    /// Its tenant spent its CPU budget: none of its tasks starts before `until`, when the
+    /// budget's next window starts.
+    Budget { tenant: String, until: Micros },
     /// Its group's rate has no token left until `until`.
     Rate { group: String, until: Micros },
     /// Its group has `running` tasks claimed, its limit.
@@ -46,11 +49,19 @@ pub enum WaitingOn {
         max_parallel: u32,
         running: u64,
     },
+    /// Its tenant has `running` tasks claimed, its `max_running`, across its batches.
+    Tenant {
+        tenant: String,
+        #[schema(format = Int64, maximum = 4294967295_u64)]
+        max_running: u32,
+        running: u64,
+    },
 }
 
 /// Why a task is not claimed at `now`, as the claim's rules say, in the order a person
 /// would lift them: its gate; else a pause; else its delay or backoff; else its group's
-/// hold, then its group's limit, then its group's rate, then its batch's limit. `None`: it is not pending, or a node may claim it now.
+/// hold, its tenant's budget, its group's limit, its group's rate, its batch's limit,
+/// then its tenant's. `None`: it is not pending, or a node may claim it now.
 /// The stores' list filters state the same rules in SQL (`sql/task_list.sql`).
 pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
     match facts.state {
@@ -85,6 +96,16 @@ pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
                     until: g.held_until,
                 });
             }
+            if let Some(n) = facts
+                .tenant
+                .as_ref()
+                .filter(|n| crate::store::hold::holds(n.held_until, now))
+            {
+                return Some(WaitingOn::Budget {
+                    tenant: n.name.clone(),
+                    until: n.held_until,
+                });
+            }
             if let Some(g) = group.filter(|g| g.running >= u64::from(g.limit)) {
                 return Some(WaitingOn::Group {
                     group: g.key.clone(),
@@ -100,13 +121,21 @@ pub fn waiting_on(facts: &HoldFacts, now: Micros) -> Option<WaitingOn> {
                     until: bucket.next_token(),
                 });
             }
-            match facts.batch_max_parallel {
-                Some(max) if facts.batch_running >= u64::from(max) => Some(WaitingOn::Batch {
+            if let Some(max) = facts.batch_max_parallel
+                && facts.batch_running >= u64::from(max)
+            {
+                return Some(WaitingOn::Batch {
                     max_parallel: max,
                     running: facts.batch_running,
-                }),
-                _ => None,
+                });
             }
+            let n = facts.tenant.as_ref()?;
+            let max = n.max_running.filter(|&max| n.running >= u64::from(max))?;
+            Some(WaitingOn::Tenant {
+                tenant: n.name.clone(),
+                max_running: max,
+                running: n.running,
+            })
         }
         _ => None,
     }
@@ -329,6 +358,44 @@ mod tests {
             "a hold is lifted before the rate's next token"
         );
         assert_eq!(waiting_on(&held, 80), None, "let go at 80");
+        let tenant = |held_until, running| crate::store::TenantFacts {
+            name: "t".into(),
+            max_running: Some(2),
+            running,
+            held_until,
+        };
+        let spent = HoldFacts {
+            tenant: Some(tenant(90, 0)),
+            ..held.clone()
+        };
+        assert_eq!(
+            waiting_on(&spent, 60),
+            Some(WaitingOn::Held {
+                group: "g".into(),
+                until: 80
+            }),
+            "its group's hold first"
+        );
+        assert_eq!(
+            waiting_on(&spent, 85),
+            Some(WaitingOn::Budget {
+                tenant: "t".into(),
+                until: 90
+            })
+        );
+        assert_eq!(waiting_on(&spent, 90), None, "let go at 90");
+        let full = HoldFacts {
+            tenant: Some(tenant(0, 2)),
+            ..free.clone()
+        };
+        assert_eq!(
+            waiting_on(&full, 10),
+            Some(WaitingOn::Tenant {
+                tenant: "t".into(),
+                max_running: 2,
+                running: 2
+            })
+        );
         let running = HoldFacts { state: 2, ..ready };
         assert_eq!(waiting_on(&running, 10), None, "not pending");
     }

@@ -176,6 +176,8 @@ pub struct HoldFacts {
     pub batch_max_parallel: Option<u32>,
     pub batch_running: u64,
     pub group: Option<GroupFacts>,
+    /// Its batch's tenant; none: the admin's.
+    pub tenant: Option<TenantFacts>,
     /// How many tasks it runs after have not ended, and the first of them (at most
     /// [`OPEN_DEPS_SHOWN`]).
     pub deps_open: u64,
@@ -214,6 +216,17 @@ pub struct GroupFacts {
     /// Its rate's bucket; none: it has no rate.
     pub rate: Option<super::Bucket>,
     /// When its hold after a deferral ends (0: never held; see `store/hold.rs`).
+    pub held_until: super::Micros,
+}
+
+/// A tenant as what its task may wait on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantFacts {
+    pub name: String,
+    /// Its running limit (none: no limit) and its tasks claimed now.
+    pub max_running: Option<u32>,
+    pub running: u64,
+    /// When the hold of its spent CPU budget ends (0: never held; see `store/budget.rs`).
     pub held_until: super::Micros,
 }
 

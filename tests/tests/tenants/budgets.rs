@@ -81,6 +81,24 @@ pub(super) fn a_tenant_at_its_cpu_budget_stops_and_the_others_run_on(db: Option<
         attempts_of(&t.server, held).is_empty(),
         "A's tasks started past its budget"
     );
+    let listed = call(
+        "GET",
+        &t.url(&format!("/v1/tasks?batch={held}")),
+        Some(&t.a),
+        None,
+    )
+    .1;
+    for task in listed["tasks"].as_array().unwrap() {
+        assert_eq!(
+            (
+                &task["state"],
+                &task["waiting_on"]["kind"],
+                &task["waiting_on"]["tenant"]
+            ),
+            (&json!("ready"), &json!("budget"), &json!("a")),
+            "{task}"
+        );
+    }
     let usage = call("GET", &t.url("/v1/usage"), Some(&t.a), None).1;
     let a = &usage["tenants"][0];
     assert_eq!(a["budget_used_micros"], cpu, "{a}");

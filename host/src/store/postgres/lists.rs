@@ -323,6 +323,12 @@ pub(super) async fn hold(store: &PostgresStore, ids: &[TaskId]) -> StoreResult<V
             batch_max_parallel: r.get::<_, Option<i32>>(6).map(|n| n.max(0) as u32),
             batch_running: r.get::<_, i32>(7).max(0) as u64,
             group,
+            tenant: r.get::<_, Option<String>>(18).map(|name| TenantFacts {
+                name,
+                max_running: r.get::<_, Option<i32>>(19).map(|n| n.max(0) as u32),
+                running: r.get::<_, Option<i32>>(20).unwrap_or(0).max(0) as u64,
+                held_until: r.get::<_, Option<i64>>(21).unwrap_or(0),
+            }),
             deps_open: r.get::<_, i32>(16).max(0) as u64,
             deps: Vec::new(),
         });

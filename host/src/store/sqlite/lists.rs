@@ -264,6 +264,15 @@ pub(super) fn hold(conn: &Connection, ids: &[TaskId]) -> StoreResult<Vec<HoldFac
                     batch_max_parallel: r.get(6)?,
                     batch_running: r.get(7)?,
                     group,
+                    tenant: match r.get::<_, Option<String>>(18)? {
+                        Some(name) => Some(TenantFacts {
+                            name,
+                            max_running: r.get(19)?,
+                            running: r.get::<_, Option<u64>>(20)?.unwrap_or(0),
+                            held_until: r.get::<_, Option<i64>>(21)?.unwrap_or(0),
+                        }),
+                        None => None,
+                    },
                     deps_open: r.get(16)?,
                     deps: Vec::new(),
                 })
