@@ -9,7 +9,8 @@
 mod budgets;
 
 use budgets::{
-    a_cpu_budget_out_of_bounds_is_refused, a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
+    a_cpu_budget_out_of_bounds_is_refused, a_new_tenant_gets_the_servers_cpu_budget,
+    a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
 };
 
 use std::collections::BTreeMap;
@@ -1621,4 +1622,5 @@ qhost_tests::on_each_driver!(
     a_tenants_open_limit_refuses_what_would_pass_it,
     a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
     a_cpu_budget_out_of_bounds_is_refused,
+    a_new_tenant_gets_the_servers_cpu_budget,
 );

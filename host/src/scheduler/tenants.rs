@@ -35,17 +35,23 @@ fn secret_hash(secret: &str) -> [u8; 32] {
 }
 
 impl Scheduler {
-    /// Adds a tenant, with the server's running and open limits for new tenants, where
-    /// it has them.
+    /// Adds a tenant, with the server's running and open limits and CPU budget for new
+    /// tenants, where it has them.
     pub async fn tenant_add(&self, name: String) -> Result<TenantInfo> {
         let info = self.store.tenant_add(name, now_micros()).await?;
-        let (running, open) = (self.config.tenant_max_running, self.config.tenant_max_open);
-        if running.is_none() && open.is_none() {
+        let config = &self.config;
+        let (running, open, budget) = (
+            config.tenant_max_running,
+            config.tenant_max_open,
+            config.tenant_cpu_budget,
+        );
+        if running.is_none() && open.is_none() && budget.is_none() {
             return Ok(info);
         }
         let change = TenantChange {
             max_running: running.map(Some),
             max_open: open.map(Some),
+            cpu_budget: budget.map(Some),
             ..TenantChange::default()
         };
         Ok(self

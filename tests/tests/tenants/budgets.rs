@@ -142,3 +142,27 @@ pub(super) fn a_cpu_budget_out_of_bounds_is_refused(db: Option<&str>) {
     let (_, list) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
     assert_eq!(list["tenants"][0]["cpu_budget"], Value::Null, "{list}");
 }
+
+/// A tenant added gets the server's `--tenant-cpu-budget`; one the server refuses names the
+/// flag.
+pub(super) fn a_new_tenant_gets_the_servers_cpu_budget(db: Option<&str>) {
+    let data = tempfile::tempdir().unwrap();
+    let t = Tenants::start_with(data.path(), db, &["--tenant-cpu-budget", "10s/1h"]);
+    let (_, list) = call("GET", &t.url("/v1/tenants"), Some(&t.server.token), None);
+    for tenant in list["tenants"].as_array().unwrap() {
+        assert_eq!(
+            tenant["cpu_budget"],
+            json!({"cpu": "10s", "period": "1h"}),
+            "{tenant}"
+        );
+    }
+    let refused = std::process::Command::new(qhost_tests::qhost_binary())
+        .args(["serve", "--tenant-cpu-budget", "10s"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("--tenant-cpu-budget"),
+        "{said}"
+    );
+}
