@@ -3,7 +3,8 @@
 //! handle, B's batch handle and no credential, each cell listed below and checked), what a
 //! tenant's lists show, tokens shown once, kept hashed and revoked, priority ceilings and
 //! group namespaces for tokens and handles alike, running limits on one node and across
-//! two, CPU budgets (`tenants/budgets.rs`), and the command line.
+//! two, CPU budgets on one node and across two (`tenants/budgets.rs`), and the command
+//! line.
 
 #[path = "tenants/budgets.rs"]
 mod budgets;

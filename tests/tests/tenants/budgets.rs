@@ -166,3 +166,63 @@ pub(super) fn a_new_tenant_gets_the_servers_cpu_budget(db: Option<&str>) {
         "{said}"
     );
 }
+
+/// On two nodes sharing PostgreSQL, a tenant held on one is held on both: A's spinner ends
+/// `budget` on whichever node ran it, A's tasks submitted after start on neither while the
+/// admin's run on all four slots, and lifting the budget through the other node lets them
+/// go.
+#[test]
+fn a_tenants_cpu_budget_holds_across_nodes() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let db = runtime.block_on(TestDb::new());
+    let data = tempfile::tempdir().unwrap();
+    let nodes = ServeNode::on_database(&db.url, data.path(), &["n1", "n2"], 2);
+    for node in &nodes {
+        for guest in ["echo", "misbehave", "sleep"] {
+            node.upload(guest);
+        }
+    }
+    nodes[0].call("POST", "/v1/tenants", Some(json!({"name": "a"})));
+    let budget = json!({"cpu_budget": {"cpu": "200ms", "period": "366d"}});
+    nodes[0].call("PATCH", "/v1/tenants/a", Some(budget));
+    let token = nodes[0].call("POST", "/v1/tenants/a/tokens", Some(json!({})))["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let open = |node: &ServeNode, credential: &str, tasks: Value| {
+        node.call_as(
+            credential,
+            "POST",
+            "/v1/batches",
+            Some(json!({ "tasks": tasks })),
+        )["batch"]["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let spin =
+        json!([{"module": "misbehave", "input": "spin", "timeout": "60s", "max_attempts": 1}]);
+    let spinner = open(&nodes[0], &token, spin);
+    nodes[1].wait(spinner, Duration::from_secs(60));
+    let echoes = json!([{"module": "echo", "input": "1"}, {"module": "echo", "input": "2"}]);
+    let held = open(&nodes[1], &token, echoes);
+    let mine = open(&nodes[0], serve_node::TOKEN, sleepers(8, 300));
+    nodes[1].wait(mine, Duration::from_secs(60));
+    let log = nodes[0].log();
+    let of =
+        |batch: i64| -> Vec<&AttemptRecord> { log.iter().filter(|r| r.batch == batch).collect() };
+    let crossed = of(spinner);
+    assert!(
+        crossed.len() == 1 && crossed[0].outcome == qhost::runtime::Outcome::Budget,
+        "{crossed:?}"
+    );
+    assert!(of(held).is_empty(), "A's tasks started past its budget");
+    let spans: Vec<Span> = of(mine).into_iter().map(Span::from).collect();
+    assert_eq!(
+        peak_overlap(&spans),
+        4,
+        "a slot idled while the admin's work waited"
+    );
+    nodes[1].call("PATCH", "/v1/tenants/a", Some(json!({"cpu_budget": null})));
+    let progress = nodes[0].wait(held, Duration::from_secs(60));
+    assert_eq!(progress["succeeded"], 2, "{progress}");
+}
