@@ -241,6 +241,7 @@ pub async fn set(
         max_open: body.max_open,
         max_limits: body.max_limits,
         cpu_budget: body.cpu_budget,
+        ceiling: None,
     };
     Ok(Json(state.scheduler.tenant_set(name, change).await?))
 }

@@ -210,7 +210,7 @@ impl Scheduler {
         Ok(changed)
     }
 
-    pub async fn tenant_set(&self, name: String, change: TenantChange) -> Result<TenantInfo> {
+    pub async fn tenant_set(&self, name: String, mut change: TenantChange) -> Result<TenantInfo> {
         if let Some(maxima) = &change.max_limits {
             maxima
                 .check(&self.runtime.config().max_limits)
@@ -220,14 +220,15 @@ impl Scheduler {
             budget.check().map_err(Error::Invalid)?;
         }
         let budgeted = change.cpu_budget.is_some();
-        let lowers = change.max_priority.is_some();
+        // A ceiling reaches the work not started too: nothing waits above it.
+        change.ceiling = change
+            .max_priority
+            .map(|ceiling| ceiling.unwrap_or(self.config.tenant_max_priority));
+        let lowers = change.ceiling.is_some();
         let info = self.store.tenant_set(name, change, now_micros()).await?;
         if lowers {
-            // A ceiling reaches the work not started too: nothing waits above it.
-            let ceiling = info.max_priority.unwrap_or(self.config.tenant_max_priority);
-            if self.store.tenant_lower_priorities(info.id, ceiling).await? > 0 {
-                self.reclaim.notify_one();
-            }
+            // What this node reserved goes back, so its next claims take the new order.
+            self.reclaim.notify_one();
         }
         if budgeted {
             // A budget raised or lifted lets held work go at once.

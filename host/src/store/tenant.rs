@@ -109,6 +109,9 @@ pub struct TenantChange {
     pub max_limits: Option<TenantMaxima>,
     /// `Some(None)`: no budget.
     pub cpu_budget: Option<Option<CpuBudget>>,
+    /// The ceiling `max_priority` resolves to (the server's where it sets none): the
+    /// tenant's batches and work not started above it drop to it in the same transaction.
+    pub ceiling: Option<i32>,
 }
 
 /// What a tenant's batches may do, its ceiling resolved against the server's.

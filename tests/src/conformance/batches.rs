@@ -79,6 +79,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
             ..TenantMaxima::default()
         }),
         cpu_budget: Some(Some(CpuBudget::parse("10s/1h").unwrap())),
+        ceiling: Some(7),
     })
     .await
     .unwrap();

@@ -158,30 +158,10 @@ pub(super) async fn set(
             .then(|| serde_json::to_string(maxima).expect("maxima serialize"))
     });
     let (cpu, period) = CpuBudget::columns(change.cpu_budget.flatten());
-    let client = store.client(Commit::Durable).await?;
-    let id = tenant_id(&client, &name).await?;
-    // One statement: a field left out keeps its value.
-    client
-        .execute(
-            "UPDATE tenants
-             SET max_priority = CASE WHEN $2 THEN $3 ELSE max_priority END,
-                 shared_groups = coalesce($4, shared_groups),
-                 modules = CASE WHEN $5 THEN $6 ELSE modules END,
-                 allow_http = CASE WHEN $7 THEN $8 ELSE allow_http END,
-                 max_running = CASE WHEN $9 THEN $10 ELSE max_running END,
-                 max_limits = CASE WHEN $11 THEN $12 ELSE max_limits END,
-                 max_open = CASE WHEN $13 THEN $14 ELSE max_open END,
-                 cpu_budget = CASE WHEN $15 THEN $16 ELSE cpu_budget END,
-                 budget_period = CASE WHEN $15 THEN $17 ELSE budget_period END,
-                 -- Held on only if the window's use reaches the new budget
-                 -- (store/budget.rs states the window's rule; keep them together).
-                 held_until = CASE
-                     WHEN NOT $15 THEN held_until
-                     WHEN $16::bigint IS NOT NULL AND budget_window = $18 - $18 % $17
-                          AND budget_used >= $16
-                     THEN budget_window + $17
-                     ELSE 0 END
-             WHERE id = $1",
+    transaction!(store, Commit::Durable, |tx| {
+        let id = tenant_id(&tx, &name).await?;
+        tx.execute(
+            include_str!("sql/tenant_set.sql"),
             &[
                 &id,
                 &change.max_priority.is_some(),
@@ -194,7 +174,7 @@ pub(super) async fn set(
                 &max_running.is_some(),
                 &max_running.flatten().map(|n| n as i32),
                 &max_limits.is_some(),
-                &max_limits.flatten(),
+                &max_limits.clone().flatten(),
                 &max_open.is_some(),
                 &max_open.flatten().map(|n| n as i32),
                 &change.cpu_budget.is_some(),
@@ -205,14 +185,18 @@ pub(super) async fn set(
         )
         .await
         .map_err(pg)?;
-    if change.cpu_budget.is_some() {
-        // A budget raised or lifted may let held work go on any node.
-        store.notify(&client, "w").await?;
-    }
-    tenants(store, &client, Some(id))
-        .await?
-        .pop()
-        .ok_or_else(|| no_tenant(&name))
+        if let Some(ceiling) = change.ceiling {
+            lower_in(store, &tx, id, ceiling).await?;
+        }
+        if change.cpu_budget.is_some() {
+            // A budget raised or lifted may let held work go on any node.
+            store.notify(&tx, "w").await?;
+        }
+        tenants(store, &tx, Some(id))
+            .await?
+            .pop()
+            .ok_or_else(|| no_tenant(&name))
+    })
 }
 
 /// Lowers to `ceiling` tenant `id`'s batches' priorities above it, and their tasks' not
@@ -223,17 +207,27 @@ pub(super) async fn lower_priorities(
     ceiling: i32,
 ) -> StoreResult<u64> {
     transaction!(store, Commit::Durable, |tx| {
-        let changed: i64 = tx
-            .query_one(include_str!("sql/tenant_lower.sql"), &[&ceiling, &id])
-            .await
-            .map_err(pg)?
-            .get(0);
-        if changed > 0 {
-            // Nodes hand back what they reserved, so the next claims take the new order.
-            store.notify(&tx, "r").await?;
-        }
-        Ok(changed as u64)
+        lower_in(store, &tx, id, ceiling).await
     })
+}
+
+/// [`lower_priorities`] in the caller's transaction.
+async fn lower_in(
+    store: &PostgresStore,
+    tx: &impl GenericClient,
+    id: TenantId,
+    ceiling: i32,
+) -> StoreResult<u64> {
+    let changed: i64 = tx
+        .query_one(include_str!("sql/tenant_lower.sql"), &[&ceiling, &id])
+        .await
+        .map_err(pg)?
+        .get(0);
+    if changed > 0 {
+        // Nodes hand back what they reserved, so the next claims take the new order.
+        store.notify(tx, "r").await?;
+    }
+    Ok(changed as u64)
 }
 
 /// Takes the open-limit lock of batch `$1`'s tenant, when it has an open limit: a

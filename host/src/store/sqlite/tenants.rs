@@ -144,6 +144,9 @@ pub(super) fn set(
         )
         .map_err(internal)?;
     }
+    if let Some(ceiling) = change.ceiling {
+        lower_priorities(tx, id, ceiling)?;
+    }
     if let Some(modules) = change.modules {
         let modules = modules
             .map(|m| check_modules(m).map(|m| serde_json::to_string(&m).expect("strings")))
