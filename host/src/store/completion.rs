@@ -218,6 +218,9 @@ pub struct CompleteResult {
     pub retried: usize,
     /// Whether events were written to the webhook outbox.
     pub hooked: bool,
+    /// Whether a tenant these attempts belonged to is held for its spent CPU budget: the
+    /// tasks nodes hold reserved go back, so that none of its starts (store/budget.rs).
+    pub tenant_held: bool,
 }
 
 #[cfg(test)]

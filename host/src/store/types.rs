@@ -291,8 +291,8 @@ pub struct Claimed {
     /// wait for a wake-up. Only stores shared by several writers set it.
     pub contended: bool,
     /// When a claim took fewer tasks than it could: the earliest time a ready task held
-    /// back by its retry delay becomes due, or a group with a rate that holds ready tasks
-    /// back gets a token again, if any is.
+    /// back by its retry delay becomes due, a group with a rate that holds ready tasks
+    /// back gets a token again, or a held group or tenant is let go, if any is.
     pub next_due: Option<Micros>,
 }
 

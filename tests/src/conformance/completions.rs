@@ -330,3 +330,57 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
     );
     assert_eq!(a.running, 0);
 }
+
+/// A tenant's CPU budget, 1 s per hour: each task claimed carries what is left of it; the
+/// completion that spends it says the tenant is held, and no claim takes the tenant's
+/// tasks before the window's end, when the next claim is due and they go on with the whole
+/// budget again.
+pub async fn a_tenants_budget_holds_it_to_the_windows_end(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let a = store.tenant_add("a".into(), T0).await.unwrap();
+    let budget = CpuBudget::parse("1s/1h").unwrap();
+    let change = TenantChange {
+        cpu_budget: Some(Some(budget)),
+        ..TenantChange::default()
+    };
+    store.tenant_set("a".into(), change, T0).await.unwrap();
+    let spec = BatchSpec {
+        tenant: Some(a.id),
+        ..BatchSpec::default()
+    };
+    let mine = batch(&store, spec).await;
+    let tasks = admitted((0..3).map(|_| task(m, 0, None)).collect());
+    store.task_submit(mine, tasks, T0).await.unwrap();
+    let burn = |store: &Arc<dyn Store>, task: &ClaimedTask, cpu: Micros, at: Micros| {
+        let done = Completion {
+            cpu_micros: Some(cpu),
+            ..completion(task, Outcome::Succeeded, at)
+        };
+        let store = store.clone();
+        async move { store.task_complete(vec![done], at).await.unwrap() }
+    };
+
+    let first = claim(&store, "n1", 1, T0).await;
+    assert_eq!(first[0].cpu_left, Some(SECOND), "the whole budget");
+    let spent = burn(&store, &first[0], 400_000, T0 + SECOND).await;
+    assert!(!spent.tenant_held, "0.4 s of 1 s");
+    let second = claim(&store, "n1", 1, T0 + SECOND).await;
+    assert_eq!(second[0].cpu_left, Some(600_000), "what the first left");
+    let spent = burn(&store, &second[0], 700_000, T0 + 2 * SECOND).await;
+    assert!(spent.tenant_held, "1.1 s of 1 s");
+
+    let window_end = T0 - T0 % (3600 * SECOND) + 3600 * SECOND;
+    let held = claim_all(&store, "n1", 1, T0 + 3 * SECOND).await;
+    assert!(held.tasks.is_empty(), "held to the window's end");
+    assert_eq!(
+        held.next_due,
+        Some(window_end),
+        "the claim wakes at its end"
+    );
+    let next = claim(&store, "n1", 1, window_end).await;
+    assert_eq!(
+        next[0].cpu_left,
+        Some(SECOND),
+        "a new window, the whole budget"
+    );
+}

@@ -79,6 +79,7 @@ macro_rules! conformance_tests {
             claims::a_claim_returns_the_trace_its_task_was_submitted_in,
             completions::stale_completions_change_nothing,
             completions::a_tenants_slot_time_is_what_its_attempts_held,
+            completions::a_tenants_budget_holds_it_to_the_windows_end,
             completions::failures_are_retried_with_backoff_then_fail,
             completions::a_host_error_gives_the_attempt_back,
             completions::expired_leases_are_rescued,

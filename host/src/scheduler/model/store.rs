@@ -90,7 +90,8 @@ pub struct ClaimOutcome {
     /// The CPU its tenant's budget left each task taken, for tasks of tenants with one.
     pub cpu_left: BTreeMap<TaskId, Micros>,
     /// When the claim took fewer than it could: the earliest time a ready task not yet
-    /// due becomes due, or a group with a rate holding tasks back gets a token, if any is.
+    /// due becomes due, a group with a rate holding tasks back gets a token, or a held
+    /// group or tenant is let go, if any is.
     pub next_due: Option<Micros>,
 }
 

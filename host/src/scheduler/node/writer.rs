@@ -261,6 +261,10 @@ async fn write(
         if result.hooked {
             scheduler.hooks_wake.notify_one();
         }
+        if result.tenant_held {
+            // What this node reserved of the held tenant must not start.
+            scheduler.reclaim.notify_one();
+        }
         if result.stale > 0 {
             tracing::warn!(
                 stale = result.stale,

@@ -168,7 +168,9 @@ impl Freed {
         }
     }
 
-    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<()> {
+    /// Writes the slots freed; returns whether a tenant is held for its spent budget then.
+    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<bool> {
+        let mut tenant_held = false;
         if !self.batches.is_empty() {
             let mut rows: Vec<(i64, i32)> = self.batches.into_iter().collect();
             rows.sort_unstable();
@@ -207,11 +209,13 @@ impl Freed {
                 .prepare_cached(include_str!("sql/complete_free_tenants.sql"))
                 .await
                 .map_err(pg)?;
-            tx.execute(&stmt, &[&ids, &counts, &held, &cpu, &memory, &now])
+            let rows = tx
+                .query(&stmt, &[&ids, &counts, &held, &cpu, &memory, &now])
                 .await
                 .map_err(pg)?;
+            tenant_held = rows.iter().any(|r| r.get::<_, bool>(0));
         }
-        Ok(())
+        Ok(tenant_held)
     }
 }
 
@@ -327,9 +331,15 @@ impl<'a> Ending<'a> {
         Ok(())
     }
 
-    /// Writes it all; whether events were written for webhooks.
-    async fn write(self, tx: &impl GenericClient, now: Micros) -> StoreResult<bool> {
-        let (_, _, _, closed) = tokio::try_join!(
+    /// Writes it all; marks `result` when events were written for webhooks, and when a
+    /// tenant is held for its spent budget.
+    async fn write(
+        self,
+        tx: &impl GenericClient,
+        now: Micros,
+        result: &mut CompleteResult,
+    ) -> StoreResult<()> {
+        let (_, _, tenant_held, closed) = tokio::try_join!(
             self.attempts.write(tx),
             drop_leases(tx, self.attempts.tasks()),
             self.freed.write(tx, now),
@@ -368,7 +378,9 @@ impl<'a> Ending<'a> {
             }
         }
         hooked |= hooks::batch_ends(tx, &ends, self.server, now).await?;
-        Ok(hooked)
+        result.hooked |= hooked;
+        result.tenant_held |= tenant_held;
+        Ok(())
     }
 }
 
@@ -482,7 +494,7 @@ async fn end_attempts(
                 .await?;
         }
     }
-    result.hooked |= ending.write(tx, now).await?;
+    ending.write(tx, now, &mut result).await?;
     Ok(result)
 }
 
@@ -625,7 +637,7 @@ async fn end_lost(
         };
         ending.other(tx, task, end, None, now, &mut result).await?;
     }
-    result.hooked |= ending.write(tx, now).await?;
+    ending.write(tx, now, &mut result).await?;
     Ok(result)
 }
 
@@ -693,11 +705,12 @@ async fn put_back(
         .await
         .map_err(pg)?;
     back.extend(&cancelled);
-    let (_, _, closed) = tokio::try_join!(
+    let (_, tenant_held, closed) = tokio::try_join!(
         drop_leases(tx, &back),
         freed.write(tx, now),
         gate::close(tx, &closed)
     )?;
+    result.tenant_held = tenant_held;
     let ends: Vec<BatchId> = closed.into_iter().filter(|b| hooked.contains(b)).collect();
     result.hooked = hooks::batch_ends(tx, &ends, server, now).await?;
     // In the order handed back, each with all it ends in turn before the next.

@@ -40,12 +40,16 @@ impl PostgresStore {
 
     /// Tells the other nodes what ended attempts changed: which batches had tasks end
     /// (news that also wakes their claim loops: slots and gates opened), or only that
-    /// tasks went back to the queue.
+    /// tasks went back to the queue; and that a tenant is held for its spent budget, so
+    /// that they hand back what they reserved.
     pub(super) async fn notify_ended(
         &self,
         tx: &impl GenericClient,
         result: &CompleteResult,
     ) -> StoreResult<()> {
+        if result.tenant_held {
+            self.notify(tx, "r").await?;
+        }
         if !result.ended.is_empty() {
             self.notify_batches(tx, &result.ended).await
         } else if result.retried > 0 {

@@ -54,7 +54,7 @@ pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - 
     RETURNING webhook_url IS NOT NULL, tenant_id";
 /// A tenant has `?1` fewer tasks claimed, whose attempts held slots `?2` microseconds,
 /// used `?4` microseconds of CPU and held `?5` MiB-seconds of memory, counted in its
-/// budget's window at `?6`.
+/// budget's window at `?6`; returns whether the tenant is held then.
 pub(super) const TENANT_FREE_SQL: &str = include_str!("sql/complete_free_tenant.sql");
 /// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
 pub(super) const GROUP_HOLD_SQL: &str =
@@ -102,7 +102,7 @@ pub(super) fn complete(
         log::record(tx, &task, &end)?;
         let used = end.used();
         if c.outcome == Outcome::Suspended && !task.cancel_requested && !halted(tx, task.batch)? {
-            free_slots(tx, &task, used, now)?;
+            free_slots(tx, &task, used, now, &mut result)?;
             super::spawn::suspend(tx, task.id, c.output.unwrap_or_default())?;
             result.retried += 1;
             continue;
@@ -189,7 +189,7 @@ fn complete_successes(
             .query_row(params![count, batch], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(internal)?;
         hooked.insert(batch, has_hook);
-        free_tenant(tx, tenant, count, used, now)?;
+        free_tenant(tx, tenant, count, used, now, result)?;
     }
     let mut group_running = tx.prepare_cached(GROUP_FREE_SQL).map_err(internal)?;
     for (group, count) in groups {
@@ -281,7 +281,7 @@ pub(super) fn hand_back(
             continue;
         };
         // Not started: it held its slot for no run.
-        let hooked = free_slots(tx, &task, Used::default(), now)? || server;
+        let hooked = free_slots(tx, &task, Used::default(), now, &mut result)? || server;
         if task.cancel_requested {
             // Its cancellation reached it before it started: it ends as a pending one would.
             tx.prepare_cached(include_str!("sql/hand_back_cancelled.sql"))
@@ -312,39 +312,51 @@ fn halted(tx: &Transaction<'_>, batch: BatchId) -> StoreResult<bool> {
 }
 
 /// Frees `count` of `tenant`'s slots, whose attempts used `used`, if the batch that had
-/// them has a tenant.
+/// them has a tenant; marks `result` when the tenant is held for its spent budget.
 fn free_tenant(
     tx: &Transaction<'_>,
     tenant: Option<TenantId>,
     count: i64,
     used: Used,
     now: Micros,
+    result: &mut CompleteResult,
 ) -> StoreResult<()> {
     if let Some(tenant) = tenant {
-        tx.prepare_cached(TENANT_FREE_SQL)
+        let held: bool = tx
+            .prepare_cached(TENANT_FREE_SQL)
             .map_err(internal)?
-            .execute(params![
-                count,
-                used.slot_micros,
-                tenant,
-                used.cpu_micros,
-                used.memory_mib_seconds,
-                now
-            ])
+            .query_row(
+                params![
+                    count,
+                    used.slot_micros,
+                    tenant,
+                    used.cpu_micros,
+                    used.memory_mib_seconds,
+                    now
+                ],
+                |r| r.get(0),
+            )
             .map_err(internal)?;
+        result.tenant_held |= held;
     }
     Ok(())
 }
 
 /// Frees the task's slots, whose attempt used `used`; returns whether its batch has a
 /// webhook.
-fn free_slots(tx: &Transaction<'_>, task: &Running, used: Used, now: Micros) -> StoreResult<bool> {
+fn free_slots(
+    tx: &Transaction<'_>,
+    task: &Running,
+    used: Used,
+    now: Micros,
+    result: &mut CompleteResult,
+) -> StoreResult<bool> {
     let (hooked, tenant) = tx
         .prepare_cached(BATCH_FREE_SQL)
         .map_err(internal)?
         .query_row(params![1, task.batch], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(internal)?;
-    free_tenant(tx, tenant, 1, used, now)?;
+    free_tenant(tx, tenant, 1, used, now, result)?;
     if let Some(group) = &task.group {
         tx.prepare_cached(GROUP_FREE_SQL)
             .map_err(internal)?
@@ -370,7 +382,7 @@ fn finish(
     server: bool,
     result: &mut CompleteResult,
 ) -> StoreResult<()> {
-    let hooked = free_slots(tx, task, used, now)? || server;
+    let hooked = free_slots(tx, task, used, now, result)? || server;
     let (state, outcome, error) = if outcome.is_success() {
         (TaskState::Succeeded, outcome, None)
     } else {

@@ -2,6 +2,7 @@
 -- groups (one order of locking across completions); counts their CPU in each tenant's
 -- budget window at $6 (now), and holds a tenant to the window's end once the window's use
 -- reaches its budget (store/budget.rs states the window's rule; keep them together).
+-- Returns whether each tenant is held then.
 --
 -- $1 tenant ids (bigint[])
 -- $2 slots freed in each (int[], matching $1)
@@ -25,3 +26,4 @@ UPDATE tenants AS n SET running = n.running - u.n, slot_micros = n.slot_micros +
 FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::float8[])
     AS u(id, n, held, cpu, memory)
 WHERE n.id = u.id
+RETURNING n.held_until > $6

@@ -1,7 +1,8 @@
 -- Frees ?1 of tenant ?3's slots, whose attempts held ?2 microseconds of slot time, used ?4
 -- of CPU and ?5 MiB-seconds of memory; counts their CPU in its budget's window at ?6
 -- (now), and holds the tenant to the window's end once the window's use reaches its
--- budget (store/budget.rs states the window's rule; keep them together).
+-- budget (store/budget.rs states the window's rule; keep them together). Returns whether
+-- the tenant is held.
 UPDATE tenants SET running = running - ?1, slot_micros = slot_micros + ?2,
     cpu_micros = cpu_micros + ?4, memory_mib_seconds = memory_mib_seconds + ?5,
     budget_used = CASE WHEN cpu_budget IS NULL THEN 0
@@ -15,3 +16,4 @@ UPDATE tenants SET running = running - ?1, slot_micros = slot_micros + ?2,
         THEN max(held_until, ?6 - ?6 % budget_period + budget_period)
         ELSE held_until END
 WHERE id = ?3
+RETURNING held_until > ?6
