@@ -137,11 +137,13 @@ fn a_parent_waiting_on_its_child_holds_no_slot(db: Option<&str>) {
             .map(|r| r["task"].as_i64().unwrap())
             .collect()
     };
-    // The child sleeps 2 s: meanwhile its parent waits, and only the child runs.
+    // The child sleeps 2 s: meanwhile its parent waits, and only the child runs. The child
+    // starts after its parent's suspension is written, so wait for it to run.
     eventually("the parent waiting", || {
         let parent = node.call("GET", &format!("/v1/tasks/{}", ids[0]), None);
         parent["state"] == "waiting"
     });
+    eventually("the child running", || !running().is_empty());
     let now = running();
     assert_eq!(now.len(), 1, "only the child runs: {now:?}");
     assert_ne!(now[0], ids[0], "the parent holds no slot");
