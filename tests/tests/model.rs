@@ -12,6 +12,8 @@
 //! bulk, by task, batch or group and by outcome. Tasks run after earlier ones of their
 //! submission or stored ones of their batch, with every failure policy. Claimed tasks
 //! submit children (a key given again names the same child) and suspend to wait for them.
+//! Tenants' weights change, and every claim divides its slots among the tenants with work
+//! by their fair share, from the slot time their attempts held.
 //!
 //! A failure prints the shortest sequence proptest shrank it to, with what each step did,
 //! and saves the case's seed in `target/tmp/proptest-regressions/model.txt`, which later
@@ -162,6 +164,11 @@ enum Op {
         tenant: u8,
         budget: Option<(u64, u64)>,
     },
+    /// A tenant's weight in the fair share set.
+    SetTenantWeight {
+        tenant: u8,
+        weight: u32,
+    },
     Submit {
         batch: Pick,
         tasks: Vec<Spec>,
@@ -309,6 +316,10 @@ enum Step {
         budget: Option<CpuBudget>,
         now: Micros,
     },
+    SetTenantWeight {
+        tenant: TenantId,
+        weight: u32,
+    },
     Submit {
         batch: BatchId,
         tasks: Vec<NewTask>,
@@ -442,6 +453,7 @@ fn describe(step: &Step) -> String {
         Step::SetTenantBudget { tenant, budget, .. } => {
             format!("tenant {tenant}: cpu_budget {budget:?}")
         }
+        Step::SetTenantWeight { tenant, weight } => format!("tenant {tenant}: weight {weight}"),
         Step::Submit {
             batch,
             tasks,
@@ -714,6 +726,12 @@ impl ReferenceStateMachine for Scheduling {
                     .boxed(),
             ),
             (
+                2,
+                (0..TENANTS, 1..=5u32)
+                    .prop_map(|(tenant, weight)| Op::SetTenantWeight { tenant, weight })
+                    .boxed(),
+            ),
+            (
                 1,
                 (
                     0..GROUPS,
@@ -942,6 +960,14 @@ impl ReferenceStateMachine for Scheduling {
                     tenant,
                     budget,
                     now,
+                }
+            }
+            Op::SetTenantWeight { tenant, weight } => {
+                let tenant = TenantId::from(*tenant);
+                m.set_tenant_weight(tenant, *weight);
+                Step::SetTenantWeight {
+                    tenant,
+                    weight: *weight,
                 }
             }
             Op::Submit { batch, tasks } => match batch.of(&batches) {
@@ -1309,6 +1335,9 @@ struct Sut {
     baseline: Progress,
     /// Lease tokens of claimed tasks, by the model's id.
     tokens: BTreeMap<TaskId, i64>,
+    /// When each claimed task was last claimed, by the model's id: its attempt holds its
+    /// slot from then.
+    claimed_at: BTreeMap<TaskId, Micros>,
     history: Vec<String>,
 }
 
@@ -1337,6 +1366,7 @@ impl Sut {
             group_prefix: String::new(),
             baseline: Progress::default(),
             tokens: BTreeMap::new(),
+            claimed_at: BTreeMap::new(),
             history: Vec::new(),
         }
     }
@@ -1356,6 +1386,7 @@ impl Sut {
         self.batches.clear();
         self.tenants.clear();
         self.tokens.clear();
+        self.claimed_at.clear();
         self.history.clear();
         self
     }
@@ -1369,19 +1400,20 @@ impl Sut {
     }
 
     /// The store's tenant for the model's `tenant`, added on first use.
+    /// The store's tenant for the model's `tenant`. A case's tenants are added at once, in
+    /// the model's order, so that their ids (which break ties in the fair share) are too.
     fn tenant(&mut self, tenant: TenantId) -> (TenantId, String) {
-        let name = format!("{}t{tenant}", self.group_prefix);
-        let store = self.store.clone();
-        self.tenants
-            .entry(tenant)
-            .or_insert_with(|| {
+        if self.tenants.is_empty() {
+            for model in 0..TenantId::from(TENANTS) {
+                let name = format!("{}t{model}", self.group_prefix);
                 let info = self
                     .runtime
-                    .block_on(store.tenant_add(name.clone(), T0))
+                    .block_on(self.store.tenant_add(name.clone(), T0))
                     .unwrap();
-                (info.id, name)
-            })
-            .clone()
+                self.tenants.insert(model, (info.id, name));
+            }
+        }
+        self.tenants[&tenant].clone()
     }
 
     fn group(&self, key: &str) -> String {
@@ -1566,7 +1598,8 @@ impl Sut {
             lease_token: self.tokens.get(&task).copied().unwrap_or(-1),
             node: "model".into(),
             slot: Some(0),
-            started_at: now - 1,
+            // Its slot was held from its claim, as a node that claims and starts at once.
+            started_at: self.claimed_at.get(&task).copied().unwrap_or(now - 1),
             ended_at: now,
             cpu_micros: None,
             memory_mib_seconds: None,
@@ -1768,6 +1801,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                 assert!(!claimed.contended, "a lone claimer met contention\n{at}");
                 for (task, (id, _)) in claimed.tasks.iter().zip(&got) {
                     sut.tokens.insert(*id, task.lease_token);
+                    sut.claimed_at.insert(*id, *now);
                 }
             }
             Step::Complete {
@@ -1914,6 +1948,16 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                 let (_, name) = sut.tenant(*tenant);
                 let change = TenantChange {
                     max_running: Some(*limit),
+                    ..TenantChange::default()
+                };
+                sut.runtime
+                    .block_on(store.tenant_set(name, change, T0))
+                    .unwrap();
+            }
+            Step::SetTenantWeight { tenant, weight } => {
+                let (_, name) = sut.tenant(*tenant);
+                let change = TenantChange {
+                    weight: Some(*weight),
                     ..TenantChange::default()
                 };
                 sut.runtime
@@ -2514,6 +2558,88 @@ fn a_tenants_open_limit_counts_until_tasks_end() -> Vec<Op> {
     ]
 }
 
+/// A tenant that had no work comes back at the fair clock: it does not take every slot
+/// for the time it was away, and the tenant that ran meanwhile has its share again as soon
+/// as their slot times are even.
+fn a_tenant_back_from_idle_starts_at_the_fair_clock() -> Vec<Op> {
+    let batch = |tenant| Op::OpenBatch {
+        priority: 0,
+        max_parallel: None,
+        halt: false,
+        tenant: Some(tenant),
+    };
+    let many = |batch, count| Op::SubmitMany {
+        batch: Pick(batch),
+        count,
+        order: 0,
+        group: None,
+    };
+    // Two attempts of 3 s each, claimed together.
+    let run_two = || {
+        vec![
+            Op::Claim { max: 2 },
+            Op::Wait { seconds: 3 },
+            Op::Succeed { task: Pick(0) },
+            Op::Succeed { task: Pick(0) },
+        ]
+    };
+    let mut ops = vec![batch(0), batch(1), many(0, 20)];
+    ops.extend(run_two());
+    ops.extend(run_two());
+    ops.push(many(1, 5));
+    // Tenant 1 starts at the clock: both slots go to it while it is behind, then tenant 0
+    // has them again.
+    ops.extend(run_two());
+    ops.extend(run_two());
+    ops.extend(run_two());
+    ops
+}
+
+/// Weights share the slots of each claim, and a new weight keeps what was served.
+fn weights_share_each_claim() -> Vec<Op> {
+    let batch = |tenant| Op::OpenBatch {
+        priority: 0,
+        max_parallel: None,
+        halt: false,
+        tenant: Some(tenant),
+    };
+    let many = |batch| Op::SubmitMany {
+        batch: Pick(batch),
+        count: 30,
+        order: 0,
+        group: None,
+    };
+    vec![
+        batch(0),
+        batch(1),
+        batch(2),
+        Op::SetTenantWeight {
+            tenant: 1,
+            weight: 2,
+        },
+        Op::SetTenantWeight {
+            tenant: 2,
+            weight: 5,
+        },
+        many(0),
+        many(1),
+        many(2),
+        Op::Claim { max: 8 },
+        Op::Wait { seconds: 2 },
+        Op::Succeed { task: Pick(0) },
+        Op::Succeed { task: Pick(3) },
+        Op::Succeed { task: Pick(5) },
+        Op::SetTenantWeight {
+            tenant: 0,
+            weight: 3,
+        },
+        Op::Claim { max: 3 },
+        Op::Wait { seconds: 1 },
+        Op::Rescue,
+        Op::Claim { max: 8 },
+    ]
+}
+
 /// Each sequence above, run on each driver: one named test per case and driver.
 macro_rules! regressions {
     ($($case:ident),* $(,)?) => {
@@ -2544,6 +2670,8 @@ regressions!(
     a_redriven_dependency_counts_the_open_children_too,
     a_bulk_cancel_settles_its_tasks_in_id_order,
     a_tenants_open_limit_counts_until_tasks_end,
+    a_tenant_back_from_idle_starts_at_the_fair_clock,
+    weights_share_each_claim,
 );
 
 /// Cases per driver: `PROPTEST_CASES`, or 1,000. Shrinking a failure stops after a

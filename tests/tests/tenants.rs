@@ -3,16 +3,19 @@
 //! handle, B's batch handle and no credential, each cell listed below and checked), what a
 //! tenant's lists show, tokens shown once, kept hashed and revoked, priority ceilings and
 //! group namespaces for tokens and handles alike, running limits on one node and across
-//! two, CPU budgets on one node and across two (`tenants/budgets.rs`), and the command
-//! line.
+//! two, CPU budgets on one node and across two (`tenants/budgets.rs`), the weighted fair
+//! share on one node and across two (`tenants/share.rs`), and the command line.
 
 #[path = "tenants/budgets.rs"]
 mod budgets;
+#[path = "tenants/share.rs"]
+mod share;
 
 use budgets::{
     a_cpu_budget_out_of_bounds_is_refused, a_new_tenant_gets_the_servers_cpu_budget,
     a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
 };
+use share::a_new_tenant_gets_the_servers_weight_and_keeps_it_from_bad_ones;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -1062,14 +1065,19 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
         "3",
         "--max-open",
         "50",
+        "--weight",
+        "4",
     ]);
     assert!(set.contains("running: 0 (at most 3)"), "{set}");
     assert!(set.contains("open: 0 (at most 50)"), "{set}");
+    assert!(set.contains("weight: 4"), "{set}");
     let listed = run(&["tenant", "ls"]);
     let row = listed.lines().find(|l| l.starts_with("acme")).unwrap();
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
-        ["acme", "1", "0", "3", "0", "50", "0.000", "0.000", "0.000"],
+        [
+            "acme", "1", "4", "0", "3", "0", "50", "0.000", "0.000", "0.000"
+        ],
         "{listed}"
     );
     let set = run(&[
@@ -1624,4 +1632,5 @@ qhost_tests::on_each_driver!(
     a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
     a_cpu_budget_out_of_bounds_is_refused,
     a_new_tenant_gets_the_servers_cpu_budget,
+    a_new_tenant_gets_the_servers_weight_and_keeps_it_from_bad_ones,
 );

@@ -26,6 +26,7 @@ export async function tenants() {
       ["Tenant", (t) => t.tenant],
       ["Running", (t) => against(t.running, t.max_running), true],
       ["Open", (t) => against(t.open, t.max_open), true],
+      ["Weight", (t) => String(t.weight), true, "its share of the slots under saturation"],
       ["Slot s", (t) => seconds(t.slot_micros), true, "slot time its attempts held"],
       ["CPU s", (t) => seconds(t.cpu_micros), true, "CPU time its attempts used"],
       ["Memory MiB·s", (t) => t.memory_mib_seconds.toFixed(3), true, "memory its attempts held over time"],

@@ -116,7 +116,7 @@ pub async fn metrics(
     // Tenants' counts and slot time, and the limits of those that have one.
     let tenants = state.scheduler.tenant_list().await?;
     type PerTenant = fn(&TenantInfo) -> Option<String>;
-    let per_tenant: [(&str, &str, &str, PerTenant); 9] = [
+    let per_tenant: [(&str, &str, &str, PerTenant); 10] = [
         (
             "qhost_tenant_running",
             "gauge",
@@ -140,6 +140,12 @@ pub async fn metrics(
             "gauge",
             "The open limit of each tenant that has one.",
             |t| t.max_open.map(|n| n.to_string()),
+        ),
+        (
+            "qhost_tenant_weight",
+            "gauge",
+            "Each tenant's weight: its share of the slots under saturation, against the others'.",
+            |t| Some(t.weight.to_string()),
         ),
         (
             "qhost_tenant_slot_seconds_total",

@@ -116,6 +116,12 @@ pub struct SetTenant {
     /// started wait for the next window.
     #[serde(default, deserialize_with = "super::tasks::present")]
     pub cpu_budget: Option<Option<CpuBudget>>,
+    /// Its share of the slots under saturation, against the other tenants' weights (1 to
+    /// 10000): its attempts get slot time in that proportion, whatever the number and
+    /// size of its batches. It reaches the next claim.
+    #[serde(default, deserialize_with = "crate::whole::option")]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 10000)]
+    pub weight: Option<u32>,
 }
 
 /// `max_limits`, read from an object alone: serde would take a struct from an array too.
@@ -241,6 +247,7 @@ pub async fn set(
         max_open: body.max_open,
         max_limits: body.max_limits,
         cpu_budget: body.cpu_budget,
+        weight: body.weight,
         ceiling: None,
     };
     Ok(Json(state.scheduler.tenant_set(name, change).await?))

@@ -149,7 +149,7 @@ pub struct ServeArgs {
     /// metrics_listen, max_timeout, max_memory, max_defer, max_deferrals, quota_tasks,
     /// quota_input, quota_output, quota_text, quota_children, quota_depth, webhook,
     /// webhook_secret_file, otlp_endpoint, tenant_max_priority, tenant_max_running,
-    /// tenant_max_open, tenant_cpu_budget);
+    /// tenant_max_open, tenant_cpu_budget, tenant_weight);
     /// flags and variables take precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
@@ -179,6 +179,11 @@ pub struct ServeArgs {
     /// none). The admin changes a tenant's with `qhost tenant set NAME --cpu-budget`.
     #[arg(long, env = "QHOST_TENANT_CPU_BUDGET", value_name = "CPU/PERIOD")]
     pub tenant_cpu_budget: Option<String>,
+    /// The weight a tenant gets when it is added: its share of the slots under
+    /// saturation, against the other tenants' (1 to 10000; default 1). The admin changes
+    /// a tenant's with `qhost tenant set NAME --weight N`.
+    #[arg(long, env = "QHOST_TENANT_WEIGHT", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub tenant_weight: Option<u32>,
     #[command(flatten)]
     pub quotas: QuotaArgs,
 }
@@ -226,6 +231,7 @@ struct FileConfig {
     tenant_max_running: Option<u32>,
     tenant_max_open: Option<u32>,
     tenant_cpu_budget: Option<String>,
+    tenant_weight: Option<u32>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -256,6 +262,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| {
             anyhow::anyhow!("--tenant-cpu-budget (or tenant_cpu_budget in the config file): {e}")
         })?;
+    let tenant_weight = args
+        .tenant_weight
+        .or(file.tenant_weight)
+        .map(crate::store::fair::check_weight)
+        .transpose()
+        .context("tenant_weight in the config file")?;
     let listen = args
         .listen
         .or(file.listen)
@@ -580,6 +592,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.tenant_max_running = tenant_max_running;
         config.tenant_max_open = tenant_max_open;
         config.tenant_cpu_budget = tenant_cpu_budget;
+        config.tenant_weight = tenant_weight;
         config.secret_key = Some(secret_key);
         config.default_limits = default_limits;
         config.webhook = webhook;

@@ -111,6 +111,10 @@ pub struct SetArgs {
     /// tasks not started wait for the next period.
     #[arg(long, value_name = "CPU/PERIOD")]
     pub cpu_budget: Option<String>,
+    /// Its share of the slots under saturation, against the other tenants' weights (1 to
+    /// 10000): its attempts get slot time in that proportion.
+    #[arg(long, value_name = "N")]
+    pub weight: Option<u32>,
     /// Share a group with it (again for more).
     #[arg(long, value_name = "KEY")]
     pub share_group: Vec<String>,
@@ -176,9 +180,10 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or(6)
                     .max(6);
                 outln!(
-                    "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12}  {:>11}  {:>18}",
+                    "{:<width$}  {:>6}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12}  {:>11}  {:>18}",
                     "tenant",
                     "tokens",
+                    "weight",
                     "running",
                     "max_running",
                     "open",
@@ -190,9 +195,10 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 let shown = |limit: Option<u32>| limit.map_or("-".to_owned(), |n| n.to_string());
                 for t in &list.tenants {
                     outln!(
-                        "{:<width$}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12.3}  {:>11.3}  {:>18.3}",
+                        "{:<width$}  {:>6}  {:>6}  {:>7}  {:>11}  {:>10}  {:>10}  {:>12.3}  {:>11.3}  {:>18.3}",
                         t.name,
                         t.tokens,
+                        t.weight,
                         t.running,
                         shown(t.max_running),
                         t.open,
@@ -212,6 +218,7 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 max_open,
                 max_limit,
                 cpu_budget,
+                weight,
                 share_group,
                 unshare_group,
                 allow_module,
@@ -247,6 +254,9 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     )?,
                 };
                 change.insert("cpu_budget".into(), budget);
+            }
+            if let Some(weight) = weight {
+                change.insert("weight".into(), json!(weight));
             }
             let lists_change = !max_limit.is_empty()
                 || !share_group.is_empty()
@@ -343,11 +353,12 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 outln!(
                     "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}; \
                      modules: {modules}; origins: {origins}; running: {} ({running}); open: {} \
-                     ({open}); CPU budget: {budget}; task limits at most: {maxima}",
+                     ({open}); weight: {}; CPU budget: {budget}; task limits at most: {maxima}",
                     tenant.name,
                     tenant.name,
                     tenant.running,
-                    tenant.open
+                    tenant.open,
+                    tenant.weight
                 )?;
             }
         }

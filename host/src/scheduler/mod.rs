@@ -163,6 +163,8 @@ pub struct SchedulerConfig {
     pub tenant_max_open: Option<u32>,
     /// The CPU budget a tenant gets when it is added; none: no budget.
     pub tenant_cpu_budget: Option<crate::store::CpuBudget>,
+    /// The weight a tenant gets when it is added; none: the lightest.
+    pub tenant_weight: Option<u32>,
 }
 
 impl SchedulerConfig {
@@ -186,6 +188,7 @@ impl SchedulerConfig {
             tenant_max_running: None,
             tenant_max_open: None,
             tenant_cpu_budget: None,
+            tenant_weight: None,
         }
     }
 }

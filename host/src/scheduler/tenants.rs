@@ -35,25 +35,25 @@ fn secret_hash(secret: &str) -> [u8; 32] {
 }
 
 impl Scheduler {
-    /// Adds a tenant, with the server's running and open limits and CPU budget for new
-    /// tenants, where it has them.
+    /// Adds a tenant, with the server's running and open limits, CPU budget and weight for
+    /// new tenants, where it has them.
     pub async fn tenant_add(&self, name: String) -> Result<TenantInfo> {
         let info = self.store.tenant_add(name, now_micros()).await?;
         let config = &self.config;
-        let (running, open, budget) = (
-            config.tenant_max_running,
-            config.tenant_max_open,
-            config.tenant_cpu_budget,
-        );
-        if running.is_none() && open.is_none() && budget.is_none() {
-            return Ok(info);
-        }
         let change = TenantChange {
-            max_running: running.map(Some),
-            max_open: open.map(Some),
-            cpu_budget: budget.map(Some),
+            max_running: config.tenant_max_running.map(Some),
+            max_open: config.tenant_max_open.map(Some),
+            cpu_budget: config.tenant_cpu_budget.map(Some),
+            weight: config.tenant_weight,
             ..TenantChange::default()
         };
+        if change.max_running.is_none()
+            && change.max_open.is_none()
+            && change.cpu_budget.is_none()
+            && change.weight.is_none()
+        {
+            return Ok(info);
+        }
         Ok(self
             .store
             .tenant_set(info.name, change, now_micros())

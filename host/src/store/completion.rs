@@ -183,6 +183,7 @@ impl AttemptEnd<'_> {
     /// sum over its attempts.
     pub(crate) fn used(&self) -> Used {
         Used {
+            attempts: 1,
             slot_micros: (self.ended_at - self.started_at).max(0),
             cpu_micros: self.cpu_micros.unwrap_or(0).max(0),
             memory_mib_seconds: self.memory_mib_seconds.unwrap_or(0.0).max(0.0),
@@ -190,10 +191,12 @@ impl AttemptEnd<'_> {
     }
 }
 
-/// What attempts used: the slot time they held and the CPU time they burned, in
-/// microseconds, and the memory they held, in MiB-seconds. A hand-back (no run) uses none.
+/// What attempts used: how many ran, the slot time they held and the CPU time they
+/// burned, in microseconds, and the memory they held, in MiB-seconds. A hand-back (no run)
+/// uses none.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Used {
+    pub(crate) attempts: i64,
     pub(crate) slot_micros: Micros,
     pub(crate) cpu_micros: Micros,
     pub(crate) memory_mib_seconds: f64,
@@ -201,6 +204,7 @@ pub(crate) struct Used {
 
 impl std::ops::AddAssign for Used {
     fn add_assign(&mut self, other: Used) {
+        self.attempts += other.attempts;
         self.slot_micros += other.slot_micros;
         self.cpu_micros += other.cpu_micros;
         self.memory_mib_seconds += other.memory_mib_seconds;

@@ -8,8 +8,8 @@
 //! captured output as JSON text, `select`: which tasks a bulk action reaches, `keys`:
 //! requests done exactly once, `list`: lists' filters, order and pages, `stats`: the whole
 //! queue at a glance, `webhook`: the outbox of events owed to webhooks, `usage`: what tenants and batches
-//! used), the policies both drivers share (`pick`: claim order and rooms; `rate`: a group's
-//! rate as a token bucket;
+//! used), the policies both drivers share (`pick`: claim order and rooms; `fair`: how a
+//! claim divides its slots among tenants by weight; `rate`: a group's rate as a token bucket;
 //! `admit`: what a submission may add and where it puts the gate; `quota`: what a batch
 //! may store; `fate`: retry or end;
 //! `errors`: the refusals), and `open`, which picks the driver a URL names.
@@ -25,6 +25,7 @@ pub(crate) mod budget;
 mod completion;
 mod cut;
 mod errors;
+pub mod fair;
 mod fate;
 mod grant;
 pub mod graph;

@@ -59,6 +59,9 @@ pub struct TenantInfo {
     pub max_open: Option<u32>,
     /// Its tasks open now.
     pub open: u64,
+    /// Its share of the slots under saturation, against the other tenants' weights: its
+    /// attempts get slot time in that proportion ([`crate::store::fair`]).
+    pub weight: u32,
     /// The slot time its attempts have held, in microseconds: from each attempt's start
     /// to its end, as the execution log records them, summed since it was added.
     pub slot_micros: u64,
@@ -109,6 +112,8 @@ pub struct TenantChange {
     pub max_limits: Option<TenantMaxima>,
     /// `Some(None)`: no budget.
     pub cpu_budget: Option<Option<CpuBudget>>,
+    /// Its weight in the fair share.
+    pub weight: Option<u32>,
     /// The ceiling `max_priority` resolves to (the server's where it sets none): the
     /// tenant's batches and work not started above it drop to it in the same transaction.
     pub ceiling: Option<i32>,

@@ -19,6 +19,8 @@ pub struct TenantUsage {
     pub open: u64,
     #[schema(required = true)]
     pub max_open: Option<u32>,
+    /// Its weight: its share of the slots under saturation, against the other tenants'.
+    pub weight: u32,
     /// The slot time its attempts have held, in microseconds.
     pub slot_micros: u64,
     /// The CPU time its attempts have used, in microseconds.
@@ -43,6 +45,7 @@ impl From<TenantInfo> for TenantUsage {
             max_running: t.max_running,
             open: t.open,
             max_open: t.max_open,
+            weight: t.weight,
             slot_micros: t.slot_micros,
             cpu_micros: t.cpu_micros,
             memory_mib_seconds: t.memory_mib_seconds,

@@ -79,6 +79,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
             ..TenantMaxima::default()
         }),
         cpu_budget: Some(Some(CpuBudget::parse("10s/1h").unwrap())),
+        weight: Some(5),
         ceiling: Some(7),
     })
     .await
@@ -99,6 +100,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
             changed.modules.as_deref(),
             changed.max_running,
             changed.max_open,
+            changed.weight,
         ),
         (
             Some(7),
@@ -106,6 +108,7 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
             Some(&["echo".to_owned()][..]),
             Some(3),
             Some(40),
+            5,
         )
     );
     let kept = set(TenantChange::default()).await.unwrap();

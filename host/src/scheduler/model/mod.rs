@@ -16,8 +16,9 @@
 //! with re-drive (`redrive.rs`), dependency edges with their failure policies
 //! (`graph.rs`; fan-ins, `after: "*"`, are left to the conformance tests), children
 //! submitted by claimed tasks and suspensions (`spawn.rs`), and deferred attempts with
-//! the holds they put on their groups (`defer.rs`), and tenants' CPU budgets with the holds
-//! their windows put on them (`budget.rs`).
+//! the holds they put on their groups (`defer.rs`), tenants' CPU budgets with the holds
+//! their windows put on them (`budget.rs`), and the weighted fair share that divides each
+//! claim among tenants (`fair.rs`).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +28,7 @@ use crate::store::{BatchId, Micros, OnFailure, TaskId, TaskState, TenantId};
 
 mod budget;
 mod defer;
+mod fair;
 mod graph;
 mod pause;
 mod rate;
@@ -36,6 +38,7 @@ mod store;
 #[cfg(test)]
 mod tests;
 
+pub use fair::Share;
 pub use rate::Rate;
 pub use spawn::SpawnRefused;
 pub use store::{Batch, ClaimOutcome, Ending, Model, NewDep, NewTask, Refused};
@@ -86,6 +89,9 @@ pub struct Task {
     /// Claimed and started on its node's slot: `running`; claimed and not started:
     /// `reserved`.
     pub started: bool,
+    /// When it was last claimed: its attempt holds its slot from then to its end (a start
+    /// mark's time is not modeled).
+    pub claimed_at: Micros,
     /// The tasks it runs after, each with what its failure does to this one.
     pub after: Vec<(TaskId, OnFailure)>,
     /// Those of them it waits for: not ended since it was submitted or re-driven, or run

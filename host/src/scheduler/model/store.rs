@@ -145,6 +145,10 @@ pub struct Model {
     pub tenant_limits: BTreeMap<TenantId, u32>,
     /// The tenants with an open limit, and their limit.
     pub tenant_max_open: BTreeMap<TenantId, u32>,
+    /// What the fair share keeps of each tenant that ran or was given a weight (`fair.rs`).
+    pub shares: BTreeMap<TenantId, super::fair::Share>,
+    /// The fair share's clock: the highest standing a claim served.
+    pub fair_clock: i64,
     /// The children claimed tasks submitted, by parent and key.
     pub children: BTreeMap<(TaskId, String), TaskId>,
     next_task: TaskId,
@@ -172,6 +176,8 @@ impl Model {
             vtime: 0,
             tenant_limits: BTreeMap::new(),
             tenant_max_open: BTreeMap::new(),
+            shares: BTreeMap::new(),
+            fair_clock: 0,
             children: BTreeMap::new(),
             next_task: 1,
             next_batch: 1,
@@ -395,6 +401,7 @@ impl Model {
                 outcome: None,
                 cancel_requested: false,
                 started: false,
+                claimed_at: 0,
                 after: Vec::new(),
                 waits: BTreeSet::new(),
             });
@@ -404,36 +411,18 @@ impl Model {
         Ok(ids)
     }
 
-    /// Claims up to `k` tasks at `now` (see [`claim_order`]).
+    /// Claims up to `k` tasks at `now` (see [`claim_order`]), divided among tenants by
+    /// their fair share (`fair.rs`).
     pub fn claim(&mut self, now: Micros, k: usize) -> ClaimOutcome {
-        let (group_limits, batch_limits) = self.limits();
-        let mut tokens = self.tokens(now);
-        tokens.extend(self.held(now));
-        let taken = claim_order(
-            &self.tasks,
-            &group_limits,
-            &tokens,
-            &batch_limits,
-            &self.batch_tenants(now),
-            now,
-            k,
-        );
-        self.spend_tokens(&taken, now);
+        let taken = self.claim_shared(now, k, |m, k, caps| m.claim_round(now, k, caps));
         let mut tasks = Vec::new();
         let mut cpu_left = BTreeMap::new();
         for &id in &taken {
-            let task = self.task_mut(id).expect("a claimed task exists");
-            task.phase = Phase::Claimed;
-            task.started = false;
-            task.attempts += 1;
-            let (attempt, batch, order, vseq) = (task.attempts, task.batch, task.order, task.vseq);
-            tasks.push((id, attempt));
-            if let Some(left) = self.cpu_left(batch, now) {
+            let task = self.task(id).expect("a claimed task exists");
+            tasks.push((id, task.attempts));
+            if let Some(left) = self.cpu_left(task.batch, now) {
                 cpu_left.insert(id, left);
             }
-            let b = self.batches.get_mut(&batch).expect("a task's batch exists");
-            b.started_order = Some(b.started_order.map_or(order, |o| o.max(order)));
-            self.vtime = self.vtime.max(vseq);
         }
         let next_due = if taken.len() < k {
             let gates = gates(&self.tasks);
@@ -458,6 +447,51 @@ impl Model {
         }
     }
 
+    /// Takes up to `k` tasks at `now` in claim order, at most `caps` of each tenant's
+    /// (a tenant left out: none) when given.
+    fn claim_round(
+        &mut self,
+        now: Micros,
+        k: usize,
+        caps: Option<&BTreeMap<TenantId, i64>>,
+    ) -> Vec<TaskId> {
+        let (group_limits, batch_limits) = self.limits();
+        let mut tokens = self.tokens(now);
+        tokens.extend(self.held(now));
+        let mut batch_tenants = self.batch_tenants(now);
+        if let Some(caps) = caps {
+            for (&id, b) in &self.batches {
+                let Some(tenant) = b.tenant else { continue };
+                let cap = caps.get(&tenant).copied().unwrap_or(0);
+                let most = (self.tenant_claimed(tenant) + cap).min(i64::from(u32::MAX)) as u32;
+                let limit = batch_tenants.get(&id).map_or(most, |&(_, l)| l.min(most));
+                batch_tenants.insert(id, (tenant, limit));
+            }
+        }
+        let taken = claim_order(
+            &self.tasks,
+            &group_limits,
+            &tokens,
+            &batch_limits,
+            &batch_tenants,
+            now,
+            k,
+        );
+        self.spend_tokens(&taken, now);
+        for &id in &taken {
+            let task = self.task_mut(id).expect("a claimed task exists");
+            task.phase = Phase::Claimed;
+            task.started = false;
+            task.attempts += 1;
+            task.claimed_at = now;
+            let (batch, order, vseq) = (task.batch, task.order, task.vseq);
+            let b = self.batches.get_mut(&batch).expect("a task's batch exists");
+            b.started_order = Some(b.started_order.map_or(order, |o| o.max(order)));
+            self.vtime = self.vtime.max(vseq);
+        }
+        taken
+    }
+
     /// Records how a claimed task's attempt ended at `now`; returns the state it is in
     /// after, or `None` when it was not claimed (the store ignores such a completion).
     pub fn complete(&mut self, id: TaskId, ending: Ending, now: Micros) -> Option<Phase> {
@@ -475,6 +509,7 @@ impl Model {
         let batch = self.task(id)?.batch;
         if self.task(id)?.phase == Phase::Claimed {
             self.charge_cpu(batch, cpu, now);
+            self.charge_slot(batch, self.task(id)?.claimed_at, now);
         }
         // A halting batch with a task failed for good retries nothing more.
         let halted = self.batches[&batch].failure_policy == FailurePolicy::Halt

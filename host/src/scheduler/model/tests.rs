@@ -377,3 +377,36 @@ fn a_tenant_limit_counts_every_batch_of_the_tenant_and_no_other() {
         .unwrap();
     assert_eq!(ids(m.claim(NOW, 10)), more);
 }
+
+#[test]
+fn a_claim_divides_its_slots_among_tenants_by_weight_whatever_their_priorities() {
+    let mut m = Model::new();
+    let mut batches = Vec::new();
+    for (tenant, weight) in [(1, 1), (2, 2), (3, 5)] {
+        // The lightest tenant's work has the highest priority: it orders its own work only.
+        let b = m.open_batch(10 - tenant as i32, None, FailurePolicy::Continue);
+        m.set_batch_tenant(b, tenant);
+        m.set_tenant_weight(tenant, weight);
+        m.submit(b, &vec![new_task(0, None); 10]).unwrap();
+        batches.push(b);
+    }
+    let per_tenant = |m: &Model, claimed: &[TaskId]| {
+        let mut counts = [0; 3];
+        for &id in claimed {
+            let batch = m.task(id).unwrap().batch;
+            counts[batches.iter().position(|&b| b == batch).unwrap()] += 1;
+        }
+        counts
+    };
+    let claimed = ids(m.claim(NOW, 8));
+    assert_eq!(per_tenant(&m, &claimed), [1, 2, 5]);
+    // A tenant whose tasks wait on a full group leaves its share to the others.
+    let grouped = m.open_batch(0, None, FailurePolicy::Continue);
+    m.set_batch_tenant(grouped, 4);
+    m.set_tenant_weight(4, 100);
+    m.set_group_limit("full", 0);
+    m.submit(grouped, &[new_task(0, Some("full"))]).unwrap();
+    let claimed = ids(m.claim(NOW, 8));
+    assert_eq!(claimed.len(), 8);
+    assert_eq!(per_tenant(&m, &claimed).iter().sum::<i32>(), 8);
+}

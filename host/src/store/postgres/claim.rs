@@ -5,20 +5,24 @@
 //! priority, fair-queueing and submission order (and, when busy or full groups leave the
 //! window short, each other group's first tasks and the ungrouped ones behind it, from
 //! indexes of their own); takes its batches' gate locks shared (tried, not waited for: a
-//! submission is changing that gate); locks the group, batch and tenant counters it will
-//! consume with `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that group,
-//! batch or tenant full for this one); picks tasks first-fit where the locked counters
-//! have room; and locks exactly the picked tasks, `SKIP LOCKED` again. Picks another
+//! submission is changing that gate); locks the group, batch and limited tenant counters
+//! it will consume with `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that
+//! group, batch or tenant full for this one); picks tasks first-fit where the locked
+//! counters have room; and locks exactly the picked tasks, `SKIP LOCKED` again. A tenant
+//! without a running limit has no room to reserve: its counter is only counted at the
+//! claim's end, where a claim may wait for another's count to commit (`share.rs` divides
+//! the claim among tenants). Picks another
 //! claim locked first are replaced from the candidates left, a few rounds at most. So
 //! concurrent claimers take disjoint tasks without blocking each other, and between them
 //! take what one claimer would have (no head-of-line blocking: a blocked task is passed
 //! over, never waited on). A taken task moves from `ready` to `leases`; its attempt's end
 //! removes the lease (see the schema's version 3 for why these are tables of their own).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use deadpool_postgres::GenericClient;
 
+use super::share::Share;
 use super::{Commit, PostgresStore, digest_of, gate, pg};
 use crate::runtime::MountGrant;
 use crate::store::pick::{Candidate, Place, Rooms, before};
@@ -56,12 +60,12 @@ pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running, \
     WHERE key = ANY($1) AND running < lim AND held_until <= $2 AND (rate_limit IS NULL \
         OR rate_tat - (rate_burst - 1) * greatest(1, rate_period / rate_limit) <= $2) \
     ORDER BY key FOR UPDATE SKIP LOCKED";
-/// Locks the counters of the claim's tenants that no other claim holds, with their room
-/// (NULL: no limit; none while held at `$2`) and their budget's columns (store/budget.rs).
-pub(super) const LOCK_TENANTS_SQL: &str = "SELECT id, \
-    CASE WHEN held_until > $2 THEN 0 ELSE max_running - running END, \
-    cpu_budget, budget_period, budget_window, budget_used FROM tenants \
-    WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED";
+/// The claim's tenants with their room (NULL: no limit; none while held at `$2`) and
+/// their budget's columns (store/budget.rs). The counters of tenants with a running limit
+/// are locked, those no other claim holds; the others' are only counted, at the claim's
+/// end (`claim_count_tenants.sql`), so that claims of one tenant's work on several nodes
+/// do not pass each other over.
+pub(super) const LOCK_TENANTS_SQL: &str = include_str!("sql/claim_lock_tenants.sql");
 /// When the next held tenant is let go.
 pub(super) const NEXT_TENANT_HOLD_SQL: &str =
     "SELECT MIN(held_until) FROM tenants WHERE held_until > 0 AND held_until > $1";
@@ -185,6 +189,9 @@ struct Held {
     tried_groups: HashSet<String>,
     tried_tenants: HashSet<TenantId>,
     rooms: Rooms,
+    /// The most of each tenant's tasks this round of the fair share takes (a tenant left
+    /// out: none); none: no share.
+    caps: Option<BTreeMap<TenantId, i64>>,
     /// The CPU its budget leaves each tenant tried (none: no budget).
     cpu_left: HashMap<TenantId, Option<Micros>>,
     /// Another transaction held a gate or counter this claim wanted.
@@ -275,11 +282,18 @@ impl Held {
             || batch_rows.len() < limited.len()
             || (group_rows.len() as i64) < free
             || tenant_rows.len() < tenants.len();
-        self.rooms.tenants.extend(
-            tenant_rows
-                .iter()
-                .map(|row| (row.get(0), row.get::<_, Option<i32>>(1).map(i64::from))),
-        );
+        self.rooms.tenants.extend(tenant_rows.iter().map(|row| {
+            let tenant: TenantId = row.get(0);
+            let room = row.get::<_, Option<i32>>(1).map(i64::from);
+            let room = match &self.caps {
+                None => room,
+                Some(caps) => {
+                    let cap = caps.get(&tenant).copied().unwrap_or(0);
+                    Some(room.map_or(cap, |room| room.min(cap)))
+                }
+            };
+            (tenant, room)
+        }));
         self.cpu_left.extend(tenant_rows.iter().map(|row| {
             let window = Window {
                 budget: CpuBudget::from_stored(row.get(2), row.get(3)),
@@ -316,7 +330,7 @@ pub(super) async fn claim(store: &PostgresStore, params: ClaimParams) -> StoreRe
         ..params
     };
     let mut claimed = transaction!(store, Commit::Bookkeeping, |tx| {
-        claim_in(store, &tx, &params).await
+        super::share::claim_shared(store, &tx, &params).await
     })?;
     claimed.next_due = claimed.next_due.map(|at| store.local_time(at));
     Ok(claimed)
@@ -325,7 +339,7 @@ pub(super) async fn claim(store: &PostgresStore, params: ClaimParams) -> StoreRe
 /// What follows a claim of `taken` tasks: when it took fewer than it could, when the next
 /// delayed task is due; when it took all it could, claimable work may be left behind, and
 /// nodes with idle slots are told to claim it.
-async fn follow_up(
+pub(super) async fn follow_up(
     store: &PostgresStore,
     tx: &impl GenericClient,
     p: &ClaimParams,
@@ -338,13 +352,26 @@ async fn follow_up(
     }
 }
 
-async fn claim_in(
+/// One claim of up to `p.max` tasks, at most `share.caps` of each tenant's when it runs
+/// in a fair share's round: what it took, in claim order, with their tenants. The last
+/// round (`follow`) says in the same round trip when the next task is due, or tells
+/// other nodes to claim.
+pub(super) async fn claim_round(
     store: &PostgresStore,
     tx: &impl GenericClient,
     p: &ClaimParams,
-) -> StoreResult<Claimed> {
+    share: Option<&Share>,
+    follow: bool,
+) -> StoreResult<(Claimed, Vec<Option<TenantId>>)> {
+    let then = async |taken: usize| {
+        if follow {
+            follow_up(store, tx, p, taken).await
+        } else {
+            Ok(None)
+        }
+    };
     if p.max == 0 {
-        return Ok(Claimed::default());
+        return Ok((Claimed::default(), Vec::new()));
     }
     // The window: as many tasks as the claim may take, and a few for those a group or
     // batch limit turns away, up to a bound: past it, reading on in the queue's order
@@ -373,12 +400,19 @@ async fn claim_in(
         candidates.push(c);
     }
     let Some((priority, vseq, id)) = last else {
-        return Ok(Claimed {
-            next_due: follow_up(store, tx, p, 0).await?,
-            ..Claimed::default()
-        });
+        let next_due = then(0).await?;
+        return Ok((
+            Claimed {
+                next_due,
+                ..Claimed::default()
+            },
+            Vec::new(),
+        ));
     };
-    let mut held = Held::default();
+    let mut held = Held {
+        caps: share.map(|s| s.caps.clone()),
+        ..Held::default()
+    };
     held.take(tx, &candidates, p.now).await?;
 
     // A full window that cannot fill the claim (busy, full groups or batches): look behind
@@ -514,11 +548,15 @@ async fn claim_in(
         contended = true;
     }
     if taken.is_empty() {
-        return Ok(Claimed {
-            contended,
-            next_due: follow_up(store, tx, p, 0).await?,
-            ..Claimed::default()
-        });
+        let next_due = then(0).await?;
+        return Ok((
+            Claimed {
+                contended,
+                next_due,
+                ..Claimed::default()
+            },
+            Vec::new(),
+        ));
     }
     // Counter changes per limited batch and per group.
     let mut batch_taken: HashMap<BatchId, i32> = HashMap::new();
@@ -541,6 +579,10 @@ async fn claim_in(
         .filter_map(|c| Some((c.id, cpu_left.get(&c.tenant?).copied().flatten()?)))
         .collect();
     let latest_vseq = taken.iter().map(|c| c.vseq).max().unwrap_or(0);
+    let tenant_of: HashMap<TaskId, TenantId> = taken
+        .iter()
+        .filter_map(|c| Some((c.id, c.tenant?)))
+        .collect();
     let taken: Vec<i64> = taken.iter().map(|c| c.id).collect();
     let (batch_ids, batch_counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
     let (group_keys, group_counts): (Vec<&str>, Vec<i32>) = group_taken.into_iter().unzip();
@@ -587,13 +629,14 @@ async fn claim_in(
             if tenant_ids.is_empty() {
                 return Ok(0);
             }
-            tx.execute(&count_tenants, &[&tenant_ids, &tenant_counts])
+            let clock = share.map_or(0, |s| s.clock);
+            tx.execute(&count_tenants, &[&tenant_ids, &tenant_counts, &clock])
                 .await
                 .map_err(pg)
         },
         async { tx.execute(&clock, &[&latest_vseq]).await.map_err(pg) },
         // In the same round trip.
-        follow_up(store, tx, p, taken_count),
+        then(taken_count),
     )?;
     let mut picked: Vec<(i32, i64, ClaimedTask)> = rows
         .iter()
@@ -622,11 +665,16 @@ async fn claim_in(
         task.cpu_left = left.get(&task.id).copied();
     }
     picked.sort_by_key(|(priority, vseq, task)| (-priority, *vseq, task.id));
-    Ok(Claimed {
+    let tenants = picked
+        .iter()
+        .map(|(_, _, task)| tenant_of.get(&task.id).copied())
+        .collect();
+    let claimed = Claimed {
         tasks: picked.into_iter().map(|(_, _, task)| task).collect(),
         contended,
         next_due,
-    })
+    };
+    Ok((claimed, tenants))
 }
 
 /// Marks claimed tasks started: reserved becomes running.

@@ -205,12 +205,13 @@ impl Freed {
             let held: Vec<i64> = rows.iter().map(|r| r.1.1.slot_micros).collect();
             let cpu: Vec<i64> = rows.iter().map(|r| r.1.1.cpu_micros).collect();
             let memory: Vec<f64> = rows.iter().map(|r| r.1.1.memory_mib_seconds).collect();
+            let ran: Vec<i64> = rows.iter().map(|r| r.1.1.attempts).collect();
             let stmt = tx
                 .prepare_cached(include_str!("sql/complete_free_tenants.sql"))
                 .await
                 .map_err(pg)?;
             let rows = tx
-                .query(&stmt, &[&ids, &counts, &held, &cpu, &memory, &now])
+                .query(&stmt, &[&ids, &counts, &held, &cpu, &memory, &now, &ran])
                 .await
                 .map_err(pg)?;
             tenant_held = rows.iter().any(|r| r.get::<_, bool>(0));

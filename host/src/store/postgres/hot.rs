@@ -41,6 +41,11 @@ pub const HOT: &[Hot] = &[
         indexes: &["ready_free on ready", "ready_group on ready"],
     },
     Hot {
+        name: "claim: the tenants with ready work, for the fair share",
+        sql: super::share::LANES_SQL,
+        indexes: &["ready_lanes on ready"],
+    },
+    Hot {
         name: "claim: the batches' counters locked",
         sql: claim::LOCK_BATCHES_SQL,
         indexes: &[],

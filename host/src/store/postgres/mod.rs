@@ -131,6 +131,7 @@ mod quotas;
 mod redrive;
 mod schedules;
 mod schema;
+mod share;
 mod spawn;
 mod stats;
 mod tasks;

@@ -208,6 +208,7 @@ pub(super) async fn submit_in(
                     &tasks.trace(),
                     &c.key,
                     &c.deps_open,
+                    &tenant,
                 ],
             )
             .await

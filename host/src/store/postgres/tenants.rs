@@ -6,6 +6,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::{Commit, PostgresStore, pg};
+use crate::store::fair;
 use crate::store::*;
 
 /// A JSON column's value; none when NULL or unreadable.
@@ -32,6 +33,7 @@ fn tenant(r: &Row, now: Micros) -> TenantInfo {
         slot_micros: r.get::<_, i64>(13) as u64,
         cpu_micros: r.get::<_, i64>(14) as u64,
         memory_mib_seconds: r.get(15),
+        weight: r.get::<_, i32>(21) as u32,
         cpu_budget: None,
         budget_used_micros: 0,
         held_until: None,
@@ -158,6 +160,10 @@ pub(super) async fn set(
             .then(|| serde_json::to_string(maxima).expect("maxima serialize"))
     });
     let (cpu, period) = CpuBudget::columns(change.cpu_budget.flatten());
+    let weight = change
+        .weight
+        .map(|w| fair::check_weight(w).map(|w| w as i32))
+        .transpose()?;
     transaction!(store, Commit::Durable, |tx| {
         let id = tenant_id(&tx, &name).await?;
         tx.execute(
@@ -181,6 +187,7 @@ pub(super) async fn set(
                 &cpu,
                 &period,
                 &now,
+                &weight,
             ],
         )
         .await

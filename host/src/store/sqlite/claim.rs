@@ -8,11 +8,11 @@
 //! tasks whose group, batch or tenant is full (no head-of-line blocking: a blocked task
 //! is passed over, never waited on); picks first-fit ([`crate::store::pick`]), so one
 //! claim never takes more of a group, batch or tenant than it has room for; and takes the
-//! picks by id. A group with a rate
-//! has no more room than tokens ([`crate::store::rate`]); the claim moves its bucket on
-//! with its counter.
+//! picks by id. A group with a rate has no more room than tokens ([`crate::store::rate`]);
+//! the claim moves its bucket on with its counter. A tenant has no more room than its
+//! fair share gives it (`share.rs` runs the claim in rounds).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -188,14 +188,33 @@ fn beyond(
     Ok((rows, lists))
 }
 
-/// Gives `rooms` the room of the batch, group and tenant of a row it has not met yet.
-fn meet(rooms: &mut Rooms, (candidate, batch_room, group_room, _, tenant_room): &CandidateRow) {
+/// A claim's round of the fair share (`share.rs`): the most it takes of each tenant's
+/// tasks (a tenant left out: none), and the fair clock it read.
+pub(super) struct Share<'a> {
+    pub caps: &'a BTreeMap<TenantId, i64>,
+    pub clock: i64,
+}
+
+/// Gives `rooms` the room of the batch, group and tenant of a row it has not met yet; a
+/// tenant's room is at most what `share` gives it.
+fn meet(
+    rooms: &mut Rooms,
+    share: Option<&Share<'_>>,
+    (candidate, batch_room, group_room, _, tenant_room): &CandidateRow,
+) {
     rooms.batches.entry(candidate.batch).or_insert(*batch_room);
     if let (Some(group), Some(room)) = (&candidate.group, group_room) {
         rooms.groups.entry(group.clone()).or_insert(*room);
     }
     if let Some(tenant) = candidate.tenant {
-        rooms.tenants.entry(tenant).or_insert(*tenant_room);
+        let room = match share {
+            None => *tenant_room,
+            Some(share) => {
+                let cap = share.caps.get(&tenant).copied().unwrap_or(0);
+                Some(tenant_room.map_or(cap, |room| room.min(cap)))
+            }
+        };
+        rooms.tenants.entry(tenant).or_insert(room);
     }
 }
 
@@ -223,8 +242,10 @@ pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ?
     rate_tat = CASE WHEN rate_limit IS NULL THEN rate_tat
                     ELSE max(rate_tat, ?3) + ?1 * max(1, rate_period / rate_limit) END
     WHERE key = ?2";
-/// A tenant has `?1` more tasks claimed; returns its budget's columns (store/budget.rs).
-pub(super) const TENANT_TAKE_SQL: &str = "UPDATE tenants SET running = running + ?1 \
+/// A tenant has `?1` more tasks claimed; one that had none starts its fair share no lower
+/// than the clock `?3` (store/fair.rs). Returns its budget's columns (store/budget.rs).
+pub(super) const TENANT_TAKE_SQL: &str = "UPDATE tenants SET running = running + ?1, \
+    fair_used = CASE WHEN running = 0 THEN max(fair_used, ?3 * weight) ELSE fair_used END \
     WHERE id = ?2 RETURNING cpu_budget, budget_period, budget_window, budget_used";
 /// When the next held tenant is let go.
 pub(super) const NEXT_TENANT_HOLD_SQL: &str = include_str!("sql/claim_next_tenant_hold.sql");
@@ -234,7 +255,7 @@ pub(super) const VTIME_SQL: &str = "UPDATE scheduler SET vtime = max(vtime, ?)";
 /// Claims up to `p.max` tasks for `p.node`; says when a delayed task becomes due if it
 /// took fewer.
 pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Claimed> {
-    let tasks = claim_tasks(tx, p)?;
+    let tasks = super::share::claim_shared(tx, p)?;
     let next_due = if tasks.len() < p.max {
         let due: Option<Micros> = tx
             .prepare_cached(NEXT_DUE_SQL)
@@ -268,17 +289,23 @@ pub(super) fn claim(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Claime
     })
 }
 
-/// Reads candidates, picks those their groups and batches have room for, and takes them.
-fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<ClaimedTask>> {
+/// Reads candidates, picks those their groups, batches and tenants have room for (at most
+/// what `share` gives each tenant), and takes them. Returns them in claim order, with
+/// their tenants.
+pub(super) fn claim_tasks(
+    tx: &Transaction<'_>,
+    p: &ClaimParams,
+    share: Option<&Share<'_>>,
+) -> StoreResult<(Vec<ClaimedTask>, Vec<Option<TenantId>>)> {
     if p.max == 0 {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     // Room for candidates a group or batch limit turns away within this claim.
     let scan = p.max * 2 + 32;
     let mut rooms = Rooms::default();
     let mut candidates: Vec<Candidate> = Vec::new();
     let add = |rooms: &mut Rooms, candidates: &mut Vec<Candidate>, row: CandidateRow| {
-        meet(rooms, &row);
+        meet(rooms, share, &row);
         candidates.push(row.0);
     };
     let mut last = None;
@@ -304,7 +331,7 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
             let (rows, lists) = beyond(tx, p.now, after, p.max - fits, &trial)?;
             let mut probe = trial.clone();
             for row in &rows {
-                meet(&mut probe, row);
+                meet(&mut probe, share, row);
                 probe.take(&row.0);
             }
             let frontier = frontier(&lists, &probe);
@@ -313,7 +340,7 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
                 .into_iter()
                 .filter(|row| frontier.is_none_or(|f| !before(f, place(row))))
             {
-                meet(&mut trial, &row);
+                meet(&mut trial, share, &row);
                 if trial.take(&row.0) {
                     fits += 1;
                 }
@@ -331,7 +358,7 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
         .take(p.max)
         .collect();
     if picks.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     // Tokens differ between attempts of a task: a fresh random base for every claim.
     let token_base = random_token() >> 2;
@@ -413,8 +440,9 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
     let mut tenant_running = tx.prepare_cached(TENANT_TAKE_SQL).map_err(internal)?;
     let mut cpu_left: HashMap<TenantId, Option<Micros>> = HashMap::new();
     for (tenant, count) in tenants {
+        let clock = share.map_or(0, |s| s.clock);
         let window = tenant_running
-            .query_row(params![count, tenant], |r| {
+            .query_row(params![count, tenant, clock], |r| {
                 Ok(Window {
                     budget: CpuBudget::from_stored(r.get(0)?, r.get(1)?),
                     start: r.get(2)?,
@@ -424,12 +452,12 @@ fn claim_tasks(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult<Vec<Claimed
             .map_err(internal)?;
         cpu_left.insert(tenant, window.left(p.now));
     }
-    for (task, tenant) in claimed.iter_mut().zip(claimed_tenants) {
+    for (task, tenant) in claimed.iter_mut().zip(&claimed_tenants) {
         task.cpu_left = tenant.and_then(|t| cpu_left.get(&t).copied().flatten());
     }
     tx.prepare_cached(VTIME_SQL)
         .map_err(internal)?
         .execute([latest_vseq])
         .map_err(internal)?;
-    Ok(claimed)
+    Ok((claimed, claimed_tenants))
 }

@@ -52,9 +52,10 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
 /// same slots leave.
 pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ? \
     RETURNING webhook_url IS NOT NULL, tenant_id";
-/// A tenant has `?1` fewer tasks claimed, whose attempts held slots `?2` microseconds,
-/// used `?4` microseconds of CPU and held `?5` MiB-seconds of memory, counted in its
-/// budget's window at `?6`; returns whether the tenant is held then.
+/// A tenant has `?1` fewer tasks claimed, whose `?7` attempts that ran held slots `?2`
+/// microseconds, used `?4` microseconds of CPU and held `?5` MiB-seconds of memory,
+/// counted in its fair share and its budget's window at `?6`; returns whether the tenant
+/// is held then.
 pub(super) const TENANT_FREE_SQL: &str = include_str!("sql/complete_free_tenant.sql");
 /// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
 pub(super) const GROUP_HOLD_SQL: &str =
@@ -332,7 +333,8 @@ fn free_tenant(
                     tenant,
                     used.cpu_micros,
                     used.memory_mib_seconds,
-                    now
+                    now,
+                    used.attempts
                 ],
                 |r| r.get(0),
             )

@@ -51,6 +51,7 @@ mod quotas;
 mod redrive;
 mod schedules;
 mod schema;
+mod share;
 mod spawn;
 mod stats;
 mod tasks;

@@ -26,6 +26,8 @@ const ORDER_BY_KEY: &str = "SEARCH batch_orders USING PRIMARY KEY (batch_id=? AN
 const ORDERS_OF_BATCH: &str = "SEARCH o USING PRIMARY KEY (batch_id=?)";
 const TENANT_OF_BATCH: &str = "SEARCH n USING INTEGER PRIMARY KEY (rowid=?)";
 const TENANT_BY_ID: &str = "SEARCH tenants USING INTEGER PRIMARY KEY (rowid=?)";
+/// Steps that read a statement's own rows, not a table: a recursive walk's.
+const CTES: &[&str] = &["SCAN CONSTANT ROW", "SCAN lanes"];
 
 const HOT: &[Hot] = &[
     // Submission.
@@ -86,6 +88,15 @@ const HOT: &[Hot] = &[
             "SEARCH t USING INDEX tasks_ready_group (group_key=?",
             "SEARCH b USING INTEGER PRIMARY KEY (rowid=?)",
             TENANT_OF_BATCH,
+        ],
+    },
+    Hot {
+        name: "claim: the tenants with ready work, for the fair share",
+        sql: super::share::LANES_SQL,
+        plan: &[
+            "SEARCH tasks USING COVERING INDEX tasks_lanes (tenant_id>?)",
+            "SEARCH n USING INTEGER PRIMARY KEY (rowid=?)",
+            "USING COVERING INDEX tasks_lanes (tenant_id=? AND not_before<?)",
         ],
     },
     Hot {
@@ -258,7 +269,8 @@ fn check_plans(conn: &Connection, when: &str) {
                 step.contains("TEMP B-TREE")
                     || (step.starts_with("SCAN ")
                         && !step.contains(" USING ")
-                        && !step.contains("VIRTUAL TABLE"))
+                        && !step.contains("VIRTUAL TABLE")
+                        && !CTES.contains(&step.as_str()))
             })
             .collect();
         if !missing.is_empty() || !bad.is_empty() {
@@ -329,7 +341,10 @@ fn every_hot_statement_uses_its_index_whatever_other_indexes_there_are() {
 }
 
 /// Every statement a claim may run.
-const CLAIM_STATEMENTS: [&str; 15] = [
+const CLAIM_STATEMENTS: [&str; 18] = [
+    super::share::LANES_SQL,
+    super::share::CLOCK_SQL,
+    super::share::CLOCK_SET_SQL,
     claim::CANDIDATES_SQL,
     claim::FREE_BEYOND_SQL,
     claim::GROUP_BEYOND_SQL,
@@ -368,9 +383,16 @@ fn vm_steps<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> T) -> (
 
 /// A store with `tasks` ready tasks, the `i`th in group `g{i % 1000}` (all in no group
 /// when `grouped` is false), 1,000 groups of limit 1, and the first `busy` groups in
-/// claim order made full by a claim.
-fn queue(dir: &std::path::Path, tasks: usize, grouped: bool, busy: usize) -> Connection {
-    let path = dir.join(format!("queue-{tasks}-{grouped}.db"));
+/// claim order made full by a claim; the tasks are the admin's, or in as many batches of
+/// as many `tenants`, one each.
+fn queue(
+    dir: &std::path::Path,
+    tasks: usize,
+    grouped: bool,
+    busy: usize,
+    tenants: usize,
+) -> Connection {
+    let path = dir.join(format!("queue-{tasks}-{grouped}-{tenants}.db"));
     let mut conn = super::SqliteStore::connect(&path).unwrap();
     let tx = conn.transaction().unwrap();
     tx.execute(
@@ -379,19 +401,29 @@ fn queue(dir: &std::path::Path, tasks: usize, grouped: bool, busy: usize) -> Con
         [Digest([7; 32]).to_hex()],
     )
     .unwrap();
-    tx.execute(
-        "INSERT INTO batches (handle_hash, priority, halt_on_failure, created_at)
-         VALUES (x'01', 0, 0, 0)",
-        [],
-    )
-    .unwrap();
-    let specs = (0..tasks)
-        .map(|i| TaskSpec {
-            group: grouped.then(|| format!("g{}", i % 1000)),
-            ..TaskSpec::new(Digest([7; 32]), Vec::new())
-        })
-        .collect();
-    super::tasks::submit(&tx, 1, specs, None, 1).unwrap();
+    for batch in 1..=tenants.max(1) {
+        let tenant = (tenants > 0).then_some(batch);
+        if let Some(tenant) = tenant {
+            tx.execute(
+                "INSERT INTO tenants (id, name, created_at) VALUES (?1, 't' || ?1, 0)",
+                [tenant],
+            )
+            .unwrap();
+        }
+        tx.execute(
+            "INSERT INTO batches (handle_hash, priority, halt_on_failure, created_at, tenant_id)
+             VALUES (?1, 0, 0, 0, ?2)",
+            rusqlite::params![vec![batch as u8], tenant],
+        )
+        .unwrap();
+        let specs = (0..tasks / tenants.max(1))
+            .map(|i| TaskSpec {
+                group: grouped.then(|| format!("g{}", i % 1000)),
+                ..TaskSpec::new(Digest([7; 32]), Vec::new())
+            })
+            .collect();
+        super::tasks::submit(&tx, batch as i64, specs, None, 1).unwrap();
+    }
     tx.commit().unwrap();
     if busy > 0 {
         claim_now(&mut conn, busy);
@@ -413,8 +445,14 @@ fn claim_now(conn: &mut Connection, max: usize) -> usize {
 }
 
 /// The VM steps of one claim of 8 tasks.
-fn claim_steps(dir: &std::path::Path, tasks: usize, grouped: bool, busy: usize) -> i64 {
-    let mut conn = queue(dir, tasks, grouped, busy);
+fn claim_steps(
+    dir: &std::path::Path,
+    tasks: usize,
+    grouped: bool,
+    busy: usize,
+    tenants: usize,
+) -> i64 {
+    let mut conn = queue(dir, tasks, grouped, busy, tenants);
     let (took, steps) = vm_steps(&mut conn, |conn| claim_now(conn, 8));
     assert_eq!(took, 8, "the claim takes 8 of {tasks} tasks");
     steps
@@ -423,12 +461,13 @@ fn claim_steps(dir: &std::path::Path, tasks: usize, grouped: bool, busy: usize) 
 #[test]
 fn a_claims_work_does_not_grow_with_the_queue() {
     let dir = tempfile::tempdir().unwrap();
-    for (what, grouped, busy) in [
-        ("no groups", false, 0),
-        ("1,000 groups of limit 1, 900 of them full", true, 900),
+    for (what, grouped, busy, tenants) in [
+        ("no groups", false, 0, 0),
+        ("1,000 groups of limit 1, 900 of them full", true, 900, 0),
+        ("3 tenants sharing the slots", false, 0, 3),
     ] {
-        let small = claim_steps(dir.path(), 2_000, grouped, busy);
-        let large = claim_steps(dir.path(), 50_000, grouped, busy);
+        let small = claim_steps(dir.path(), 2_000, grouped, busy, tenants);
+        let large = claim_steps(dir.path(), 50_000, grouped, busy, tenants);
         // Read by the benchmark suite (benches/targets.toml).
         println!(
             "figure: claim-work-growth-sqlite ({what}) = {} x",

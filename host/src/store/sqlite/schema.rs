@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 28] = [
+const MIGRATIONS: [&str; 29] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -37,6 +37,7 @@ const MIGRATIONS: [&str; 28] = [
     include_str!("migrations/0026_cpu_time.sql"),
     include_str!("migrations/0027_memory_time.sql"),
     include_str!("migrations/0028_cpu_budgets.sql"),
+    include_str!("migrations/0029_fair_share.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

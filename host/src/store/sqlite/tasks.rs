@@ -100,6 +100,7 @@ pub(super) fn submit(
                     trace,
                     &spec.key,
                     deps,
+                    tenant,
                 ])
                 .map_err(internal)?;
             ids.push(tx.last_insert_rowid());

@@ -3,6 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::internal;
+use crate::store::fair;
 use crate::store::*;
 
 /// A JSON column's value; none when NULL or unreadable.
@@ -29,6 +30,7 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
         slot_micros: r.get::<_, i64>(13)? as u64,
         cpu_micros: r.get::<_, i64>(14)? as u64,
         memory_mib_seconds: r.get(15)?,
+        weight: r.get(21)?,
         cpu_budget: None,
         budget_used_micros: 0,
         held_until: None,
@@ -195,6 +197,13 @@ pub(super) fn set(
         tx.execute(
             include_str!("sql/tenant_budget.sql"),
             params![cpu, period, now, id],
+        )
+        .map_err(internal)?;
+    }
+    if let Some(weight) = change.weight {
+        tx.execute(
+            include_str!("sql/tenant_weight.sql"),
+            params![fair::check_weight(weight)?, id],
         )
         .map_err(internal)?;
     }

@@ -1,6 +1,15 @@
--- Counts claimed tasks in their tenants. The caller has locked these tenant rows.
+-- Counts claimed tasks in their tenants; one that had none starts its fair share no
+-- lower than the clock $3 (store/fair.rs). Rows are locked in id order first: the counters
+-- of tenants without a running limit were not locked when the claim read them, and
+-- another claim may be counting in them too.
 --
 -- $1 tenant ids (bigint[])
 -- $2 tasks claimed in each (int[], matching $1)
-UPDATE tenants AS n SET running = n.running + u.n
-FROM unnest($1::bigint[], $2::int[]) AS u(id, n) WHERE n.id = u.id
+-- $3 the fair clock the claim read (bigint)
+WITH locked AS (
+    SELECT id FROM tenants WHERE id = ANY($1) ORDER BY id FOR UPDATE)
+UPDATE tenants AS n SET running = n.running + u.n,
+    fair_used = CASE WHEN n.running = 0 THEN greatest(n.fair_used, $3::bigint * n.weight)
+                     ELSE n.fair_used END
+FROM unnest($1::bigint[], $2::int[]) AS u(id, n), locked l
+WHERE n.id = u.id AND l.id = u.id

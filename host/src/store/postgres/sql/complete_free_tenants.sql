@@ -1,6 +1,6 @@
 -- Frees the slots ended attempts held in their tenants, locked after the batches and
--- groups (one order of locking across completions); counts their CPU in each tenant's
--- budget window at $6 (now), and holds a tenant to the window's end once the window's use
+-- groups (one order of locking across completions); counts their slot time in each
+-- tenant's fair share (store/fair.rs) and their CPU in its budget window at $6 (now), and holds a tenant to the window's end once the window's use
 -- reaches its budget (store/budget.rs states the window's rule; keep them together).
 -- Returns whether each tenant is held then.
 --
@@ -10,7 +10,9 @@
 -- $4 the CPU time their attempts used, in microseconds (bigint[], matching $1)
 -- $5 the memory their attempts held, in MiB-seconds (float8[], matching $1)
 -- $6 now (bigint)
+-- $7 the attempts among them that ran (bigint[], matching $1)
 UPDATE tenants AS n SET running = n.running - u.n, slot_micros = n.slot_micros + u.held,
+    fair_used = n.fair_used + u.held, attempts_ended = n.attempts_ended + u.ran,
     cpu_micros = n.cpu_micros + u.cpu, memory_mib_seconds = n.memory_mib_seconds + u.memory,
     budget_used = CASE WHEN n.cpu_budget IS NULL THEN 0
                        WHEN n.budget_window = $6 - $6 % n.budget_period
@@ -23,7 +25,8 @@ UPDATE tenants AS n SET running = n.running - u.n, slot_micros = n.slot_micros +
                   ELSE u.cpu END >= n.cpu_budget
         THEN greatest(n.held_until, $6 - $6 % n.budget_period + n.budget_period)
         ELSE n.held_until END
-FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::float8[])
-    AS u(id, n, held, cpu, memory)
+FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::float8[],
+            $7::bigint[])
+    AS u(id, n, held, cpu, memory, ran)
 WHERE n.id = u.id
 RETURNING n.held_until > $6

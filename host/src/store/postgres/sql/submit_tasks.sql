@@ -18,24 +18,28 @@
 -- $15 the trace context they were submitted in (`traceparent`), or NULL
 -- $16 keys (text[], NULL: none)
 -- $17 how many tasks each runs after (int[], deps_open): waiting (0) while any
+-- $18 the batch's tenant, or NULL (the admin's)
 --
 -- state: 0 waiting at a gate (a lower order of its batch is still open), 1 ready (at the
 -- gate: also in the ready table).
 WITH added AS (
     INSERT INTO tasks (batch_id, module, input, ord, group_key, priority, vseq,
         state, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, trace_parent,
-        task_key, deps_open)
+        task_key, deps_open, tenant_id)
     SELECT $1, module, input, ord, group_key, priority, vseq, state, max_attempts,
-        backoff_ms, limits, mounts, not_before, $2, $15::text, task_key, deps_open
+        backoff_ms, limits, mounts, not_before, $2, $15::text, task_key, deps_open,
+        $18::bigint
     FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::text[], $7::int[],
         $8::bigint[], $9::int[], $10::int[], $11::bigint[], $12::text[],
         $13::text[], $14::bigint[], $16::text[], $17::int[])
         AS u(module, input, ord, group_key, priority, vseq, state, max_attempts,
              backoff_ms, limits, mounts, not_before, task_key, deps_open)
-    RETURNING id, batch_id, group_key, priority, vseq, not_before, state, submitted_at),
+    RETURNING id, batch_id, group_key, priority, vseq, not_before, state, submitted_at,
+        tenant_id),
 queued AS (
     INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before,
-        submitted_at)
-    SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at FROM added
+        submitted_at, tenant_id)
+    SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id
+    FROM added
     WHERE state = 1)
 SELECT id, vseq FROM added

@@ -5,7 +5,8 @@
 --
 -- $2, $3 max_priority; $4 shared_groups (NULL: kept); $5, $6 modules; $7, $8 allow_http;
 -- $9, $10 max_running; $11, $12 max_limits; $13, $14 max_open; $15, $16, $17 cpu_budget
--- and budget_period (microseconds)
+-- and budget_period (microseconds); $19 weight (NULL: kept), which keeps the tenant's pass
+-- (fair_used / weight, store/fair.rs): a new weight changes its share from now on
 UPDATE tenants
 SET max_priority = CASE WHEN $2 THEN $3 ELSE max_priority END,
     shared_groups = coalesce($4, shared_groups),
@@ -16,6 +17,8 @@ SET max_priority = CASE WHEN $2 THEN $3 ELSE max_priority END,
     max_open = CASE WHEN $13 THEN $14 ELSE max_open END,
     cpu_budget = CASE WHEN $15 THEN $16 ELSE cpu_budget END,
     budget_period = CASE WHEN $15 THEN $17 ELSE budget_period END,
+    fair_used = CASE WHEN $19::int IS NULL THEN fair_used ELSE fair_used * $19 / weight END,
+    weight = coalesce($19, weight),
     held_until = CASE
         WHEN NOT $15 THEN held_until
         WHEN $16::bigint IS NOT NULL AND budget_window = $18 - $18 % $17

@@ -1,9 +1,10 @@
--- Frees ?1 of tenant ?3's slots, whose attempts held ?2 microseconds of slot time, used ?4
--- of CPU and ?5 MiB-seconds of memory; counts their CPU in its budget's window at ?6
--- (now), and holds the tenant to the window's end once the window's use reaches its
--- budget (store/budget.rs states the window's rule; keep them together). Returns whether
--- the tenant is held.
+-- Frees ?1 of tenant ?3's slots, whose ?7 attempts that ran held ?2 microseconds of slot
+-- time, used ?4 of CPU and ?5 MiB-seconds of memory; counts their slot time in its fair
+-- share (store/fair.rs) and their CPU in its budget's window at ?6 (now), and holds the
+-- tenant to the window's end once the window's use reaches its budget (store/budget.rs
+-- states the window's rule; keep them together). Returns whether the tenant is held.
 UPDATE tenants SET running = running - ?1, slot_micros = slot_micros + ?2,
+    fair_used = fair_used + ?2, attempts_ended = attempts_ended + ?7,
     cpu_micros = cpu_micros + ?4, memory_mib_seconds = memory_mib_seconds + ?5,
     budget_used = CASE WHEN cpu_budget IS NULL THEN 0
                        WHEN budget_window = ?6 - ?6 % budget_period THEN budget_used + ?4
