@@ -352,30 +352,14 @@ pub(super) async fn follow_up(
     }
 }
 
-/// One claim of up to `p.max` tasks, at most `share.caps` of each tenant's when it runs
-/// in a fair share's round: what it took, in claim order, with their tenants. The last
-/// round (`follow`) says in the same round trip when the next task is due, or tells
-/// other nodes to claim.
-pub(super) async fn claim_round(
-    store: &PostgresStore,
+/// The window of a claim of `p.max`: the head of the queue, as many tasks as the claim may
+/// take and a few for those a group or batch limit turns away, up to a bound (past it,
+/// reading on in the queue's order costs more than asking each group with room for its
+/// first tasks).
+pub(super) async fn window(
     tx: &impl GenericClient,
     p: &ClaimParams,
-    share: Option<&Share>,
-    follow: bool,
-) -> StoreResult<(Claimed, Vec<Option<TenantId>>)> {
-    let then = async |taken: usize| {
-        if follow {
-            follow_up(store, tx, p, taken).await
-        } else {
-            Ok(None)
-        }
-    };
-    if p.max == 0 {
-        return Ok((Claimed::default(), Vec::new()));
-    }
-    // The window: as many tasks as the claim may take, and a few for those a group or
-    // batch limit turns away, up to a bound: past it, reading on in the queue's order
-    // costs more than asking each group with room for its first tasks.
+) -> StoreResult<Vec<tokio_postgres::Row>> {
     let window = (p.max.min(WINDOW_MAX) + 32) as i64;
     // Walk the ready index in claim order and stop at the limit. Right after a large
     // submission the statistics say the queue is small, and the planner would rather
@@ -392,6 +376,32 @@ pub(super) async fn claim_round(
         async { tx.query(&stmt, &[&p.now, &window]).await },
     )
     .map_err(pg)?;
+    Ok(rows)
+}
+
+/// One claim of up to `p.max` tasks from its `window` ([`window`]), at most `share.caps`
+/// of each tenant's when it runs in a fair share's round: what it took, in claim order,
+/// with their tenants. The last round (`follow`) says in the same round trip when the next
+/// task is due, or tells other nodes to claim.
+pub(super) async fn claim_round(
+    store: &PostgresStore,
+    tx: &impl GenericClient,
+    p: &ClaimParams,
+    rows: Vec<tokio_postgres::Row>,
+    share: Option<&Share>,
+    follow: bool,
+) -> StoreResult<(Claimed, Vec<Option<TenantId>>)> {
+    let then = async |taken: usize| {
+        if follow {
+            follow_up(store, tx, p, taken).await
+        } else {
+            Ok(None)
+        }
+    };
+    if p.max == 0 {
+        return Ok((Claimed::default(), Vec::new()));
+    }
+    let window = (p.max.min(WINDOW_MAX) + 32) as i64;
     let mut candidates: Vec<Candidate> = Vec::with_capacity(rows.len());
     let mut last = None;
     for row in &rows {

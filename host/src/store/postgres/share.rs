@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use deadpool_postgres::GenericClient;
 
-use super::claim::{claim_round, follow_up};
+use super::claim::{claim_round, follow_up, window};
 use super::{PostgresStore, pg};
 use crate::store::fair::{self, Lane};
 use crate::store::*;
@@ -64,9 +64,12 @@ pub(super) async fn claim_shared(
     tx: &impl GenericClient,
     p: &ClaimParams,
 ) -> StoreResult<Claimed> {
-    let (mut lanes, mut clock) = lanes(tx, p.now, &BTreeSet::new()).await?;
+    // With the window, in the claim's first round trip.
+    let none = BTreeSet::new();
+    let ((mut lanes, mut clock), mut rows) =
+        tokio::try_join!(lanes(tx, p.now, &none), window(tx, p))?;
     if lanes.is_empty() || p.max == 0 {
-        return Ok(claim_round(store, tx, p, None, true).await?.0);
+        return Ok(claim_round(store, tx, p, rows, None, true).await?.0);
     }
     let mut claimed = Claimed::default();
     // Lanes that could not use all they were given: nothing more of theirs is claimable.
@@ -79,7 +82,7 @@ pub(super) async fn claim_shared(
             ..p.clone()
         };
         let share = Share { caps, clock };
-        let (got, tenants) = claim_round(store, tx, &round, Some(&share), false).await?;
+        let (got, tenants) = claim_round(store, tx, &round, rows, Some(&share), false).await?;
         let mut taken: BTreeMap<TenantId, i64> = BTreeMap::new();
         for tenant in tenants.into_iter().flatten() {
             *taken.entry(tenant).or_default() += 1;
@@ -104,7 +107,11 @@ pub(super) async fn claim_shared(
             break;
         }
         out.extend(short);
-        (lanes, clock) = self::lanes(tx, p.now, &out).await?;
+        let next = ClaimParams {
+            max: p.max - claimed.tasks.len(),
+            ..p.clone()
+        };
+        ((lanes, clock), rows) = tokio::try_join!(self::lanes(tx, p.now, &out), window(tx, &next))?;
         if lanes.is_empty() {
             break;
         }

@@ -20,4 +20,3 @@ WHERE n.held_until <= $1
   AND (n.max_running IS NULL OR n.running < n.max_running)
   AND EXISTS (SELECT 1 FROM ready r
               WHERE r.tenant_id IS NOT NULL AND r.tenant_id = n.id AND r.not_before <= $1)
-ORDER BY n.id
