@@ -140,22 +140,7 @@ impl ServeNode {
 
     /// The whole execution log, page by page.
     pub fn log(&self) -> Vec<AttemptRecord> {
-        let mut all = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.call(
-                "GET",
-                &format!("/v1/attempts?after={after}&limit=1000"),
-                None,
-            );
-            let attempts: Vec<AttemptRecord> =
-                serde_json::from_value(page["attempts"].clone()).unwrap();
-            if attempts.is_empty() {
-                return all;
-            }
-            after = page["next"].as_i64().unwrap();
-            all.extend(attempts);
-        }
+        self.server.log()
     }
 
     pub fn kill(&mut self) {

@@ -170,6 +170,24 @@ impl Server {
         assert_eq!(status, 201, "uploading {guest}: {body}");
     }
 
+    /// The whole execution log, page by page, as admin.
+    pub fn log(&self) -> Vec<qhost::store::AttemptRecord> {
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let path = format!("{}/v1/attempts?after={after}&limit=1000", self.url);
+            let (status, page) = call("GET", &path, Some(&self.token), None);
+            assert_eq!(status, 200, "{page}");
+            let attempts: Vec<qhost::store::AttemptRecord> =
+                serde_json::from_value(page["attempts"].clone()).unwrap();
+            if attempts.is_empty() {
+                return all;
+            }
+            after = page["next"].as_i64().unwrap();
+            all.extend(attempts);
+        }
+    }
+
     /// Runs the command line with `args`.
     pub fn run(&self, args: &[&str]) -> Output {
         self.cli().args(args).output().expect("running qhost")

@@ -109,6 +109,24 @@ pub fn allot(lanes: &[Lane], clock: i64, slots: usize) -> BTreeMap<TenantId, i64
     given
 }
 
+/// How many tasks of each tenant a round took, from the tenants of the tasks it took.
+pub fn taken(tenants: impl IntoIterator<Item = Option<TenantId>>) -> BTreeMap<TenantId, i64> {
+    let mut taken: BTreeMap<TenantId, i64> = BTreeMap::new();
+    for tenant in tenants.into_iter().flatten() {
+        *taken.entry(tenant).or_default() += 1;
+    }
+    taken
+}
+
+/// The lanes that took less than they were given: nothing more of theirs is claimable in
+/// this claim, and the next round gives their slots to the others.
+pub fn short(caps: &BTreeMap<TenantId, i64>, taken: &BTreeMap<TenantId, i64>) -> Vec<TenantId> {
+    caps.iter()
+        .filter(|&(tenant, cap)| taken.get(tenant).copied().unwrap_or(0) < *cap)
+        .map(|(&tenant, _)| tenant)
+        .collect()
+}
+
 /// The fair clock once a claim took `taken` of each lane's tasks: the highest standing
 /// it served, never lower than it was.
 pub fn served(lanes: &[Lane], clock: i64, taken: &BTreeMap<TenantId, i64>) -> i64 {

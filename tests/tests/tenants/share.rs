@@ -181,26 +181,7 @@ fn three_tenants_get_slot_time_by_their_weights() {
         assert_eq!(status, 201, "{opened}");
         opened["batch"]["id"].as_i64().unwrap()
     };
-    let log = || {
-        let mut all: Vec<AttemptRecord> = Vec::new();
-        let mut after = 0;
-        loop {
-            let (status, page) = call(
-                "GET",
-                &t.url(&format!("/v1/attempts?after={after}&limit=1000")),
-                Some(&t.server.token),
-                None,
-            );
-            assert_eq!(status, 200, "{page}");
-            let attempts: Vec<AttemptRecord> =
-                serde_json::from_value(page["attempts"].clone()).unwrap();
-            if attempts.is_empty() {
-                return all;
-            }
-            after = page["next"].as_i64().unwrap();
-            all.extend(attempts);
-        }
-    };
+    let log = || t.server.log();
     shares_follow_weights(
         Run {
             on: "one SQLite node",

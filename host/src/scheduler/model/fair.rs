@@ -102,13 +102,10 @@ impl Model {
             let clock = self.fair_clock;
             let caps = fair::allot(&lanes, clock, k - taken_all.len());
             let got = round(self, k - taken_all.len(), Some(&caps));
-            let mut taken: BTreeMap<TenantId, i64> = BTreeMap::new();
-            for &id in &got {
+            let taken = fair::taken(got.iter().map(|&id| {
                 let batch = self.task(id).expect("a claimed task exists").batch;
-                if let Some(tenant) = self.batches[&batch].tenant {
-                    *taken.entry(tenant).or_default() += 1;
-                }
-            }
+                self.batches[&batch].tenant
+            }));
             // A tenant that held nothing and took some starts at the clock.
             for lane in lanes.iter().filter(|l| taken.contains_key(&l.tenant)) {
                 self.shares.entry(lane.tenant).or_default().used = lane.lifted(clock);
@@ -118,11 +115,7 @@ impl Model {
             if taken_all.len() == k {
                 break;
             }
-            let short: Vec<TenantId> = caps
-                .iter()
-                .filter(|&(tenant, cap)| taken.get(tenant).copied().unwrap_or(0) < *cap)
-                .map(|(&tenant, _)| tenant)
-                .collect();
+            let short = fair::short(&caps, &taken);
             if short.is_empty() {
                 break;
             }

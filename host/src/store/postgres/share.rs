@@ -83,10 +83,7 @@ pub(super) async fn claim_shared(
         };
         let share = Share { caps, clock };
         let (got, tenants) = claim_round(store, tx, &round, rows, Some(&share), false).await?;
-        let mut taken: BTreeMap<TenantId, i64> = BTreeMap::new();
-        for tenant in tenants.into_iter().flatten() {
-            *taken.entry(tenant).or_default() += 1;
-        }
+        let taken = fair::taken(tenants);
         let served = fair::served(&lanes, clock, &taken);
         if served > clock {
             let stmt = tx.prepare_cached(CLOCK_SET_SQL).await.map_err(pg)?;
@@ -97,12 +94,7 @@ pub(super) async fn claim_shared(
         if claimed.tasks.len() == p.max {
             break;
         }
-        let short: Vec<TenantId> = share
-            .caps
-            .iter()
-            .filter(|&(tenant, cap)| taken.get(tenant).copied().unwrap_or(0) < *cap)
-            .map(|(&tenant, _)| tenant)
-            .collect();
+        let short = fair::short(&share.caps, &taken);
         if short.is_empty() {
             break;
         }

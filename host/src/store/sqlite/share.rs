@@ -4,7 +4,7 @@
 //! `claim.rs`, and drops the lanes that could not use what they were given; the next round
 //! gives their slots to the others.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use rusqlite::{Transaction, params};
 
@@ -67,10 +67,7 @@ pub(super) fn claim_shared(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult
             ..p.clone()
         };
         let (tasks, tenants) = claim::claim_tasks(tx, &round, Some(&Share { caps: &caps, clock }))?;
-        let mut taken: BTreeMap<TenantId, i64> = BTreeMap::new();
-        for tenant in tenants.into_iter().flatten() {
-            *taken.entry(tenant).or_default() += 1;
-        }
+        let taken = fair::taken(tenants);
         let served = fair::served(&lanes, clock, &taken);
         if served > clock {
             tx.prepare_cached(CLOCK_SET_SQL)
@@ -82,11 +79,7 @@ pub(super) fn claim_shared(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult
         if claimed.len() == p.max {
             break;
         }
-        let short: Vec<TenantId> = caps
-            .iter()
-            .filter(|&(tenant, cap)| taken.get(tenant).copied().unwrap_or(0) < *cap)
-            .map(|(&tenant, _)| tenant)
-            .collect();
+        let short = fair::short(&caps, &taken);
         if short.is_empty() {
             break;
         }
