@@ -147,7 +147,7 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
         "PATCH",
         &format!("{}/v1/tenants/acme", server.url),
         Some(&server.token),
-        Some(json!({ "cpu_budget": {"cpu": "10s", "period": "1h"} })),
+        Some(json!({ "cpu_budget": {"cpu": "10s", "period": "1h"}, "weight": 3 })),
     );
     assert_eq!(status, 200);
     visit(&browser, &server, "/tenants", "Tenants").await;
@@ -165,6 +165,7 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
             "acme",
             "0 / none",
             "0 / none",
+            "3",
             "0.000",
             "0.000",
             "0.000",
