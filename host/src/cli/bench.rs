@@ -37,6 +37,10 @@ pub struct BenchArgs {
     /// Spread the tasks over this many batches.
     #[arg(long, default_value_t = 1)]
     pub batches: usize,
+    /// Give the batches, in turn, to this many tenants of equal weight, who share the
+    /// slots (0: the admin's).
+    #[arg(long, default_value_t = 0)]
+    pub tenants: usize,
     /// Orders per batch: each batch's tasks in this many consecutive orders.
     #[arg(long, default_value_t = 1)]
     pub orders: usize,
@@ -234,12 +238,23 @@ async fn drain(
             humantime::format_duration(rated.rate.period)
         )?;
     }
+    let mut tenants = Vec::with_capacity(args.tenants);
+    for n in 0..args.tenants {
+        tenants.push(scheduler.tenant_add(format!("bench-{n}")).await?.id);
+    }
+    if !tenants.is_empty() {
+        outln!("the batches belong to {} tenants in turn", tenants.len())?;
+    }
     let submit_started = Instant::now();
     let mut batches = Vec::new();
     let per_batch = args.tasks.div_ceil(args.batches);
     let mut next = 0usize;
-    for _ in 0..args.batches {
-        let (info, _) = scheduler.batch_open(BatchSpec::default()).await?;
+    for index in 0..args.batches {
+        let spec = BatchSpec {
+            tenant: (!tenants.is_empty()).then(|| tenants[index % tenants.len()]),
+            ..BatchSpec::default()
+        };
+        let (info, _) = scheduler.batch_open(spec).await?;
         let count = per_batch.min(args.tasks - next);
         let tasks: Vec<TaskSpec> = (0..count)
             .map(|i| {
@@ -303,6 +318,15 @@ async fn drain(
     let runs = run_times(&*store).await?;
     if let (Some(p50), Some(p99)) = (percentile(&runs, 50), percentile(&runs, 99)) {
         outln!("attempt run time: p50 {p50} µs, p99 {p99} µs")?;
+    }
+    if !tenants.is_empty() {
+        let held: Vec<String> = scheduler
+            .tenant_list()
+            .await?
+            .iter()
+            .map(|t| format!("{} {:.2} s", t.name, t.slot_micros as f64 / 1e6))
+            .collect();
+        outln!("slot time by tenant: {}", held.join(", "))?;
     }
     if let Some(rated) = rated {
         rated.report(&*store, drain_began).await?;
