@@ -224,9 +224,10 @@ impl Scheduler {
         change.ceiling = change
             .max_priority
             .map(|ceiling| ceiling.unwrap_or(self.config.tenant_max_priority));
-        let lowers = change.ceiling.is_some();
+        // A ceiling reorders the work not started; a weight shares it anew.
+        let reorders = change.ceiling.is_some() || change.weight.is_some();
         let info = self.store.tenant_set(name, change, now_micros()).await?;
-        if lowers {
+        if reorders {
             // What this node reserved goes back, so its next claims take the new order.
             self.reclaim.notify_one();
         }

@@ -199,6 +199,10 @@ pub(super) async fn set(
             // A budget raised or lifted may let held work go on any node.
             store.notify(&tx, "w").await?;
         }
+        if weight.is_some() {
+            // Nodes hand back what they reserved, so the next claims share it anew.
+            store.notify(&tx, "r").await?;
+        }
         tenants(store, &tx, Some(id))
             .await?
             .pop()
