@@ -230,3 +230,63 @@ async fn an_upgraded_database_keeps_its_queue_and_leases() {
         Some(&b"running"[..])
     );
 }
+
+/// A claim waits only a moment for the counter of a tenant that another transaction holds
+/// (another claim counting in it commits within a round trip or two), then leaves that
+/// tenant's tasks queued and takes the rest; once the counter is free, they are claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_passes_over_a_tenant_whose_counter_another_transaction_holds() {
+    let db = TestDb::new().await;
+    let store = PostgresStore::connect(&db.url, "a").await.unwrap();
+    let now = now_micros();
+    let bytes = std::fs::read(qhost_tests::guest("echo")).unwrap();
+    let module = store.module_put(bytes, None, None, now).await.unwrap();
+    let tenant = store.tenant_add("t".into(), now).await.unwrap().id;
+    let open = async |tenant| {
+        let spec = BatchSpec {
+            tenant,
+            ..BatchSpec::default()
+        };
+        let batch = store.batch_open(spec, [tenant.map_or(1, |_| 2); 32], now);
+        let batch = batch.await.unwrap().id;
+        let tasks = vec![TaskSpec::new(module.digest, "x"); 2];
+        store.task_submit(batch, admitted(tasks), now).await.unwrap();
+        batch
+    };
+    let of_tenant = open(Some(tenant)).await;
+    let of_admin = open(None).await;
+    let claim = async || {
+        store
+            .task_claim(ClaimParams {
+                node: "a".into(),
+                max: 4,
+                now: now_micros(),
+                lease: std::time::Duration::from_secs(30),
+            })
+            .await
+            .unwrap()
+    };
+
+    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .execute("SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE", &[&tenant])
+        .await
+        .unwrap();
+    let held = claim().await;
+    let batches: Vec<BatchId> = held.tasks.iter().map(|t| t.batch).collect();
+    assert_eq!(batches, [of_admin, of_admin], "the admin's tasks are taken alone");
+    assert!(held.contended, "the tenant's counter was held");
+
+    client.batch_execute("ROLLBACK").await.unwrap();
+    let freed = claim().await;
+    let batches: Vec<BatchId> = freed.tasks.iter().map(|t| t.batch).collect();
+    assert_eq!(batches, [of_tenant, of_tenant], "the tenant's tasks, once free");
+    let info = store.tenant_get(tenant).await.unwrap();
+    assert_eq!(info.running, 2, "counted once, by the claim that took them");
+    drop(client);
+    driver.await.unwrap().unwrap();
+}

@@ -9,9 +9,10 @@
 //! it will consume with `FOR UPDATE SKIP LOCKED` (a counter another claim holds makes that
 //! group, batch or tenant full for this one); picks tasks first-fit where the locked
 //! counters have room; and locks exactly the picked tasks, `SKIP LOCKED` again. A tenant
-//! without a running limit has no room to reserve: its counter is only counted at the
-//! claim's end, where a claim may wait for another's count to commit (`share.rs` divides
-//! the claim among tenants). Picks another
+//! without a running limit has no room to reserve: its counter is locked only at the
+//! claim's end, to count its tasks, after a wait of a few milliseconds at most for another
+//! claim's count to commit; past it, its tasks stay queued (`share.rs` divides the claim
+//! among tenants). Picks another
 //! claim locked first are replaced from the candidates left, a few rounds at most. So
 //! concurrent claimers take disjoint tasks without blocking each other, and between them
 //! take what one claimer would have (no head-of-line blocking: a blocked task is passed
@@ -21,6 +22,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use deadpool_postgres::GenericClient;
+use tokio_postgres::error::SqlState;
 
 use super::share::Share;
 use super::{Commit, PostgresStore, digest_of, gate, pg};
@@ -63,8 +65,8 @@ pub(super) const LOCK_GROUPS_SQL: &str = "SELECT key, lim - running, \
 /// The claim's tenants with their room (NULL: no limit; none while held at `$2`) and
 /// their budget's columns (store/budget.rs). The counters of tenants with a running limit
 /// are locked, those no other claim holds; the others' are only counted, at the claim's
-/// end (`claim_count_tenants.sql`), so that claims of one tenant's work on several nodes
-/// do not pass each other over.
+/// end ([`count_tenants`]): held that briefly, claims of one tenant's work on several
+/// nodes do not pass each other over.
 pub(super) const LOCK_TENANTS_SQL: &str = include_str!("sql/claim_lock_tenants.sql");
 /// When the next held tenant is let go.
 pub(super) const NEXT_TENANT_HOLD_SQL: &str =
@@ -557,6 +559,19 @@ pub(super) async fn claim_round(
         }
         contended = true;
     }
+    // The tenants' counts first: a tenant whose counter another transaction holds past a
+    // short wait keeps its tasks queued for the next claim.
+    let counted = count_tenants(tx, &taken, share.map_or(0, |s| s.clock)).await?;
+    if counted.len()
+        < taken
+            .iter()
+            .filter_map(|c| c.tenant)
+            .collect::<HashSet<_>>()
+            .len()
+    {
+        contended = true;
+        taken.retain(|c| c.tenant.is_none_or(|t| counted.contains(&t)));
+    }
     if taken.is_empty() {
         let next_due = then(0).await?;
         return Ok((
@@ -571,11 +586,7 @@ pub(super) async fn claim_round(
     // Counter changes per limited batch and per group.
     let mut batch_taken: HashMap<BatchId, i32> = HashMap::new();
     let mut group_taken: HashMap<&str, i32> = HashMap::new();
-    let mut tenant_taken: HashMap<TenantId, i32> = HashMap::new();
     for c in &taken {
-        if let Some(tenant) = c.tenant {
-            *tenant_taken.entry(tenant).or_default() += 1;
-        }
         if c.limited {
             *batch_taken.entry(c.batch).or_default() += 1;
         }
@@ -596,15 +607,13 @@ pub(super) async fn claim_round(
     let taken: Vec<i64> = taken.iter().map(|c| c.id).collect();
     let (batch_ids, batch_counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
     let (group_keys, group_counts): (Vec<&str>, Vec<i32>) = group_taken.into_iter().unzip();
-    let (tenant_ids, tenant_counts): (Vec<i64>, Vec<i32>) = tenant_taken.into_iter().unzip();
 
     let token_base = random_token() >> 2;
     let expires = p.now + duration_micros(p.lease);
-    let (take, count_batches, count_groups, count_tenants, clock) = tokio::try_join!(
+    let (take, count_batches, count_groups, clock) = tokio::try_join!(
         tx.prepare_cached(TAKE_SQL),
         tx.prepare_cached(include_str!("sql/claim_count_batches.sql")),
         tx.prepare_cached(include_str!("sql/claim_count_groups.sql")),
-        tx.prepare_cached(include_str!("sql/claim_count_tenants.sql")),
         // The fair-queueing clock only moves forward; when another claim holds it, that
         // claim moves it.
         tx.prepare_cached(
@@ -632,15 +641,6 @@ pub(super) async fn claim_round(
                 return Ok(0);
             }
             tx.execute(&count_groups, &[&group_keys, &group_counts, &p.now])
-                .await
-                .map_err(pg)
-        },
-        async {
-            if tenant_ids.is_empty() {
-                return Ok(0);
-            }
-            let clock = share.map_or(0, |s| s.clock);
-            tx.execute(&count_tenants, &[&tenant_ids, &tenant_counts, &clock])
                 .await
                 .map_err(pg)
         },
@@ -685,6 +685,61 @@ pub(super) async fn claim_round(
         next_due,
     };
     Ok((claimed, tenants))
+}
+
+/// Counts claimed tasks in their tenants (`sql/claim_count_tenants.sql`).
+const COUNT_TENANTS_SQL: &str = include_str!("sql/claim_count_tenants.sql");
+
+/// The same, passing over the counters another transaction holds.
+static COUNT_FREE_TENANTS_SQL: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| COUNT_TENANTS_SQL.replace("FOR UPDATE", "FOR UPDATE SKIP LOCKED"));
+
+/// How long a claim waits for a tenant's counter: another claim counting in it commits
+/// within a round trip or two. A wait no longer than this also ends any deadlock it is
+/// part of (completions lock tenants last, claims lock limited ones first).
+const COUNT_WAIT: &str = "20ms";
+
+/// Counts `taken` in their tenants; one that had none starts its fair share no lower than
+/// `clock`. A counter another transaction holds is waited for, [`COUNT_WAIT`] at most,
+/// then passed over. Returns the tenants counted.
+async fn count_tenants(
+    tx: &impl GenericClient,
+    taken: &[Candidate],
+    clock: i64,
+) -> StoreResult<HashSet<TenantId>> {
+    let mut counts: BTreeMap<TenantId, i32> = BTreeMap::new();
+    for tenant in taken.iter().filter_map(|c| c.tenant) {
+        *counts.entry(tenant).or_default() += 1;
+    }
+    if counts.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let (ids, counts): (Vec<TenantId>, Vec<i32>) = counts.into_iter().unzip();
+    let stmt = tx.prepare_cached(COUNT_TENANTS_SQL).await.map_err(pg)?;
+    let bound = format!("SAVEPOINT counting; SET LOCAL lock_timeout = '{COUNT_WAIT}'");
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&ids, &counts, &clock];
+    let (bounded, waited) = tokio::join!(tx.batch_execute(&bound), tx.query(&stmt, &params));
+    bounded.map_err(pg)?;
+    let rows = match waited {
+        Ok(rows) => {
+            tx.batch_execute("RELEASE SAVEPOINT counting; SET LOCAL lock_timeout = 0")
+                .await
+                .map_err(pg)?;
+            rows
+        }
+        Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+            tx.batch_execute("ROLLBACK TO SAVEPOINT counting; SET LOCAL lock_timeout = 0")
+                .await
+                .map_err(pg)?;
+            let stmt = tx
+                .prepare_cached(&COUNT_FREE_TENANTS_SQL)
+                .await
+                .map_err(pg)?;
+            tx.query(&stmt, &params).await.map_err(pg)?
+        }
+        Err(e) => return Err(pg(e)),
+    };
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// Marks claimed tasks started: reserved becomes running.

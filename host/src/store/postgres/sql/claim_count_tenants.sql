@@ -1,9 +1,10 @@
 -- Counts claimed tasks in their tenants; one that had none starts its fair share no
--- lower than the clock $3 (store/fair.rs). Rows are locked in id order first: the counters
--- of tenants without a running limit were not locked when the claim read them, and
--- another claim may be counting in them too.
+-- lower than the clock $3 (store/fair.rs). Counters are locked in id order, one order
+-- across claims; claim.rs bounds the wait for one another transaction holds, and else
+-- passes it over (`SKIP LOCKED`): the caller leaves that tenant's tasks queued. Returns
+-- the tenants counted.
 --
--- $1 tenant ids (bigint[])
+-- $1 tenant ids (bigint[], ascending)
 -- $2 tasks claimed in each (int[], matching $1)
 -- $3 the fair clock the claim read (bigint)
 WITH locked AS (
@@ -13,3 +14,4 @@ UPDATE tenants AS n SET running = n.running + u.n,
                      ELSE n.fair_used END
 FROM unnest($1::bigint[], $2::int[]) AS u(id, n), locked l
 WHERE n.id = u.id AND l.id = u.id
+RETURNING n.id
