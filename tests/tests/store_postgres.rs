@@ -250,7 +250,10 @@ async fn a_claim_passes_over_a_tenant_whose_counter_another_transaction_holds() 
         let batch = store.batch_open(spec, [tenant.map_or(1, |_| 2); 32], now);
         let batch = batch.await.unwrap().id;
         let tasks = vec![TaskSpec::new(module.digest, "x"); 2];
-        store.task_submit(batch, admitted(tasks), now).await.unwrap();
+        store
+            .task_submit(batch, admitted(tasks), now)
+            .await
+            .unwrap();
         batch
     };
     let of_tenant = open(Some(tenant)).await;
@@ -278,13 +281,21 @@ async fn a_claim_passes_over_a_tenant_whose_counter_another_transaction_holds() 
         .unwrap();
     let held = claim().await;
     let batches: Vec<BatchId> = held.tasks.iter().map(|t| t.batch).collect();
-    assert_eq!(batches, [of_admin, of_admin], "the admin's tasks are taken alone");
+    assert_eq!(
+        batches,
+        [of_admin, of_admin],
+        "the admin's tasks are taken alone"
+    );
     assert!(held.contended, "the tenant's counter was held");
 
     client.batch_execute("ROLLBACK").await.unwrap();
     let freed = claim().await;
     let batches: Vec<BatchId> = freed.tasks.iter().map(|t| t.batch).collect();
-    assert_eq!(batches, [of_tenant, of_tenant], "the tenant's tasks, once free");
+    assert_eq!(
+        batches,
+        [of_tenant, of_tenant],
+        "the tenant's tasks, once free"
+    );
     let info = store.tenant_get(tenant).await.unwrap();
     assert_eq!(info.running, 2, "counted once, by the claim that took them");
     drop(client);
