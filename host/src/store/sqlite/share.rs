@@ -54,12 +54,13 @@ pub(super) fn claim_shared(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult
     let mut claimed: Vec<ClaimedTask> = Vec::with_capacity(p.max);
     // Lanes that could not use all they were given: nothing more of theirs is claimable.
     let mut out: BTreeSet<TenantId> = BTreeSet::new();
+    // One writer: the clock is what this claim makes it.
+    let mut clock: i64 = tx
+        .prepare_cached(CLOCK_SQL)
+        .map_err(internal)?
+        .query_row([], |r| r.get(0))
+        .map_err(internal)?;
     loop {
-        let clock: i64 = tx
-            .prepare_cached(CLOCK_SQL)
-            .map_err(internal)?
-            .query_row([], |r| r.get(0))
-            .map_err(internal)?;
         let left = p.max - claimed.len();
         let caps = fair::allot(&lanes, clock, left);
         let round = ClaimParams {
@@ -74,6 +75,7 @@ pub(super) fn claim_shared(tx: &Transaction<'_>, p: &ClaimParams) -> StoreResult
                 .map_err(internal)?
                 .execute(params![served])
                 .map_err(internal)?;
+            clock = served;
         }
         claimed.extend(tasks);
         if claimed.len() == p.max {
