@@ -84,24 +84,18 @@ impl Model {
     }
 
     /// The tasks a claim of `k` at `now` takes, in the order it takes them, round after
-    /// round; `round` takes up to its count with at most the caps it is given per tenant
-    /// (none: no share) and says which tenants it took from.
-    pub(super) fn claim_shared(
-        &mut self,
-        now: Micros,
-        k: usize,
-        mut round: impl FnMut(&mut Model, usize, Option<&BTreeMap<TenantId, i64>>) -> Vec<TaskId>,
-    ) -> Vec<TaskId> {
+    /// round (each a [`Model::claim_round`]).
+    pub(super) fn claim_shared(&mut self, now: Micros, k: usize) -> Vec<TaskId> {
         let mut out = BTreeSet::new();
         let mut lanes = self.lanes(now, &out);
         if lanes.is_empty() || k == 0 {
-            return round(self, k, None);
+            return self.claim_round(now, k, None);
         }
         let mut taken_all = Vec::new();
         loop {
             let clock = self.fair_clock;
             let caps = fair::allot(&lanes, clock, k - taken_all.len());
-            let got = round(self, k - taken_all.len(), Some(&caps));
+            let got = self.claim_round(now, k - taken_all.len(), Some(&caps));
             let taken = fair::taken(got.iter().map(|&id| {
                 let batch = self.task(id).expect("a claimed task exists").batch;
                 self.batches[&batch].tenant

@@ -414,7 +414,7 @@ impl Model {
     /// Claims up to `k` tasks at `now` (see [`claim_order`]), divided among tenants by
     /// their fair share (`fair.rs`).
     pub fn claim(&mut self, now: Micros, k: usize) -> ClaimOutcome {
-        let taken = self.claim_shared(now, k, |m, k, caps| m.claim_round(now, k, caps));
+        let taken = self.claim_shared(now, k);
         let mut tasks = Vec::new();
         let mut cpu_left = BTreeMap::new();
         for &id in &taken {
@@ -449,7 +449,7 @@ impl Model {
 
     /// Takes up to `k` tasks at `now` in claim order, at most `caps` of each tenant's
     /// (a tenant left out: none) when given.
-    fn claim_round(
+    pub(super) fn claim_round(
         &mut self,
         now: Micros,
         k: usize,
