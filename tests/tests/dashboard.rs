@@ -147,7 +147,10 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
         "PATCH",
         &format!("{}/v1/tenants/acme", server.url),
         Some(&server.token),
-        Some(json!({ "cpu_budget": {"cpu": "10s", "period": "1h"}, "weight": 3 })),
+        Some(json!({
+            "budget": {"period": "1h", "cpu": "10s", "http_bytes": 100000},
+            "weight": 3
+        })),
     );
     assert_eq!(status, 200);
     visit(&browser, &server, "/tenants", "Tenants").await;
@@ -169,7 +172,8 @@ async fn the_dashboard_draws_a_plan_as_it_runs_and_steers_tasks() {
             "0.000",
             "0.000",
             "0.000",
-            "0.000 s of 10s per 1h"
+            "0",
+            "CPU 0.000 s of 10s, HTTP 0 of 100000 B per 1h"
         ]])
     );
 

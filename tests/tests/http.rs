@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use qhost::runtime::limits::KIB;
 use qhost::runtime::{
-    AllowedOrigin, Outcome, RunReport, RunRequest, Runtime, RuntimeConfig, TaskLimits, TaskModule,
+    AllowedOrigin, Outcome, RunBudget, RunReport, RunRequest, Runtime, RuntimeConfig, TaskLimits,
+    TaskModule,
 };
 use qhost_tests::origin_server::OriginServer;
 use qhost_tests::server::call;
@@ -215,6 +216,42 @@ async fn each_http_limit_ends_the_attempt_with_its_own_outcome() {
     )
     .await;
     assert_eq!(report.outcome, Outcome::Timeout, "{:?}", report.error);
+}
+
+/// A run given the HTTP bytes its tenant's budget has left ends `budget` at the chunk
+/// that crosses them, saying what it used; one within them succeeds and reports the bytes
+/// it moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_ends_at_the_http_bytes_it_was_given() {
+    let server = OriginServer::start();
+    let (runtime, fetch_module) = fetcher(&[server.origin()]);
+    let run = |url: String, bytes: u64| {
+        let request = RunRequest {
+            input: url.into_bytes(),
+            allow_http: origins(&[server.origin()]).into(),
+            budget: RunBudget {
+                http_bytes: Some(bytes),
+                ..RunBudget::default()
+            },
+            ..RunRequest::default()
+        };
+        runtime.run(&fetch_module, request)
+    };
+    let over = run(server.url("/bytes/300000"), 100_000).await.unwrap();
+    assert_eq!(over.outcome, Outcome::Budget, "{:?}", over.error);
+    let error = over.error.unwrap_or_default();
+    assert!(
+        error.contains("HTTP bodies its tenant's budget had left"),
+        "{error}"
+    );
+    assert!(
+        over.http_bytes > 100_000 && over.http_bytes < 300_000,
+        "moved {} bytes",
+        over.http_bytes
+    );
+    let within = run(server.url("/hello"), 100_000).await.unwrap();
+    assert_eq!(within.outcome, Outcome::Succeeded, "{:?}", within.error);
+    assert_eq!(within.http_bytes, 5, "the body of /hello");
 }
 
 #[test]

@@ -448,6 +448,7 @@ fn attempt(task: i64, group: Option<&str>, start: i64, end: i64) -> AttemptRecor
         ended_at: end * 1000,
         cpu_micros: None,
         memory_mib_seconds: None,
+        http_bytes: None,
         outcome: Outcome::Succeeded,
         error: None,
         logs: Vec::new(),

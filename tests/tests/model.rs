@@ -135,6 +135,16 @@ fn sel() -> impl Strategy<Value = Sel> {
     (anchor, outcomes).prop_map(|(anchor, outcomes)| Sel { anchor, outcomes })
 }
 
+/// What an attempt that burned `units` used of each meter: as many milliseconds of CPU,
+/// MiB-seconds of memory and kB of HTTP bodies.
+fn burned(units: i64) -> Spent {
+    Spent {
+        cpu_micros: units * 1000,
+        memory_mib_ms: units * 1000,
+        http_bytes: units * 1000,
+    }
+}
+
 /// An operation as generated, before the model resolves what it acts on.
 #[derive(Debug, Clone)]
 enum Op {
@@ -159,10 +169,11 @@ enum Op {
         tenant: u8,
         ceiling: i32,
     },
-    /// A tenant's CPU budget (milliseconds per seconds) set or lifted.
+    /// A tenant's budget set or lifted: what it meters (0: CPU, 1: memory, 2: HTTP, 3:
+    /// all three), how much (in the units [`burned`] uses) and its period in seconds.
     SetTenantBudget {
         tenant: u8,
-        budget: Option<(u64, u64)>,
+        budget: Option<(u8, u64, u64)>,
     },
     /// A tenant's weight in the fair share set.
     SetTenantWeight {
@@ -194,7 +205,7 @@ enum Op {
     Fail {
         task: Pick,
     },
-    /// The attempt succeeded after using this many milliseconds of CPU.
+    /// The attempt succeeded after using this many units of each meter ([`burned`]).
     Burn {
         task: Pick,
         cpu_ms: i64,
@@ -313,7 +324,7 @@ enum Step {
     },
     SetTenantBudget {
         tenant: TenantId,
-        budget: Option<CpuBudget>,
+        budget: Option<Budget>,
         now: Micros,
     },
     SetTenantWeight {
@@ -331,10 +342,10 @@ enum Step {
         expect: ClaimOutcome,
     },
     /// Attempts' ends reported in one call, applied in order in the model; each used
-    /// `cpu` microseconds of CPU.
+    /// `used` of its tenant's budget.
     Complete {
         tasks: Vec<(TaskId, Ending)>,
-        cpu: Micros,
+        used: Spent,
         now: Micros,
         /// The tasks that ended, with their batches, in id order.
         ended: Vec<(TaskId, BatchId)>,
@@ -451,7 +462,7 @@ fn describe(step: &Step) -> String {
             expect,
         } => format!("tenant {tenant}: max_priority {ceiling} -> {expect} tasks lowered"),
         Step::SetTenantBudget { tenant, budget, .. } => {
-            format!("tenant {tenant}: cpu_budget {budget:?}")
+            format!("tenant {tenant}: budget {budget:?}")
         }
         Step::SetTenantWeight { tenant, weight } => format!("tenant {tenant}: weight {weight}"),
         Step::Submit {
@@ -487,21 +498,21 @@ fn describe(step: &Step) -> String {
             )
         }
         Step::Claim { max, now, expect } => format!(
-            "claim {max} at T0+{}s -> {:?}, CPU left {:?}, next due {:?}",
+            "claim {max} at T0+{}s -> {:?}, budget left {:?}, next due {:?}",
             (now - T0) / SECOND,
             expect.tasks,
-            expect.cpu_left,
+            expect.budget_left,
             expect.next_due
         ),
         Step::Complete {
             tasks,
-            cpu,
+            used,
             ended,
             retried,
             ..
-        } => format!(
-            "complete {tasks:?} using {cpu} µs CPU each -> ended {ended:?}, {retried} retried"
-        ),
+        } => {
+            format!("complete {tasks:?} using {used:?} each -> ended {ended:?}, {retried} retried")
+        }
         Step::CompleteStale { task, .. } => {
             format!("complete {task} with a lease token never given -> nothing changes")
         }
@@ -720,7 +731,10 @@ impl ReferenceStateMachine for Scheduling {
                 1,
                 (
                     0..TENANTS,
-                    prop::option::weighted(0.8, (prop_oneof![Just(5u64), Just(20)], 1..=3u64)),
+                    prop::option::weighted(
+                        0.8,
+                        (0..4u8, prop_oneof![Just(5u64), Just(20)], 1..=3u64),
+                    ),
                 )
                     .prop_map(|(tenant, budget)| Op::SetTenantBudget { tenant, budget })
                     .boxed(),
@@ -876,14 +890,14 @@ impl ReferenceStateMachine for Scheduling {
         let m = &mut r.model;
         let all: Vec<TaskId> = m.tasks.iter().map(|t| t.id).collect();
         // Applies attempts' ends in order, as one completion call does.
-        let complete_using = |m: &mut Model, tasks: Vec<(TaskId, Ending)>, cpu: Micros| {
+        let complete_using = |m: &mut Model, tasks: Vec<(TaskId, Ending)>, used: Spent| {
             if tasks.is_empty() {
                 return Step::Skip;
             }
             let (mut ended, mut retried) = (Vec::new(), 0);
             for &(task, ending) in &tasks {
                 let batch = m.task(task).expect("a picked task exists").batch;
-                match m.complete_using(task, ending, now, cpu) {
+                match m.complete_using(task, ending, now, used) {
                     Some(Phase::Pending) => retried += 1,
                     Some(_) => ended.push((task, batch)),
                     None => panic!("task {task} was picked as claimed"),
@@ -892,13 +906,13 @@ impl ReferenceStateMachine for Scheduling {
             ended.sort_unstable();
             Step::Complete {
                 tasks,
-                cpu,
+                used,
                 now,
                 ended,
                 retried,
             }
         };
-        let complete = |m: &mut Model, tasks| complete_using(m, tasks, 0);
+        let complete = |m: &mut Model, tasks| complete_using(m, tasks, Spent::default());
         let one = |task: Option<TaskId>, ending| task.map(|t| (t, ending)).into_iter().collect();
         r.step = match op {
             Op::OpenBatch {
@@ -951,9 +965,15 @@ impl ReferenceStateMachine for Scheduling {
             }
             Op::SetTenantBudget { tenant, budget } => {
                 let tenant = TenantId::from(*tenant);
-                let budget = budget.map(|(ms, seconds)| CpuBudget {
-                    cpu: Duration::from_millis(ms),
-                    period: Duration::from_secs(seconds),
+                let budget = budget.map(|(meters, amount, seconds)| {
+                    let unit = burned(amount as i64);
+                    let all = meters == 3;
+                    Budget {
+                        period: Duration::from_secs(seconds),
+                        cpu: (meters == 0 || all).then(|| Duration::from_millis(amount)),
+                        memory_mib_seconds: (meters == 1 || all).then_some(amount),
+                        http_bytes: (meters == 2 || all).then_some(unit.http_bytes as u64),
+                    }
                 });
                 m.set_tenant_budget(tenant, budget, now);
                 Step::SetTenantBudget {
@@ -1026,7 +1046,7 @@ impl ReferenceStateMachine for Scheduling {
             Op::Succeed { task } => complete(m, one(task.of(&claimed), Ending::Success)),
             Op::Fail { task } => complete(m, one(task.of(&claimed), Ending::Failure)),
             Op::Burn { task, cpu_ms } => {
-                complete_using(m, one(task.of(&claimed), Ending::Success), cpu_ms * 1000)
+                complete_using(m, one(task.of(&claimed), Ending::Success), burned(*cpu_ms))
             }
             Op::Stop { task } => complete(m, one(task.of(&claimed), Ending::Stopped)),
             Op::Suspend { task } => complete(m, one(task.of(&claimed), Ending::Suspended)),
@@ -1541,7 +1561,7 @@ impl Sut {
             // The next case's claims must not wake at this one's holds.
             for (_, name) in self.tenants.values() {
                 let lift = TenantChange {
-                    cpu_budget: Some(None),
+                    budget: Some(None),
                     ..TenantChange::default()
                 };
                 store.tenant_set(name.clone(), lift, now).await.unwrap();
@@ -1603,6 +1623,7 @@ impl Sut {
             ended_at: now,
             cpu_micros: None,
             memory_mib_seconds: None,
+            http_bytes: None,
             outcome,
             error: (!outcome.is_success()).then(|| "failed".into()),
             output: outcome.is_success().then(Vec::new),
@@ -1788,15 +1809,16 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                     "the claimed tasks (id, attempt), in claim order: store left, model right\n{at}"
                 );
                 assert_eq!(claimed.next_due, expect.next_due, "the next due time\n{at}");
-                let cpu_left: BTreeMap<TaskId, Micros> = claimed
+                let budget_left: BTreeMap<TaskId, Left> = claimed
                     .tasks
                     .iter()
                     .zip(&got)
-                    .filter_map(|(task, &(id, _))| Some((id, task.cpu_left?)))
+                    .filter(|(task, _)| task.budget_left != Left::default())
+                    .map(|(task, &(id, _))| (id, task.budget_left))
                     .collect();
                 assert_eq!(
-                    cpu_left, expect.cpu_left,
-                    "the CPU each task's tenant budget left it: store left, model right\n{at}"
+                    budget_left, expect.budget_left,
+                    "what each task's tenant budget left it: store left, model right\n{at}"
                 );
                 assert!(!claimed.contended, "a lone claimer met contention\n{at}");
                 for (task, (id, _)) in claimed.tasks.iter().zip(&got) {
@@ -1806,7 +1828,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
             }
             Step::Complete {
                 tasks,
-                cpu,
+                used,
                 now,
                 ended,
                 retried,
@@ -1814,7 +1836,9 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                 let completions = tasks
                     .iter()
                     .map(|&(task, ending)| Completion {
-                        cpu_micros: Some(*cpu),
+                        cpu_micros: Some(used.cpu_micros),
+                        memory_mib_seconds: Some(used.memory_mib_ms as f64 / 1000.0),
+                        http_bytes: Some(used.http_bytes as u64),
                         ..sut.ending(task, ending, *now)
                     })
                     .collect();
@@ -1971,7 +1995,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
             } => {
                 let (_, name) = sut.tenant(*tenant);
                 let change = TenantChange {
-                    cpu_budget: Some(*budget),
+                    budget: Some(*budget),
                     ..TenantChange::default()
                 };
                 sut.runtime

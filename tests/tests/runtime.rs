@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use qhost::runtime::limits::{KIB, MIB};
 use qhost::runtime::{
-    LoadError, Mount, MountGrant, Outcome, RunInfo, RunReport, RunRequest, Runtime, RuntimeConfig,
-    TaskLimits, TaskModule,
+    LoadError, Mount, MountGrant, Outcome, RunBudget, RunInfo, RunReport, RunRequest, Runtime,
+    RuntimeConfig, TaskLimits, TaskModule,
 };
 use qhost::scheduler::rules::{Span, peak_overlap};
 use qhost::store::{duration_micros, to_micros};
@@ -153,7 +153,10 @@ async fn a_run_ends_at_the_cpu_it_was_given() {
         &rt,
         &spinner,
         RunRequest {
-            cpu_limit: Some(given),
+            budget: RunBudget {
+                cpu: Some(given),
+                ..RunBudget::default()
+            },
             ..request("spin")
         },
     )
@@ -173,7 +176,10 @@ async fn a_run_ends_at_the_cpu_it_was_given() {
         &rt,
         &sleeper,
         RunRequest {
-            cpu_limit: Some(given),
+            budget: RunBudget {
+                cpu: Some(given),
+                ..RunBudget::default()
+            },
             ..request("300")
         },
     )
@@ -215,6 +221,44 @@ async fn a_runs_memory_is_its_size_over_time() {
         "{} MiB-s asleep, {} held",
         slept.memory_mib_seconds,
         held.memory_mib_seconds
+    );
+}
+
+/// A run given the memory-time its tenant's budget has left ends `budget` once its size
+/// over time reaches it, while it sleeps: 64 MiB held against 4 MiB-seconds ends within a
+/// tenth of a second, not after the guest's 300 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_ends_at_the_memory_time_it_was_given() {
+    let rt = runtime(1);
+    let guest = rt.load_file(&guest("misbehave")).unwrap();
+    let held = run(
+        &rt,
+        &guest,
+        RunRequest {
+            limits: TaskLimits {
+                memory: 128 * MIB,
+                ..TaskLimits::default()
+            },
+            budget: RunBudget {
+                memory_mib_seconds: Some(4.0),
+                ..RunBudget::default()
+            },
+            ..request("hold:1024")
+        },
+    )
+    .await;
+    assert_eq!(held.outcome, Outcome::Budget, "{:?}", held.error);
+    let error = held.error.unwrap_or_default();
+    assert!(error.contains("4.000 MiB-seconds of memory"), "{error}");
+    assert!(
+        held.memory_mib_seconds >= 4.0 && held.memory_mib_seconds < 4.0 + 64.0 * 0.05,
+        "{} MiB-s held against 4",
+        held.memory_mib_seconds
+    );
+    assert!(
+        held.duration < Duration::from_millis(300),
+        "{:?}",
+        held.duration
     );
 }
 

@@ -12,8 +12,10 @@ mod budgets;
 mod share;
 
 use budgets::{
-    a_cpu_budget_out_of_bounds_is_refused, a_new_tenant_gets_the_servers_cpu_budget,
+    a_budget_out_of_bounds_is_refused, a_new_tenant_gets_the_servers_budget,
     a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
+    a_tenant_at_its_http_budget_stops_and_the_others_run_on,
+    a_tenant_at_its_memory_budget_stops_and_the_others_run_on,
 };
 use share::a_new_tenant_gets_the_servers_weight_and_keeps_it_from_bad_ones;
 
@@ -23,6 +25,7 @@ use std::time::Duration;
 
 use qhost::scheduler::rules::{Span, peak_overlap};
 use qhost::store::AttemptRecord;
+use qhost_tests::origin_server::OriginServer;
 use qhost_tests::pg::TestDb;
 use qhost_tests::serve_node::{self, ServeNode};
 use qhost_tests::server::{Server, agent, call};
@@ -1018,7 +1021,7 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
         .collect();
     assert_eq!(
         rows,
-        [["acme", "0", "0", "0.000", "0.000", "0.000", "none"]],
+        [["acme", "0", "0", "0.000", "0.000", "0.000", "0", "none"]],
         "{usage}"
     );
     // Another's batch is refused, saying what a tenant's token opens.
@@ -1032,7 +1035,9 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     let usage = run(&["tenant", "usage", "--batch", &batch, "--token", &token]);
     assert_eq!(
         usage.trim(),
-        format!("batch {batch}: 0 attempts; slot 0.000 s, CPU 0.000 s, memory 0.000 MiB-s")
+        format!(
+            "batch {batch}: 0 attempts; slot 0.000 s, CPU 0.000 s, memory 0.000 MiB-s, HTTP 0 B"
+        )
     );
     let set = run(&[
         "tenant",
@@ -1091,20 +1096,31 @@ fn the_command_line_adds_tenants_and_makes_and_revokes_their_tokens() {
     ]);
     assert!(set.contains("running: 0 (no limit)"), "{set}");
     assert!(set.contains("open: 0 (no limit)"), "{set}");
-    let set = run(&["tenant", "set", "acme", "--cpu-budget", "10s/1h"]);
-    assert!(set.contains("CPU budget: 0.000s of 10s per 1h;"), "{set}");
+    let set = run(&["tenant", "set", "acme", "--budget", "10s/1h"]);
+    assert!(set.contains("budget: CPU 0.000s of 10s per 1h;"), "{set}");
+    let set = run(&[
+        "tenant",
+        "set",
+        "acme",
+        "--budget",
+        "memory=120,http=1MiB/1h",
+    ]);
+    assert!(
+        set.contains("budget: memory 0.000 of 120 MiB-s, HTTP 0 B of 1.0 MiB per 1h;"),
+        "{set}"
+    );
     let usage = run(&["tenant", "usage"]);
-    assert!(usage.contains("0.000s of 10s per 1h"), "{usage}");
-    let set = run(&["tenant", "set", "acme", "--cpu-budget", "none"]);
-    assert!(set.contains("CPU budget: none;"), "{set}");
+    assert!(usage.contains("memory 0.000 of 120 MiB-s"), "{usage}");
+    let set = run(&["tenant", "set", "acme", "--budget", "none"]);
+    assert!(set.contains("budget: none;"), "{set}");
     let refused = server
         .cli()
-        .args(["tenant", "set", "acme", "--cpu-budget", "10s"])
+        .args(["tenant", "set", "acme", "--budget", "10s"])
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        !refused.status.success() && said.contains("--cpu-budget") && said.contains("10s/1h"),
+        !refused.status.success() && said.contains("--budget") && said.contains("10s/1h"),
         "{said}"
     );
     let limits = [
@@ -1630,7 +1646,9 @@ qhost_tests::on_each_driver!(
     a_tenants_tasks_ask_within_its_maxima,
     a_tenants_open_limit_refuses_what_would_pass_it,
     a_tenant_at_its_cpu_budget_stops_and_the_others_run_on,
-    a_cpu_budget_out_of_bounds_is_refused,
-    a_new_tenant_gets_the_servers_cpu_budget,
+    a_tenant_at_its_memory_budget_stops_and_the_others_run_on,
+    a_tenant_at_its_http_budget_stops_and_the_others_run_on,
+    a_budget_out_of_bounds_is_refused,
+    a_new_tenant_gets_the_servers_budget,
     a_new_tenant_gets_the_servers_weight_and_keeps_it_from_bad_ones,
 );

@@ -116,7 +116,7 @@ pub async fn metrics(
     // Tenants' counts and slot time, and the limits of those that have one.
     let tenants = state.scheduler.tenant_list().await?;
     type PerTenant = fn(&TenantInfo) -> Option<String>;
-    let per_tenant: [(&str, &str, &str, PerTenant); 10] = [
+    let per_tenant: [(&str, &str, &str, PerTenant); 15] = [
         (
             "qhost_tenant_running",
             "gauge",
@@ -166,19 +166,61 @@ pub async fn metrics(
             |t| Some(t.memory_mib_seconds.to_string()),
         ),
         (
+            "qhost_tenant_http_bytes_total",
+            "counter",
+            "HTTP body bytes each tenant's attempts have sent and received.",
+            |t| Some(t.http_bytes.to_string()),
+        ),
+        (
             "qhost_tenant_cpu_budget_seconds",
             "gauge",
-            "The CPU budget per period of each tenant that has one.",
-            |t| t.cpu_budget.map(|b| b.cpu.as_secs_f64().to_string()),
+            "The CPU budget per period of each tenant whose budget meters CPU.",
+            |t| t.budget?.cpu.map(|cpu| cpu.as_secs_f64().to_string()),
         ),
         (
             "qhost_tenant_cpu_budget_used_seconds",
             "gauge",
-            "CPU time each tenant with a budget has used in its budget's current window; at \
-             the budget, its tasks wait for the next.",
+            "CPU time each tenant whose budget meters CPU has used in its budget's current \
+             window; at the budget, its tasks wait for the next.",
             |t| {
-                t.cpu_budget
-                    .map(|_| (t.budget_used_micros as f64 / 1e6).to_string())
+                t.budget?
+                    .cpu
+                    .map(|_| (t.budget_used.cpu_micros as f64 / 1e6).to_string())
+            },
+        ),
+        (
+            "qhost_tenant_memory_budget_mib_seconds",
+            "gauge",
+            "The memory-time budget per period, in MiB-seconds, of each tenant whose budget \
+             meters memory.",
+            |t| t.budget?.memory_mib_seconds.map(|m| m.to_string()),
+        ),
+        (
+            "qhost_tenant_memory_budget_used_mib_seconds",
+            "gauge",
+            "Memory-time each tenant whose budget meters memory has used in its budget's \
+             current window, in MiB-seconds.",
+            |t| {
+                t.budget?
+                    .memory_mib_seconds
+                    .map(|_| t.budget_used.memory_mib_seconds.to_string())
+            },
+        ),
+        (
+            "qhost_tenant_http_budget_bytes",
+            "gauge",
+            "The HTTP bytes budget per period of each tenant whose budget meters HTTP.",
+            |t| t.budget?.http_bytes.map(|b| b.to_string()),
+        ),
+        (
+            "qhost_tenant_http_budget_used_bytes",
+            "gauge",
+            "HTTP body bytes each tenant whose budget meters HTTP has moved in its budget's \
+             current window.",
+            |t| {
+                t.budget?
+                    .http_bytes
+                    .map(|_| t.budget_used.http_bytes.to_string())
             },
         ),
     ];

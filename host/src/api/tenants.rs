@@ -15,7 +15,7 @@ use super::batches::{json_body, object_body};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use crate::runtime::origin::{self, AllowedOrigin};
 use crate::scheduler::NewToken;
-use crate::store::{CpuBudget, TenantChange, TenantId, TenantInfo, TenantMaxima, TokenInfo};
+use crate::store::{Budget, TenantChange, TenantId, TenantInfo, TenantMaxima, TokenInfo};
 
 /// `POST /v1/tenants`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -110,12 +110,14 @@ pub struct SetTenant {
     /// lower. All of them: one left out is the server's maximum again (`{}`: all).
     #[serde(default, deserialize_with = "maxima_object")]
     pub max_limits: Option<TenantMaxima>,
-    /// The most CPU time its attempts may use per period, as the sandbox measures it:
-    /// `{"cpu": "10s", "period": "1h"}`; `null`: no budget. Once a window's use reaches it,
-    /// the task that crossed it ends with outcome `budget` and the tenant's tasks not
-    /// started wait for the next window.
+    /// What its attempts may use per period, as the sandbox measures it: CPU time,
+    /// memory-time, HTTP body bytes, or several:
+    /// `{"period": "1h", "cpu": "10s", "memory_mib_seconds": 36000, "http_bytes": 100000000}`;
+    /// `null`: no budget. Once a window's use of one reaches it, the task that crossed it
+    /// ends with outcome `budget` and the tenant's tasks not started wait for the next
+    /// window.
     #[serde(default, deserialize_with = "super::tasks::present")]
-    pub cpu_budget: Option<Option<CpuBudget>>,
+    pub budget: Option<Option<Budget>>,
     /// Its share of the slots under saturation, against the other tenants' weights (1 to
     /// 10000): its attempts get slot time in that proportion, whatever the number and
     /// size of its batches. It reaches the next claim.
@@ -246,7 +248,7 @@ pub async fn set(
         max_running: body.max_running,
         max_open: body.max_open,
         max_limits: body.max_limits,
-        cpu_budget: body.cpu_budget,
+        budget: body.budget,
         weight: body.weight,
         ceiling: None,
     };

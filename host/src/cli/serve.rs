@@ -149,7 +149,7 @@ pub struct ServeArgs {
     /// metrics_listen, max_timeout, max_memory, max_defer, max_deferrals, quota_tasks,
     /// quota_input, quota_output, quota_text, quota_children, quota_depth, webhook,
     /// webhook_secret_file, otlp_endpoint, tenant_max_priority, tenant_max_running,
-    /// tenant_max_open, tenant_cpu_budget, tenant_weight);
+    /// tenant_max_open, tenant_budget, tenant_weight);
     /// flags and variables take precedence (default: none).
     #[arg(long, env = "QHOST_CONFIG")]
     pub config: Option<PathBuf>,
@@ -175,10 +175,11 @@ pub struct ServeArgs {
     /// limit). The admin changes a tenant's with `qhost tenant set NAME --max-open N`.
     #[arg(long, env = "QHOST_TENANT_MAX_OPEN", value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
     pub tenant_max_open: Option<u32>,
-    /// The CPU budget a tenant gets when it is added, as `CPU/PERIOD` (`10s/1h`; default:
-    /// none). The admin changes a tenant's with `qhost tenant set NAME --cpu-budget`.
-    #[arg(long, env = "QHOST_TENANT_CPU_BUDGET", value_name = "CPU/PERIOD")]
-    pub tenant_cpu_budget: Option<String>,
+    /// The budget a tenant gets when it is added, as `METERS/PERIOD`
+    /// (`cpu=10s,memory=1GiB*1m,http=100MB/1h`, or `10s/1h` for CPU alone; default: none).
+    /// The admin changes a tenant's with `qhost tenant set NAME --budget`.
+    #[arg(long, env = "QHOST_TENANT_BUDGET", value_name = "METERS/PERIOD")]
+    pub tenant_budget: Option<String>,
     /// The weight a tenant gets when it is added: its share of the slots under
     /// saturation, against the other tenants' (1 to 10000; default 1). The admin changes
     /// a tenant's with `qhost tenant set NAME --weight N`.
@@ -230,7 +231,7 @@ struct FileConfig {
     tenant_max_priority: Option<i32>,
     tenant_max_running: Option<u32>,
     tenant_max_open: Option<u32>,
-    tenant_cpu_budget: Option<String>,
+    tenant_budget: Option<String>,
     tenant_weight: Option<u32>,
 }
 
@@ -254,13 +255,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let tenant_max_open =
         crate::store::check_max_open(args.tenant_max_open.or(file.tenant_max_open))
             .context("tenant_max_open in the config file")?;
-    let tenant_cpu_budget = args
-        .tenant_cpu_budget
-        .or(file.tenant_cpu_budget)
-        .map(|text| crate::store::CpuBudget::parse(&text))
+    let tenant_budget = args
+        .tenant_budget
+        .or(file.tenant_budget)
+        .map(|text| crate::store::Budget::parse(&text))
         .transpose()
         .map_err(|e| {
-            anyhow::anyhow!("--tenant-cpu-budget (or tenant_cpu_budget in the config file): {e}")
+            anyhow::anyhow!("--tenant-budget (or tenant_budget in the config file): {e}")
         })?;
     let tenant_weight = args
         .tenant_weight
@@ -591,7 +592,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.tenant_max_priority = tenant_max_priority;
         config.tenant_max_running = tenant_max_running;
         config.tenant_max_open = tenant_max_open;
-        config.tenant_cpu_budget = tenant_cpu_budget;
+        config.tenant_budget = tenant_budget;
         config.tenant_weight = tenant_weight;
         config.secret_key = Some(secret_key);
         config.default_limits = default_limits;

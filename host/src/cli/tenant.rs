@@ -12,7 +12,7 @@ use super::client::{Client, ConnectArgs, print_json};
 use super::module::encode;
 use crate::api::tenants::{TenantList, TokenList};
 use crate::scheduler::NewToken;
-use crate::store::{CpuBudget, TenantInfo, TenantMaxima, TokenInfo};
+use crate::store::{Budget, TenantInfo, TenantMaxima, TokenInfo};
 
 #[derive(Debug, Args)]
 pub struct TenantArgs {
@@ -105,12 +105,14 @@ pub struct SetArgs {
     /// `http_received=16MiB`, `http_timeout=30s`; `NAME=server`: the server's again.
     #[arg(long, value_name = "NAME=VALUE")]
     pub max_limit: Vec<String>,
-    /// The most CPU time its attempts may use per period, as `CPU/PERIOD` (`10s/1h`,
-    /// `500ms/1m`; periods start at multiples of theirs from the Unix epoch); `none`: no
-    /// budget. At the budget, the task that crossed it ends with outcome `budget` and its
-    /// tasks not started wait for the next period.
-    #[arg(long, value_name = "CPU/PERIOD")]
-    pub cpu_budget: Option<String>,
+    /// What its attempts may use per period, as `METERS/PERIOD`: CPU time, memory-time
+    /// (MiB-seconds, or SIZE*DURATION) and HTTP body bytes, joined by commas
+    /// (`cpu=10s,memory=1GiB*1m,http=100MB/1h`; a bare duration is CPU: `10s/1h`).
+    /// Periods start at multiples of theirs from the Unix epoch; `none`: no budget. At the
+    /// budget, the task that crossed it ends with outcome `budget` and its tasks not
+    /// started wait for the next period.
+    #[arg(long, value_name = "METERS/PERIOD")]
+    pub budget: Option<String>,
     /// Its share of the slots under saturation, against the other tenants' weights (1 to
     /// 10000): its attempts get slot time in that proportion.
     #[arg(long, value_name = "N")]
@@ -217,7 +219,7 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                 max_running,
                 max_open,
                 max_limit,
-                cpu_budget,
+                budget,
                 weight,
                 share_group,
                 unshare_group,
@@ -245,15 +247,15 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     change.insert(field.into(), limit_or_none(field, &text)?);
                 }
             }
-            if let Some(text) = cpu_budget {
+            if let Some(text) = budget {
                 let budget = match text.as_str() {
                     "none" => serde_json::Value::Null,
                     text => serde_json::to_value(
-                        CpuBudget::parse(text)
-                            .map_err(|e| anyhow::anyhow!("--cpu-budget: {e}, or `none`"))?,
+                        Budget::parse(text)
+                            .map_err(|e| anyhow::anyhow!("--budget: {e}, or `none`"))?,
                     )?,
                 };
-                change.insert("cpu_budget".into(), budget);
+                change.insert("budget".into(), budget);
             }
             if let Some(weight) = weight {
                 change.insert("weight".into(), json!(weight));
@@ -346,14 +348,14 @@ pub fn run(args: TenantArgs) -> anyhow::Result<ExitCode> {
                     false => given.join(", "),
                 };
                 let budget = super::tenant_usage::budget_text(
-                    tenant.cpu_budget,
-                    tenant.budget_used_micros,
+                    tenant.budget,
+                    tenant.budget_used,
                     tenant.held_until,
                 );
                 outln!(
                     "tenant {}: priority at most {ceiling}; groups {}/... and shared: {shared}; \
                      modules: {modules}; origins: {origins}; running: {} ({running}); open: {} \
-                     ({open}); weight: {}; CPU budget: {budget}; task limits at most: {maxima}",
+                     ({open}); weight: {}; budget: {budget}; task limits at most: {maxima}",
                     tenant.name,
                     tenant.name,
                     tenant.running,

@@ -1,10 +1,10 @@
 //! `qhost tenant usage [--batch ID]`: what tenants used (every one for the admin, its own
-//! for a tenant's token) and where each stands against its CPU budget, or what a batch's
+//! for a tenant's token) and where each stands against its budget, or what a batch's
 //! ended attempts used.
 
 use super::client::{Client, print_json, when};
 use crate::api::usage::UsageList;
-use crate::store::{BatchUsage, CpuBudget, Micros};
+use crate::store::{BatchUsage, Budget, BudgetUsed, Micros};
 
 pub fn print(client: &Client, batch: Option<i64>, json: bool) -> anyhow::Result<()> {
     if let Some(batch) = batch {
@@ -13,12 +13,13 @@ pub fn print(client: &Client, batch: Option<i64>, json: bool) -> anyhow::Result<
             return print_json(&used);
         }
         outln!(
-            "batch {}: {} attempts; slot {:.3} s, CPU {:.3} s, memory {:.3} MiB-s",
+            "batch {}: {} attempts; slot {:.3} s, CPU {:.3} s, memory {:.3} MiB-s, HTTP {}",
             used.batch,
             used.attempts,
             used.slot_micros as f64 / 1e6,
             used.cpu_micros as f64 / 1e6,
-            used.memory_mib_seconds
+            used.memory_mib_seconds,
+            bytesize::ByteSize(used.http_bytes)
         )?;
         return Ok(());
     }
@@ -31,43 +32,66 @@ pub fn print(client: &Client, batch: Option<i64>, json: bool) -> anyhow::Result<
         return Ok(());
     }
     outln!(
-        "{:<16}  {:>7}  {:>10}  {:>12}  {:>11}  {:>18}  cpu_budget",
+        "{:<16}  {:>7}  {:>10}  {:>12}  {:>11}  {:>18}  {:>10}  budget",
         "tenant",
         "running",
         "open",
         "slot_seconds",
         "cpu_seconds",
-        "memory_mib_seconds"
+        "memory_mib_seconds",
+        "http_bytes"
     )?;
     for t in &list.tenants {
         outln!(
-            "{:<16}  {:>7}  {:>10}  {:>12.3}  {:>11.3}  {:>18.3}  {}",
+            "{:<16}  {:>7}  {:>10}  {:>12.3}  {:>11.3}  {:>18.3}  {:>10}  {}",
             t.tenant,
             t.running,
             t.open,
             t.slot_micros as f64 / 1e6,
             t.cpu_micros as f64 / 1e6,
             t.memory_mib_seconds,
-            budget_text(t.cpu_budget, t.budget_used_micros, t.held_until)
+            t.http_bytes,
+            budget_text(t.budget, t.budget_used, t.held_until)
         )?;
     }
     Ok(())
 }
 
-/// A tenant's CPU budget in words: `none`, or `1.250s of 10s per 1h`, and `spent: its
-/// tasks wait, in 12 min (TIME)` while it is held.
+/// A tenant's budget in words: `none`, or what each meter used of what per period
+/// (`CPU 1.250s of 10s, HTTP 2.0 MB of 100.0 MB per 1h`), and `spent: its tasks wait, in
+/// 12 min (TIME)` while it is held.
 pub(super) fn budget_text(
-    budget: Option<CpuBudget>,
-    used_micros: u64,
+    budget: Option<Budget>,
+    used: BudgetUsed,
     held_until: Option<Micros>,
 ) -> String {
     let Some(budget) = budget else {
         return "none".to_owned();
     };
+    let mut meters = Vec::new();
+    if let Some(cpu) = budget.cpu {
+        meters.push(format!(
+            "CPU {:.3}s of {}",
+            used.cpu_micros as f64 / 1e6,
+            humantime::format_duration(cpu)
+        ));
+    }
+    if let Some(memory) = budget.memory_mib_seconds {
+        meters.push(format!(
+            "memory {:.3} of {memory} MiB-s",
+            used.memory_mib_seconds
+        ));
+    }
+    if let Some(http) = budget.http_bytes {
+        meters.push(format!(
+            "HTTP {} of {}",
+            bytesize::ByteSize(used.http_bytes),
+            bytesize::ByteSize(http)
+        ));
+    }
     let mut text = format!(
-        "{:.3}s of {} per {}",
-        used_micros as f64 / 1e6,
-        humantime::format_duration(budget.cpu),
+        "{} per {}",
+        meters.join(", "),
         humantime::format_duration(budget.period)
     );
     if let Some(until) = held_until {

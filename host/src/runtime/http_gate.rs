@@ -26,7 +26,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 use super::TaskLimits;
 use super::http_send;
 use super::origin::{AllowedOrigin, Port, RequestOrigin};
-use super::outcome::HttpCall;
+use super::outcome::{HttpCall, Outcome};
 
 /// Whom a request is refused by, and how the guest sees it.
 type Refusal = (Error, String);
@@ -52,6 +52,7 @@ impl HttpGate {
         grant: Arc<[AllowedOrigin]>,
         own_addresses: Arc<[SocketAddr]>,
         limits: TaskLimits,
+        budget: Option<u64>,
         started: Instant,
         trace: Option<tracing::Span>,
     ) -> Self {
@@ -63,6 +64,7 @@ impl HttpGate {
             trace,
             ledger: Arc::new(HttpLedger {
                 started,
+                budget,
                 state: Mutex::new(LedgerState::default()),
                 tripped: CancellationToken::new(),
             }),
@@ -182,6 +184,8 @@ impl WasiHttpHooks for HttpGate {
 /// What one attempt's requests did, shared by the gate and the requests in flight.
 pub(crate) struct HttpLedger {
     started: Instant,
+    /// The body bytes, sent and received together, its tenant's budget had left.
+    budget: Option<u64>,
     state: Mutex<LedgerState>,
     /// Cancelled when a limit is passed: the attempt ends.
     pub(crate) tripped: CancellationToken,
@@ -195,7 +199,7 @@ struct LedgerState {
     requests: u32,
     sent: u64,
     received: u64,
-    trip: Option<String>,
+    trip: Option<(Outcome, String)>,
 }
 
 /// Which way body bytes go.
@@ -276,27 +280,47 @@ impl HttpLedger {
             }
         };
         *total += bytes;
-        if *total <= limit {
-            return Ok(());
-        }
+        let total = *total;
+        let moved = state.sent + state.received;
         drop(state);
-        let reason = format!(
-            "{verb} more than {} of HTTP bodies, its limit `{name}`",
-            bytesize::ByteSize(limit)
-        );
-        self.trip(reason.clone());
-        Err(reason)
+        if total > limit {
+            let reason = format!(
+                "{verb} more than {} of HTTP bodies, its limit `{name}`",
+                bytesize::ByteSize(limit)
+            );
+            self.trip(reason.clone());
+            return Err(reason);
+        }
+        match self.budget {
+            Some(budget) if moved > budget => {
+                let reason = super::budget::Used::Http(budget).message();
+                self.trip_as(Outcome::Budget, reason.clone());
+                Err(reason)
+            }
+            _ => Ok(()),
+        }
     }
 
-    /// Ends the attempt for `reason`; the first reason stays.
+    /// Ends the attempt with outcome `http-limit` for `reason`; the first reason stays.
     pub(crate) fn trip(&self, reason: String) {
-        self.lock().trip.get_or_insert(reason);
+        self.trip_as(Outcome::HttpLimit, reason);
+    }
+
+    /// Ends the attempt with `outcome` for `reason`; the first stays.
+    pub(crate) fn trip_as(&self, outcome: Outcome, reason: String) {
+        self.lock().trip.get_or_insert((outcome, reason));
         self.tripped.cancel();
     }
 
-    /// Why the attempt was ended, if a limit ended it.
-    pub(crate) fn trip_reason(&self) -> Option<String> {
+    /// How and why the attempt was ended, if a limit ended it.
+    pub(crate) fn trip_reason(&self) -> Option<(Outcome, String)> {
         self.lock().trip.clone()
+    }
+
+    /// The body bytes sent and received so far.
+    pub(crate) fn moved(&self) -> u64 {
+        let state = self.lock();
+        state.sent + state.received
     }
 
     /// The calls made, those still open timed to now.

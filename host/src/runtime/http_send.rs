@@ -138,7 +138,7 @@ async fn exchange(
         let reason = meter
             .ledger
             .trip_reason()
-            .unwrap_or_else(|| format!("HTTP exchange: {e}"));
+            .map_or_else(|| format!("HTTP exchange: {e}"), |(_, reason)| reason);
         (Error::from(e), reason)
     })?;
     meter

@@ -4,6 +4,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::budget::{Held, MemoryClock};
+
 pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1024 * KIB;
 pub const GIB: u64 = 1024 * MIB;
@@ -182,37 +184,37 @@ pub enum LimitError {
     },
 }
 
-/// Enforces a task's memory limit over all of its linear memories, and remembers that a
-/// growth was refused so a later trap is reported as `memory-limit`.
+/// Enforces a task's memory limit over all of its linear memories, remembers that a
+/// growth was refused so a later trap is reported as `memory-limit`, and keeps the memory
+/// held over time, which it tells its [`MemoryClock`] at each growth.
 pub(crate) struct MemoryLimiter {
     limit: usize,
-    in_use: usize,
     pub(crate) refused: bool,
-    /// The memory held so far, in byte-seconds, up to `since`.
-    held: f64,
-    since: Instant,
+    held: Held,
+    clock: MemoryClock,
 }
 
 impl MemoryLimiter {
+    #[cfg(test)]
     pub(crate) fn new(limit: u64) -> Self {
+        Self::with_clock(limit, super::budget::memory_clock(Instant::now()))
+    }
+
+    /// A limiter that tells `clock` of each growth.
+    pub(crate) fn with_clock(limit: u64, clock: MemoryClock) -> Self {
+        let held = *clock.borrow();
         MemoryLimiter {
             limit: usize::try_from(limit).unwrap_or(usize::MAX),
-            in_use: 0,
             refused: false,
-            held: 0.0,
-            since: Instant::now(),
+            held,
+            clock,
         }
     }
 
     /// The memory the run has held until `end`, in MiB-seconds: its size over time, which
     /// changes only where it grows (wasm memory never shrinks).
     pub(crate) fn mib_seconds(&self, end: Instant) -> f64 {
-        self.held_at(end) / MIB as f64
-    }
-
-    /// The memory held until `at`, in byte-seconds.
-    fn held_at(&self, at: Instant) -> f64 {
-        self.held + self.in_use as f64 * at.saturating_duration_since(self.since).as_secs_f64()
+        self.held.at(end) / MIB as f64
     }
 }
 
@@ -227,15 +229,19 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let after = self.in_use - current.min(self.in_use) + desired;
+        let in_use = self.held.bytes;
+        let after = in_use - current.min(in_use) + desired;
         if after > self.limit {
             self.refused = true;
             return Ok(false);
         }
         let now = Instant::now();
-        self.held = self.held_at(now);
-        self.since = now;
-        self.in_use = after;
+        self.held = Held {
+            byte_seconds: self.held.at(now),
+            since: now,
+            bytes: after,
+        };
+        self.clock.send_replace(self.held);
         Ok(true)
     }
 

@@ -17,6 +17,7 @@
 mod address;
 mod artifacts;
 mod bindings;
+mod budget;
 mod capture;
 mod cpu;
 mod digest;
@@ -49,6 +50,7 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 use artifacts::ArtifactCache;
 pub use artifacts::create_private_dir;
 use bindings::TaskSpawnPre as TaskPre;
+pub use budget::RunBudget;
 use capture::{LogCapture, OutputCapture};
 pub use digest::Digest;
 use engine::MemoryInit;
@@ -182,9 +184,9 @@ pub struct RunRequest {
     /// Where the task submits children (`qhost:task/spawn`); none: it may not (`qhost
     /// run`).
     pub children: Option<Arc<dyn Children>>,
-    /// The CPU time it may use, what its tenant's budget had left when it was claimed:
-    /// past it the run ends with outcome `budget`. None: no budget.
-    pub cpu_limit: Option<Duration>,
+    /// What it may use, what its tenant's budget had left when it was claimed: past any
+    /// of it the run ends with outcome `budget`.
+    pub budget: RunBudget,
 }
 
 /// Components up to this size get their memory's data copied in at instantiation, larger
@@ -367,6 +369,7 @@ impl Runtime {
             request.allow_http.clone(),
             self.own_addresses.clone(),
             limits,
+            request.budget.http_bytes,
             started,
             // The attempt's span, when traces are on, whose context the requests it sends
             // carry.
@@ -375,12 +378,14 @@ impl Runtime {
                 .filter(|span| !span.is_none()),
         );
         let ledger = gate.ledger();
+        let memory = budget::memory_clock(started);
+        let memory_held = memory.subscribe();
         let mut store = Store::new(
             module.pre.engine(),
             HostState {
                 wasi,
                 table: ResourceTable::new(),
-                limiter: MemoryLimiter::new(limits.memory),
+                limiter: MemoryLimiter::with_clock(limits.memory, memory),
                 log: LogCapture::new(limits.log, started),
                 http: wasmtime_wasi_http::WasiHttpCtx::new(),
                 gate,
@@ -411,18 +416,26 @@ impl Runtime {
                     let task = module.pre.instantiate_async(&mut store).await?;
                     task.call_run(&mut store, &request.input, &info).await
                 },
-                request.cpu_limit,
+                request.budget.cpu,
             );
             let ended = tokio::select! {
                 result = tokio::time::timeout(limits.timeout, &mut call) => match result {
                     Ok(Some(result)) => Ended::Returned(result),
-                    Ok(None) => Ended::OverBudget(request.cpu_limit.unwrap_or_default()),
+                    Ok(None) => {
+                        Ended::OverBudget(budget::Used::Cpu(request.budget.cpu.unwrap_or_default()))
+                    }
                     Err(_) => Ended::TimedOut,
                 },
                 () = request.cancel.cancelled() => Ended::Cancelled,
                 // A request past an HTTP limit ends the attempt, even one the guest
                 // does not wait for.
                 () = ledger.tripped.cancelled() => Ended::HttpLimit,
+                // Memory is held while the guest waits too: its budget is a deadline.
+                () = budget::memory_spent(memory_held, request.budget.memory_mib_seconds) => {
+                    Ended::OverBudget(budget::Used::Memory(
+                        request.budget.memory_mib_seconds.unwrap_or_default(),
+                    ))
+                }
             };
             (ended, call.used())
         };
@@ -459,6 +472,7 @@ impl Runtime {
             duration,
             cpu,
             memory_mib_seconds,
+            http_bytes: ledger.moved(),
         };
         settings::scrub(&mut report, &request.settings);
         Ok(report)
@@ -495,8 +509,8 @@ fn deferred(
 enum Ended {
     Returned(wasmtime::Result<Result<Vec<u8>, String>>),
     TimedOut,
-    /// It used the CPU time it was given.
-    OverBudget(Duration),
+    /// It used what its tenant's budget had left of a meter.
+    OverBudget(budget::Used),
     Cancelled,
     HttpLimit,
 }
@@ -512,7 +526,7 @@ fn classify(
 ) -> (Outcome, Option<Vec<u8>>, Option<String>) {
     // A limit passed ends the attempt even when the guest carried on and returned.
     let (outcome, output, error) = match ledger.trip_reason() {
-        Some(reason) => (Outcome::HttpLimit, None, Some(reason)),
+        Some((outcome, reason)) => (outcome, None, Some(reason)),
         None => classify_uncut(ended, limiter, limits, stderr),
     };
     let error = error.map(|e| outcome::cut_text(e, limits::MAX_ERROR_BYTES));
@@ -564,15 +578,7 @@ fn classify_uncut(
                 humantime::format_duration(limits.timeout)
             )),
         ),
-        Ended::OverBudget(limit) => (
-            Outcome::Budget,
-            None,
-            Some(format!(
-                "used the {} of CPU time its tenant's budget had left; the tenant's tasks \
-                 wait for the budget's next window",
-                humantime::format_duration(limit)
-            )),
-        ),
+        Ended::OverBudget(used) => (Outcome::Budget, None, Some(used.message())),
         Ended::Cancelled => (
             Outcome::Cancelled,
             None,

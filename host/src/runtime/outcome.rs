@@ -281,6 +281,8 @@ pub struct RunReport {
     pub cpu: Duration,
     /// The memory it held over its run, in MiB-seconds: its size over time.
     pub memory_mib_seconds: f64,
+    /// The HTTP body bytes it sent and received, over all its requests.
+    pub http_bytes: u64,
 }
 
 #[cfg(test)]

@@ -161,8 +161,8 @@ pub struct SchedulerConfig {
     pub tenant_max_running: Option<u32>,
     /// The open limit a tenant gets when it is added; none: no limit.
     pub tenant_max_open: Option<u32>,
-    /// The CPU budget a tenant gets when it is added; none: no budget.
-    pub tenant_cpu_budget: Option<crate::store::CpuBudget>,
+    /// The budget a tenant gets when it is added; none: no budget.
+    pub tenant_budget: Option<crate::store::Budget>,
     /// The weight a tenant gets when it is added; none: the lightest.
     pub tenant_weight: Option<u32>,
 }
@@ -187,7 +187,7 @@ impl SchedulerConfig {
             tenant_max_priority: DEFAULT_MAX_PRIORITY,
             tenant_max_running: None,
             tenant_max_open: None,
-            tenant_cpu_budget: None,
+            tenant_budget: None,
             tenant_weight: None,
         }
     }

@@ -35,7 +35,7 @@ fn secret_hash(secret: &str) -> [u8; 32] {
 }
 
 impl Scheduler {
-    /// Adds a tenant, with the server's running and open limits, CPU budget and weight for
+    /// Adds a tenant, with the server's running and open limits, budget and weight for
     /// new tenants, where it has them.
     pub async fn tenant_add(&self, name: String) -> Result<TenantInfo> {
         let info = self.store.tenant_add(name, now_micros()).await?;
@@ -43,13 +43,13 @@ impl Scheduler {
         let change = TenantChange {
             max_running: config.tenant_max_running.map(Some),
             max_open: config.tenant_max_open.map(Some),
-            cpu_budget: config.tenant_cpu_budget.map(Some),
+            budget: config.tenant_budget.map(Some),
             weight: config.tenant_weight,
             ..TenantChange::default()
         };
         if change.max_running.is_none()
             && change.max_open.is_none()
-            && change.cpu_budget.is_none()
+            && change.budget.is_none()
             && change.weight.is_none()
         {
             return Ok(info);
@@ -216,10 +216,10 @@ impl Scheduler {
                 .check(&self.runtime.config().max_limits)
                 .map_err(Error::Invalid)?;
         }
-        if let Some(Some(budget)) = &change.cpu_budget {
+        if let Some(Some(budget)) = &change.budget {
             budget.check().map_err(Error::Invalid)?;
         }
-        let budgeted = change.cpu_budget.is_some();
+        let budgeted = change.budget.is_some();
         // A ceiling reaches the work not started too: nothing waits above it.
         change.ceiling = change
             .max_priority

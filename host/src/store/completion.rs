@@ -20,6 +20,8 @@ pub struct Completion {
     pub cpu_micros: Option<Micros>,
     /// The memory the run held, in MiB-seconds; none where no run measured it.
     pub memory_mib_seconds: Option<f64>,
+    /// The HTTP body bytes the run sent and received; none where no run measured it.
+    pub http_bytes: Option<u64>,
     pub outcome: Outcome,
     pub error: Option<String>,
     pub output: Option<Vec<u8>>,
@@ -136,6 +138,7 @@ pub(crate) struct AttemptEnd<'a> {
     /// None: not measured (lost with its node, or never started).
     pub(crate) cpu_micros: Option<Micros>,
     pub(crate) memory_mib_seconds: Option<f64>,
+    pub(crate) http_bytes: Option<u64>,
     pub(crate) outcome: Outcome,
     pub(crate) error: Option<&'a str>,
     pub(crate) logs: &'a [LogLine],
@@ -168,6 +171,7 @@ impl<'a> AttemptEnd<'a> {
             ended_at: c.ended_at,
             cpu_micros: c.cpu_micros,
             memory_mib_seconds: c.memory_mib_seconds,
+            http_bytes: c.http_bytes,
             outcome: c.outcome,
             error: c.error.as_deref(),
             logs: &c.logs,
@@ -179,27 +183,35 @@ impl<'a> AttemptEnd<'a> {
 
 impl AttemptEnd<'_> {
     /// What the attempt used: the slot time it held, from its start to its end as the log
-    /// records them, and the CPU time and memory its run measured. A tenant's usage is the
-    /// sum over its attempts.
+    /// records them, and the CPU time, memory and HTTP bytes its run measured. A tenant's
+    /// usage is the sum over its attempts.
     pub(crate) fn used(&self) -> Used {
+        let memory = self.memory_mib_seconds.unwrap_or(0.0).max(0.0);
         Used {
             attempts: 1,
             slot_micros: (self.ended_at - self.started_at).max(0),
             cpu_micros: self.cpu_micros.unwrap_or(0).max(0),
-            memory_mib_seconds: self.memory_mib_seconds.unwrap_or(0.0).max(0.0),
+            memory_mib_seconds: memory,
+            memory_mib_ms: super::budget::Spent::memory(memory),
+            http_bytes: self
+                .http_bytes
+                .map_or(0, |b| i64::try_from(b).unwrap_or(i64::MAX)),
         }
     }
 }
 
 /// What attempts used: how many ran, the slot time they held and the CPU time they
-/// burned, in microseconds, and the memory they held, in MiB-seconds. A hand-back (no run)
-/// uses none.
+/// burned, in microseconds, the memory they held, in MiB-seconds, and the HTTP body bytes
+/// they sent and received. A hand-back (no run) uses none.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Used {
     pub(crate) attempts: i64,
     pub(crate) slot_micros: Micros,
     pub(crate) cpu_micros: Micros,
     pub(crate) memory_mib_seconds: f64,
+    /// The memory again, in MiB-milliseconds rounded up per attempt, as a budget counts it.
+    pub(crate) memory_mib_ms: i64,
+    pub(crate) http_bytes: i64,
 }
 
 impl std::ops::AddAssign for Used {
@@ -208,6 +220,8 @@ impl std::ops::AddAssign for Used {
         self.slot_micros += other.slot_micros;
         self.cpu_micros += other.cpu_micros;
         self.memory_mib_seconds += other.memory_mib_seconds;
+        self.memory_mib_ms += other.memory_mib_ms;
+        self.http_bytes += other.http_bytes;
     }
 }
 
@@ -273,6 +287,7 @@ mod tests {
             ended_at: 1,
             cpu_micros: None,
             memory_mib_seconds: None,
+            http_bytes: None,
             outcome: Outcome::Succeeded,
             error: None,
             output: Some(vec![0; bounds::OUTPUT + 1]),

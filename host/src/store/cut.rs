@@ -92,6 +92,7 @@ mod tests {
             ended_at: 1,
             cpu_micros: Some(1),
             memory_mib_seconds: Some(1.0),
+            http_bytes: None,
             outcome: Outcome::Trap,
             error: Some("é".repeat(100)),
             logs: (0..10)

@@ -55,7 +55,7 @@ mod webhook;
 /// Tasks reach the store only as the scheduler admitted them: it checks them once, for
 /// every path in.
 pub use crate::scheduler::Admitted;
-pub use budget::{CpuBudget, Window};
+pub use budget::{Budget, BudgetUsed, Left, Spent, Window};
 pub use completion::*;
 pub use errors::{StoreError, StoreResult};
 pub use grant::*;

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{CpuBudget, Micros, StoreError, TenantMaxima, Window};
+use super::{Budget, BudgetUsed, Micros, StoreError, TenantMaxima, Window};
 
 pub type TenantId = i64;
 
@@ -71,13 +71,16 @@ pub struct TenantInfo {
     /// The memory its attempts have held, in MiB-seconds (each one's size over its run),
     /// summed since it was added.
     pub memory_mib_seconds: f64,
+    /// The HTTP body bytes its attempts have sent and received, summed since it was added.
+    pub http_bytes: u64,
     /// The most its tasks may ask of each limit; one left out: the operator's.
     pub max_limits: TenantMaxima,
-    /// The most CPU time its attempts may use per period; none: no budget.
+    /// What its attempts may use per period (CPU, memory-time, HTTP bytes); none: no
+    /// budget.
     #[schema(required = true)]
-    pub cpu_budget: Option<CpuBudget>,
-    /// The CPU time its attempts used in the budget's current window, in microseconds.
-    pub budget_used_micros: u64,
+    pub budget: Option<Budget>,
+    /// What its attempts used in the budget's current window.
+    pub budget_used: BudgetUsed,
     /// Its budget is spent: its tasks not started wait until then, when the next window
     /// starts. None: not held.
     #[schema(required = true)]
@@ -87,8 +90,8 @@ pub struct TenantInfo {
 impl TenantInfo {
     /// Sets its budget fields from its stored `window` and hold, as they stand at `now`.
     pub(crate) fn with_budget(mut self, window: Window, held_until: Micros, now: Micros) -> Self {
-        self.cpu_budget = window.budget;
-        self.budget_used_micros = window.used_at(now) as u64;
+        self.budget = window.budget;
+        self.budget_used = window.used_at(now).into();
         self.held_until = super::hold::holds(held_until, now).then_some(held_until);
         self
     }
@@ -111,7 +114,7 @@ pub struct TenantChange {
     /// All of them, as the scheduler checked them against the operator's.
     pub max_limits: Option<TenantMaxima>,
     /// `Some(None)`: no budget.
-    pub cpu_budget: Option<Option<CpuBudget>>,
+    pub budget: Option<Option<Budget>>,
     /// Its weight in the fair share.
     pub weight: Option<u32>,
     /// The ceiling `max_priority` resolves to (the server's where it sets none): the

@@ -277,9 +277,9 @@ pub struct ClaimedTask {
     pub claimed_at: Micros,
     /// The trace context it was submitted in (`traceparent`), if traces were on.
     pub trace: Option<String>,
-    /// The CPU time its tenant's budget had left when it was claimed, in microseconds: the
-    /// run ends with outcome `budget` there. None: no budget.
-    pub cpu_left: Option<Micros>,
+    /// What its tenant's budget had left when it was claimed: the run ends with outcome
+    /// `budget` once it used any of it.
+    pub budget_left: super::Left,
 }
 
 /// What a claim took.
@@ -345,6 +345,10 @@ pub struct AttemptRecord {
     #[serde(default)]
     #[schema(required = true)]
     pub memory_mib_seconds: Option<f64>,
+    /// The HTTP body bytes its run sent and received. Null where no run measured them.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub http_bytes: Option<u64>,
     pub outcome: Outcome,
     #[schema(required = true)]
     pub error: Option<String>,

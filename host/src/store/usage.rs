@@ -1,11 +1,12 @@
 //! What tenants and batches have used, as `GET /v1/usage` and
 //! `GET /v1/batches/{id}/usage` show it: the slot time their attempts held, the CPU time
-//! they burned and the memory they held, as the sandbox measured each run.
+//! they burned, the memory they held and the HTTP bytes they moved, as the sandbox
+//! measured each run.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{BatchId, CpuBudget, Micros, TenantInfo};
+use super::{BatchId, Budget, BudgetUsed, Micros, TenantInfo};
 
 /// What a tenant has used since it was added, and what it holds now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -27,12 +28,13 @@ pub struct TenantUsage {
     pub cpu_micros: u64,
     /// The memory its attempts have held, in MiB-seconds.
     pub memory_mib_seconds: f64,
-    /// Its CPU budget (none: no budget), the CPU time used in its current window, in
-    /// microseconds, and when its tasks may start again if the budget is spent (none:
-    /// they may now).
+    /// The HTTP body bytes its attempts have sent and received.
+    pub http_bytes: u64,
+    /// Its budget (none: no budget), what was used in its current window, and when its
+    /// tasks may start again if the budget is spent (none: they may now).
     #[schema(required = true)]
-    pub cpu_budget: Option<CpuBudget>,
-    pub budget_used_micros: u64,
+    pub budget: Option<Budget>,
+    pub budget_used: BudgetUsed,
     #[schema(required = true)]
     pub held_until: Option<Micros>,
 }
@@ -49,8 +51,9 @@ impl From<TenantInfo> for TenantUsage {
             slot_micros: t.slot_micros,
             cpu_micros: t.cpu_micros,
             memory_mib_seconds: t.memory_mib_seconds,
-            cpu_budget: t.cpu_budget,
-            budget_used_micros: t.budget_used_micros,
+            http_bytes: t.http_bytes,
+            budget: t.budget,
+            budget_used: t.budget_used,
             held_until: t.held_until,
         }
     }
@@ -69,4 +72,6 @@ pub struct BatchUsage {
     pub cpu_micros: u64,
     /// The memory they held, in MiB-seconds.
     pub memory_mib_seconds: f64,
+    /// The HTTP body bytes they sent and received.
+    pub http_bytes: u64,
 }

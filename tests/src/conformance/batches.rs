@@ -78,7 +78,9 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
             memory: Some("32MiB".into()),
             ..TenantMaxima::default()
         }),
-        cpu_budget: Some(Some(CpuBudget::parse("10s/1h").unwrap())),
+        budget: Some(Some(
+            Budget::parse("cpu=10s,memory=100,http=1MB/1h").unwrap(),
+        )),
         weight: Some(5),
         ceiling: Some(7),
     })
@@ -86,12 +88,17 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
     .unwrap();
     assert_eq!(changed.max_limits.memory.as_deref(), Some("32MiB"));
     assert_eq!(
+        (changed.budget, changed.budget_used, changed.held_until),
         (
-            changed.cpu_budget,
-            changed.budget_used_micros,
-            changed.held_until
-        ),
-        (Some(CpuBudget::parse("10s/1h").unwrap()), 0, None)
+            Some(Budget {
+                period: Duration::from_secs(3600),
+                cpu: Some(Duration::from_secs(10)),
+                memory_mib_seconds: Some(100),
+                http_bytes: Some(1_000_000),
+            }),
+            BudgetUsed::default(),
+            None
+        )
     );
     assert_eq!(
         (
@@ -119,12 +126,12 @@ pub async fn tenants_open_only_their_batches(store: Arc<dyn Store>) {
         max_running: Some(None),
         max_open: Some(None),
         max_limits: Some(TenantMaxima::default()),
-        cpu_budget: Some(None),
+        budget: Some(None),
         ..TenantChange::default()
     })
     .await
     .unwrap();
-    assert_eq!(cleared.cpu_budget, None);
+    assert_eq!(cleared.budget, None);
     assert_eq!(
         changed.allow_http.as_deref(),
         Some(&["https://a.example".to_owned()][..])

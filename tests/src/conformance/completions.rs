@@ -252,6 +252,7 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
             started_at: started,
             cpu_micros: Some(cpu),
             memory_mib_seconds: Some(memory),
+            http_bytes: None,
             ..completion(task, outcome, ended)
         }
     };
@@ -338,9 +339,9 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
 pub async fn a_tenants_budget_holds_it_to_the_windows_end(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let a = store.tenant_add("a".into(), T0).await.unwrap();
-    let budget = CpuBudget::parse("1s/1h").unwrap();
+    let budget = Budget::parse("1s/1h").unwrap();
     let change = TenantChange {
-        cpu_budget: Some(Some(budget)),
+        budget: Some(Some(budget)),
         ..TenantChange::default()
     };
     store.tenant_set("a".into(), change, T0).await.unwrap();
@@ -361,11 +362,13 @@ pub async fn a_tenants_budget_holds_it_to_the_windows_end(store: Arc<dyn Store>)
     };
 
     let first = claim(&store, "n1", 1, T0).await;
-    assert_eq!(first[0].cpu_left, Some(SECOND), "the whole budget");
+    let cpu_left = |task: &ClaimedTask| task.budget_left.cpu_micros;
+    assert_eq!(cpu_left(&first[0]), Some(SECOND), "the whole budget");
+    assert_eq!(first[0].budget_left.http_bytes, None, "HTTP is not metered");
     let spent = burn(&store, &first[0], 400_000, T0 + SECOND).await;
     assert!(!spent.tenant_held, "0.4 s of 1 s");
     let second = claim(&store, "n1", 1, T0 + SECOND).await;
-    assert_eq!(second[0].cpu_left, Some(600_000), "what the first left");
+    assert_eq!(cpu_left(&second[0]), Some(600_000), "what the first left");
     let spent = burn(&store, &second[0], 700_000, T0 + 2 * SECOND).await;
     assert!(spent.tenant_held, "1.1 s of 1 s");
 
@@ -379,8 +382,65 @@ pub async fn a_tenants_budget_holds_it_to_the_windows_end(store: Arc<dyn Store>)
     );
     let next = claim(&store, "n1", 1, window_end).await;
     assert_eq!(
-        next[0].cpu_left,
+        cpu_left(&next[0]),
         Some(SECOND),
         "a new window, the whole budget"
     );
+}
+
+/// A budget of memory-time and HTTP bytes alone: each task claimed carries what is left of
+/// both; the completion that reaches either holds the tenant, and the tenant's and the
+/// batch's usage count both.
+pub async fn a_tenants_memory_and_http_budget_holds_it(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let a = store.tenant_add("a".into(), T0).await.unwrap();
+    let budget = Budget::parse("memory=10,http=1kB/1h").unwrap();
+    let change = TenantChange {
+        budget: Some(Some(budget)),
+        ..TenantChange::default()
+    };
+    store.tenant_set("a".into(), change, T0).await.unwrap();
+    let spec = BatchSpec {
+        tenant: Some(a.id),
+        ..BatchSpec::default()
+    };
+    let mine = batch(&store, spec).await;
+    let tasks = admitted((0..3).map(|_| task(m, 0, None)).collect());
+    store.task_submit(mine, tasks, T0).await.unwrap();
+    let end = |store: &Arc<dyn Store>, task: &ClaimedTask, (memory, http), at: Micros| {
+        let done = Completion {
+            memory_mib_seconds: Some(memory),
+            http_bytes: Some(http),
+            ..completion(task, Outcome::Succeeded, at)
+        };
+        let store = store.clone();
+        async move { store.task_complete(vec![done], at).await.unwrap() }
+    };
+
+    let first = claim(&store, "n1", 1, T0).await;
+    let whole = Left {
+        cpu_micros: None,
+        memory_mib_ms: Some(10_000),
+        http_bytes: Some(1_000),
+    };
+    assert_eq!(first[0].budget_left, whole, "the whole budget");
+    let spent = end(&store, &first[0], (4.0, 300), T0 + SECOND).await;
+    assert!(!spent.tenant_held, "4 of 10 MiB-s, 300 of 1000 bytes");
+    let second = claim(&store, "n1", 1, T0 + SECOND).await;
+    let left = Left {
+        memory_mib_ms: Some(6_000),
+        http_bytes: Some(700),
+        ..whole
+    };
+    assert_eq!(second[0].budget_left, left, "what the first left");
+    let spent = end(&store, &second[0], (1.0, 700), T0 + 2 * SECOND).await;
+    assert!(spent.tenant_held, "1000 of 1000 bytes: HTTP alone holds it");
+    let held = claim_all(&store, "n1", 1, T0 + 3 * SECOND).await;
+    assert!(held.tasks.is_empty(), "held to the window's end");
+
+    // The window's use is read at the real time, past T0's window: the totals alone.
+    let info = store.tenant_get(a.id).await.unwrap();
+    assert_eq!((info.memory_mib_seconds, info.http_bytes), (5.0, 1_000));
+    let usage = store.batch_usage(mine).await.unwrap();
+    assert_eq!((usage.memory_mib_seconds, usage.http_bytes), (5.0, 1_000));
 }

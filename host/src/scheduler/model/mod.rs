@@ -16,7 +16,7 @@
 //! with re-drive (`redrive.rs`), dependency edges with their failure policies
 //! (`graph.rs`; fan-ins, `after: "*"`, are left to the conformance tests), children
 //! submitted by claimed tasks and suspensions (`spawn.rs`), and deferred attempts with
-//! the holds they put on their groups (`defer.rs`), tenants' CPU budgets with the holds
+//! the holds they put on their groups (`defer.rs`), tenants' budgets with the holds
 //! their windows put on them (`budget.rs`), and the weighted fair share that divides each
 //! claim among tenants (`fair.rs`).
 
@@ -142,7 +142,7 @@ pub fn is_due_at_gate(task: &Task, gates: &BTreeMap<BatchId, i64>, now: Micros) 
 /// and their tokens now) has more tokens than this claim took of the group; a candidate
 /// that does not fit is passed over, and the claim stops once it has `k`. A task whose
 /// batch is in `batch_tenants` (the batches of tenants with a running limit, or held by
-/// their CPU budget with a limit of 0, with their tenant and its limit) needs as well its
+/// their budget with a limit of 0, with their tenant and its limit) needs as well its
 /// tenant to have fewer claimed tasks, across all its batches, than its limit.
 pub fn claim_order(
     tasks: &[Task],

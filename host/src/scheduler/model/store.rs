@@ -87,8 +87,8 @@ impl Ending {
 pub struct ClaimOutcome {
     /// The tasks taken, in claim order, with the attempt each starts.
     pub tasks: Vec<(TaskId, u32)>,
-    /// The CPU its tenant's budget left each task taken, for tasks of tenants with one.
-    pub cpu_left: BTreeMap<TaskId, Micros>,
+    /// What its tenant's budget left each task taken, for tasks of tenants with one.
+    pub budget_left: BTreeMap<TaskId, crate::store::Left>,
     /// When the claim took fewer than it could: the earliest time a ready task not yet
     /// due becomes due, a group with a rate holding tasks back gets a token, or a held
     /// group or tenant is let go, if any is.
@@ -416,12 +416,13 @@ impl Model {
     pub fn claim(&mut self, now: Micros, k: usize) -> ClaimOutcome {
         let taken = self.claim_shared(now, k);
         let mut tasks = Vec::new();
-        let mut cpu_left = BTreeMap::new();
+        let mut budget_left = BTreeMap::new();
         for &id in &taken {
             let task = self.task(id).expect("a claimed task exists");
             tasks.push((id, task.attempts));
-            if let Some(left) = self.cpu_left(task.batch, now) {
-                cpu_left.insert(id, left);
+            let left = self.budget_left(task.batch, now);
+            if left != crate::store::Left::default() {
+                budget_left.insert(id, left);
             }
         }
         let next_due = if taken.len() < k {
@@ -442,7 +443,7 @@ impl Model {
         };
         ClaimOutcome {
             tasks,
-            cpu_left,
+            budget_left,
             next_due,
         }
     }
@@ -495,20 +496,20 @@ impl Model {
     /// Records how a claimed task's attempt ended at `now`; returns the state it is in
     /// after, or `None` when it was not claimed (the store ignores such a completion).
     pub fn complete(&mut self, id: TaskId, ending: Ending, now: Micros) -> Option<Phase> {
-        self.complete_using(id, ending, now, 0)
+        self.complete_using(id, ending, now, crate::store::Spent::default())
     }
 
-    /// [`Model::complete`], for an attempt that used `cpu` microseconds of CPU.
+    /// [`Model::complete`], for an attempt that used `used` of its tenant's budget.
     pub fn complete_using(
         &mut self,
         id: TaskId,
         ending: Ending,
         now: Micros,
-        cpu: Micros,
+        used: crate::store::Spent,
     ) -> Option<Phase> {
         let batch = self.task(id)?.batch;
         if self.task(id)?.phase == Phase::Claimed {
-            self.charge_cpu(batch, cpu, now);
+            self.charge_budget(batch, used, now);
             self.charge_slot(batch, self.task(id)?.claimed_at, now);
         }
         // A halting batch with a task failed for good retries nothing more.

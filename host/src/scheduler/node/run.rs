@@ -14,7 +14,7 @@ use tracing::Instrument as _;
 
 use super::Ctx;
 use super::writer::Done;
-use crate::runtime::{DepEnded, Dependency, Inputs, Outcome, RunInfo, RunRequest, Slot};
+use crate::runtime::{DepEnded, Dependency, Inputs, Outcome, RunBudget, RunInfo, RunRequest, Slot};
 use crate::scheduler::LocalRun;
 use crate::scheduler::module_labels::Shown;
 use crate::scheduler::spawn::{Parent, Spawner};
@@ -138,9 +138,14 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 limits: task.limits,
                 mounts: task.mounts.clone(),
             })))),
-            cpu_limit: task
-                .cpu_left
-                .map(|micros| Duration::from_micros(micros as u64)),
+            budget: RunBudget {
+                cpu: task
+                    .budget_left
+                    .cpu_micros
+                    .map(|micros| Duration::from_micros(micros as u64)),
+                memory_mib_seconds: task.budget_left.memory_mib_ms.map(|ms| ms as f64 / 1000.0),
+                http_bytes: task.budget_left.http_bytes.map(|bytes| bytes as u64),
+            },
         };
         scheduler.runtime.run_in(slot, &module, request).await
     };
@@ -190,6 +195,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 ended_at: started_at + duration_micros(report.duration),
                 cpu_micros: Some(duration_micros(report.cpu)),
                 memory_mib_seconds: Some(report.memory_mib_seconds),
+                http_bytes: Some(report.http_bytes),
                 outcome: report.outcome,
                 error: report.error,
                 output: report.output,
@@ -228,6 +234,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 ended_at: now,
                 cpu_micros: None,
                 memory_mib_seconds: None,
+                http_bytes: None,
                 outcome: crate::runtime::Outcome::HostError,
                 error: Some(format!(
                     "host error: the task could not start on node {}; the cause is in that \

@@ -194,8 +194,8 @@ struct Held {
     /// The most of each tenant's tasks this round of the fair share takes (a tenant left
     /// out: none); none: no share.
     caps: Option<BTreeMap<TenantId, i64>>,
-    /// The CPU its budget leaves each tenant tried (none: no budget).
-    cpu_left: HashMap<TenantId, Option<Micros>>,
+    /// What its budget leaves each tenant tried.
+    budget_left: HashMap<TenantId, Left>,
     /// Another transaction held a gate or counter this claim wanted.
     contended: bool,
 }
@@ -296,14 +296,11 @@ impl Held {
             };
             (tenant, room)
         }));
-        self.cpu_left.extend(tenant_rows.iter().map(|row| {
-            let window = Window {
-                budget: CpuBudget::from_stored(row.get(2), row.get(3)),
-                start: row.get(4),
-                used: row.get(5),
-            };
-            (row.get(0), window.left(now))
-        }));
+        self.budget_left.extend(
+            tenant_rows
+                .iter()
+                .map(|row| (row.get(0), super::tenants::window(row, 2).left(now))),
+        );
         self.open_gates.extend(open_gates);
         self.rooms.batches.extend(
             batch_rows
@@ -511,7 +508,7 @@ pub(super) async fn claim_round(
         open_gates,
         mut rooms,
         mut contended,
-        cpu_left,
+        budget_left,
         ..
     } = held;
     let mut candidates: Vec<Candidate> = candidates
@@ -595,9 +592,9 @@ pub(super) async fn claim_round(
         }
     }
     let taken_count = taken.len();
-    let left: HashMap<TaskId, Micros> = taken
+    let left: HashMap<TaskId, Left> = taken
         .iter()
-        .filter_map(|c| Some((c.id, cpu_left.get(&c.tenant?).copied().flatten()?)))
+        .filter_map(|c| Some((c.id, budget_left.get(&c.tenant?).copied()?)))
         .collect();
     let latest_vseq = taken.iter().map(|c| c.vseq).max().unwrap_or(0);
     let tenant_of: HashMap<TaskId, TenantId> = taken
@@ -666,13 +663,13 @@ pub(super) async fn claim_round(
                 lease_token: r.get(9),
                 claimed_at: p.now,
                 trace: r.get(12),
-                cpu_left: None,
+                budget_left: Left::default(),
             };
             (r.get(10), r.get(11), task)
         })
         .collect();
     for (_, _, task) in &mut picked {
-        task.cpu_left = left.get(&task.id).copied();
+        task.budget_left = left.get(&task.id).copied().unwrap_or_default();
     }
     picked.sort_by_key(|(priority, vseq, task)| (-priority, *vseq, task.id));
     let tenants = picked

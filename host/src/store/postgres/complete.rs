@@ -206,12 +206,19 @@ impl Freed {
             let cpu: Vec<i64> = rows.iter().map(|r| r.1.1.cpu_micros).collect();
             let memory: Vec<f64> = rows.iter().map(|r| r.1.1.memory_mib_seconds).collect();
             let ran: Vec<i64> = rows.iter().map(|r| r.1.1.attempts).collect();
+            let memory_ms: Vec<i64> = rows.iter().map(|r| r.1.1.memory_mib_ms).collect();
+            let http: Vec<i64> = rows.iter().map(|r| r.1.1.http_bytes).collect();
             let stmt = tx
                 .prepare_cached(include_str!("sql/complete_free_tenants.sql"))
                 .await
                 .map_err(pg)?;
             let rows = tx
-                .query(&stmt, &[&ids, &counts, &held, &cpu, &memory, &now, &ran])
+                .query(
+                    &stmt,
+                    &[
+                        &ids, &counts, &held, &cpu, &memory, &now, &ran, &memory_ms, &http,
+                    ],
+                )
                 .await
                 .map_err(pg)?;
             tenant_held = rows.iter().any(|r| r.get::<_, bool>(0));
@@ -630,6 +637,7 @@ async fn end_lost(
             ended_at: now,
             cpu_micros: None,
             memory_mib_seconds: None,
+            http_bytes: None,
             outcome: Outcome::Lost,
             error: Some(error),
             logs: &[],

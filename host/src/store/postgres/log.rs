@@ -105,6 +105,7 @@ pub(super) async fn attempt_list(
                 ended_at: r.get(9),
                 cpu_micros: r.get(17),
                 memory_mib_seconds: r.get(18),
+                http_bytes: r.get::<_, Option<i64>>(19).map(|b| b as u64),
                 outcome: r
                     .get::<_, String>(10)
                     .parse()
@@ -135,6 +136,7 @@ pub(super) async fn batch_usage(store: &PostgresStore, batch: BatchId) -> StoreR
         slot_micros: r.get::<_, i64>(1) as u64,
         cpu_micros: r.get::<_, i64>(2) as u64,
         memory_mib_seconds: r.get(3),
+        http_bytes: r.get::<_, i64>(4) as u64,
     })
 }
 
@@ -211,6 +213,7 @@ pub(super) struct AttemptRows<'a> {
     stderr: Vec<Option<&'a [u8]>>,
     cpu: Vec<Option<i64>>,
     memory: Vec<Option<f64>>,
+    http: Vec<Option<i64>>,
     /// Rows whose error may repeat their task's previous attempt's, written one by one
     /// (`sql/attempt_insert_repeat.sql`), with what their batch gets back if it does.
     may_repeat: Vec<(usize, i64)>,
@@ -249,6 +252,7 @@ impl<'a> AttemptRows<'a> {
             .push((!end.stderr.is_empty()).then_some(end.stderr));
         self.cpu.push(end.cpu_micros);
         self.memory.push(end.memory_mib_seconds);
+        self.http.push(end.http_bytes.map(|b| b as i64));
     }
 
     pub(super) async fn write(&self, tx: &impl GenericClient) -> StoreResult<()> {
@@ -288,6 +292,7 @@ impl<'a> AttemptRows<'a> {
                 &self.stderr,
                 &self.cpu,
                 &self.memory,
+                &self.http,
             ],
         )
         .await
@@ -316,6 +321,7 @@ impl<'a> AttemptRows<'a> {
             stderr: pick_vec(&self.stderr, keep),
             cpu: pick_vec(&self.cpu, keep),
             memory: pick_vec(&self.memory, keep),
+            http: pick_vec(&self.http, keep),
             may_repeat: Vec::new(),
         }
     }
@@ -352,6 +358,7 @@ impl<'a> AttemptRows<'a> {
                         &self.stderr[i],
                         &self.cpu[i],
                         &self.memory[i],
+                        &self.http[i],
                     ],
                 )
                 .await

@@ -33,20 +33,29 @@ fn tenant(r: &Row, now: Micros) -> TenantInfo {
         slot_micros: r.get::<_, i64>(13) as u64,
         cpu_micros: r.get::<_, i64>(14) as u64,
         memory_mib_seconds: r.get(15),
-        weight: r.get::<_, i32>(21) as u32,
-        cpu_budget: None,
-        budget_used_micros: 0,
+        weight: r.get::<_, i32>(25) as u32,
+        http_bytes: r.get::<_, i64>(26) as u64,
+        budget: None,
+        budget_used: BudgetUsed::default(),
         held_until: None,
     }
-    .with_budget(
-        Window {
-            budget: CpuBudget::from_stored(r.get(16), r.get(17)),
-            start: r.get(18),
-            used: r.get(19),
+    .with_budget(window(r, 16), r.get(24), now)
+}
+
+/// The budget's columns of a row from `first` on: `budget_period`, `cpu_budget`,
+/// `memory_budget`, `http_budget`, `budget_window`, `budget_used`, `memory_used`,
+/// `http_used`.
+pub(super) fn window(r: &Row, first: usize) -> Window {
+    let at = |i: usize| first + i;
+    Window {
+        budget: Budget::from_stored([r.get(at(0)), r.get(at(1)), r.get(at(2)), r.get(at(3))]),
+        start: r.get(at(4)),
+        used: Spent {
+            cpu_micros: r.get(at(5)),
+            memory_mib_ms: r.get(at(6)),
+            http_bytes: r.get(at(7)),
         },
-        r.get(20),
-        now,
-    )
+    }
 }
 
 fn token(r: &Row) -> TokenInfo {
@@ -159,7 +168,7 @@ pub(super) async fn set(
         (*maxima != TenantMaxima::default())
             .then(|| serde_json::to_string(maxima).expect("maxima serialize"))
     });
-    let (cpu, period) = CpuBudget::columns(change.cpu_budget.flatten());
+    let [period, cpu, memory, http] = Budget::columns(change.budget.flatten());
     let weight = change
         .weight
         .map(|w| fair::check_weight(w).map(|w| w as i32))
@@ -183,11 +192,13 @@ pub(super) async fn set(
                 &max_limits.clone().flatten(),
                 &max_open.is_some(),
                 &max_open.flatten().map(|n| n as i32),
-                &change.cpu_budget.is_some(),
+                &change.budget.is_some(),
                 &cpu,
                 &period,
                 &now,
                 &weight,
+                &memory,
+                &http,
             ],
         )
         .await
@@ -195,7 +206,7 @@ pub(super) async fn set(
         if let Some(ceiling) = change.ceiling {
             lower_in(store, &tx, id, ceiling).await?;
         }
-        if change.cpu_budget.is_some() {
+        if change.budget.is_some() {
             // A budget raised or lifted may let held work go on any node.
             store.notify(&tx, "w").await?;
         }

@@ -246,7 +246,8 @@ pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ?
 /// than the clock `?3` (store/fair.rs). Returns its budget's columns (store/budget.rs).
 pub(super) const TENANT_TAKE_SQL: &str = "UPDATE tenants SET running = running + ?1, \
     fair_used = CASE WHEN running = 0 THEN max(fair_used, ?3 * weight) ELSE fair_used END \
-    WHERE id = ?2 RETURNING cpu_budget, budget_period, budget_window, budget_used";
+    WHERE id = ?2 RETURNING budget_period, cpu_budget, memory_budget, http_budget, \
+    budget_window, budget_used, memory_used, http_used";
 /// When the next held tenant is let go.
 pub(super) const NEXT_TENANT_HOLD_SQL: &str = include_str!("sql/claim_next_tenant_hold.sql");
 /// The fair-queueing clock moves to the latest position claimed.
@@ -389,7 +390,7 @@ pub(super) fn claim_tasks(
                 lease_token: token_base + id,
                 claimed_at: p.now,
                 trace: r.get(7)?,
-                cpu_left: None,
+                budget_left: Left::default(),
             })
         })
         .map_err(internal)?;
@@ -438,22 +439,20 @@ pub(super) fn claim_tasks(
             .map_err(internal)?;
     }
     let mut tenant_running = tx.prepare_cached(TENANT_TAKE_SQL).map_err(internal)?;
-    let mut cpu_left: HashMap<TenantId, Option<Micros>> = HashMap::new();
+    let mut left: HashMap<TenantId, Left> = HashMap::new();
     for (tenant, count) in tenants {
         let clock = share.map_or(0, |s| s.clock);
         let window = tenant_running
             .query_row(params![count, tenant, clock], |r| {
-                Ok(Window {
-                    budget: CpuBudget::from_stored(r.get(0)?, r.get(1)?),
-                    start: r.get(2)?,
-                    used: r.get(3)?,
-                })
+                super::tenants::window(r, 0)
             })
             .map_err(internal)?;
-        cpu_left.insert(tenant, window.left(p.now));
+        left.insert(tenant, window.left(p.now));
     }
     for (task, tenant) in claimed.iter_mut().zip(&claimed_tenants) {
-        task.cpu_left = tenant.and_then(|t| cpu_left.get(&t).copied().flatten());
+        task.budget_left = tenant
+            .and_then(|t| left.get(&t).copied())
+            .unwrap_or_default();
     }
     tx.prepare_cached(VTIME_SQL)
         .map_err(internal)?

@@ -53,9 +53,9 @@ fn running_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Running> {
 pub(super) const BATCH_FREE_SQL: &str = "UPDATE batches SET running = running - ? WHERE id = ? \
     RETURNING webhook_url IS NOT NULL, tenant_id";
 /// A tenant has `?1` fewer tasks claimed, whose `?7` attempts that ran held slots `?2`
-/// microseconds, used `?4` microseconds of CPU and held `?5` MiB-seconds of memory,
-/// counted in its fair share and its budget's window at `?6`; returns whether the tenant
-/// is held then.
+/// microseconds, used `?4` microseconds of CPU, held `?5` MiB-seconds of memory and
+/// moved `?9` HTTP bytes, counted in its fair share and its budget's window at `?6`;
+/// returns whether the tenant is held then.
 pub(super) const TENANT_FREE_SQL: &str = include_str!("sql/complete_free_tenant.sql");
 /// A group takes no new task until `?1` (a deferred attempt's time), or its later hold.
 pub(super) const GROUP_HOLD_SQL: &str =
@@ -238,6 +238,7 @@ pub(super) fn rescue(
             ended_at: now,
             cpu_micros: None,
             memory_mib_seconds: None,
+            http_bytes: None,
             outcome: Outcome::Lost,
             error: Some(&error),
             logs: &[],
@@ -334,7 +335,9 @@ fn free_tenant(
                     used.cpu_micros,
                     used.memory_mib_seconds,
                     now,
-                    used.attempts
+                    used.attempts,
+                    used.memory_mib_ms,
+                    used.http_bytes
                 ],
                 |r| r.get(0),
             )

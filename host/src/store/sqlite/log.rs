@@ -112,6 +112,7 @@ pub(super) fn attempt_list(
                     ended_at: r.get(9)?,
                     cpu_micros: r.get(17)?,
                     memory_mib_seconds: r.get(18)?,
+                    http_bytes: r.get::<_, Option<i64>>(19)?.map(|b| b as u64),
                     outcome: r.get::<_, String>(10)?.parse().unwrap_or(Outcome::Lost),
                     error: r.get(11)?,
                     logs: logs
@@ -140,6 +141,7 @@ pub(super) fn batch_usage(conn: &Connection, batch: BatchId) -> StoreResult<Batc
                 slot_micros: r.get::<_, i64>(1)? as u64,
                 cpu_micros: r.get::<_, i64>(2)? as u64,
                 memory_mib_seconds: r.get(3)?,
+                http_bytes: r.get::<_, i64>(4)? as u64,
             })
         })
         .map_err(internal)
@@ -231,6 +233,7 @@ pub(super) fn record(
         (!end.stderr.is_empty()).then_some(end.stderr),
         end.cpu_micros,
         end.memory_mib_seconds,
+        end.http_bytes.map(|b| b as i64),
     ];
     if !may_repeat {
         stmt.execute(values).map_err(internal)?;

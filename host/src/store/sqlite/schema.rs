@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 29] = [
+const MIGRATIONS: [&str; 30] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -38,6 +38,7 @@ const MIGRATIONS: [&str; 29] = [
     include_str!("migrations/0027_memory_time.sql"),
     include_str!("migrations/0028_cpu_budgets.sql"),
     include_str!("migrations/0029_fair_share.sql"),
+    include_str!("migrations/0030_budget_meters.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

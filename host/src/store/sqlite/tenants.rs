@@ -30,20 +30,29 @@ fn tenant(r: &Row<'_>) -> rusqlite::Result<TenantInfo> {
         slot_micros: r.get::<_, i64>(13)? as u64,
         cpu_micros: r.get::<_, i64>(14)? as u64,
         memory_mib_seconds: r.get(15)?,
-        weight: r.get(21)?,
-        cpu_budget: None,
-        budget_used_micros: 0,
+        weight: r.get(25)?,
+        http_bytes: r.get::<_, i64>(26)? as u64,
+        budget: None,
+        budget_used: BudgetUsed::default(),
         held_until: None,
     }
-    .with_budget(
-        Window {
-            budget: CpuBudget::from_stored(r.get(16)?, r.get(17)?),
-            start: r.get(18)?,
-            used: r.get(19)?,
+    .with_budget(window(r, 16)?, r.get(24)?, now_micros()))
+}
+
+/// The budget's columns of a row from `first` on: `budget_period`, `cpu_budget`,
+/// `memory_budget`, `http_budget`, `budget_window`, `budget_used`, `memory_used`,
+/// `http_used`.
+pub(super) fn window(r: &Row<'_>, first: usize) -> rusqlite::Result<Window> {
+    let at = |i: usize| first + i;
+    Ok(Window {
+        budget: Budget::from_stored([r.get(at(0))?, r.get(at(1))?, r.get(at(2))?, r.get(at(3))?]),
+        start: r.get(at(4))?,
+        used: Spent {
+            cpu_micros: r.get(at(5))?,
+            memory_mib_ms: r.get(at(6))?,
+            http_bytes: r.get(at(7))?,
         },
-        r.get(20)?,
-        now_micros(),
-    ))
+    })
 }
 
 fn token(r: &Row<'_>) -> rusqlite::Result<TokenInfo> {
@@ -192,11 +201,11 @@ pub(super) fn set(
         )
         .map_err(internal)?;
     }
-    if let Some(budget) = change.cpu_budget {
-        let (cpu, period) = CpuBudget::columns(budget);
+    if let Some(budget) = change.budget {
+        let [period, cpu, memory, http] = Budget::columns(budget);
         tx.execute(
             include_str!("sql/tenant_budget.sql"),
-            params![cpu, period, now, id],
+            params![period, cpu, memory, http, now, id],
         )
         .map_err(internal)?;
     }

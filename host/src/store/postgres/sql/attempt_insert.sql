@@ -17,10 +17,11 @@
 -- $15 stderr (bytea[], NULL: none)
 -- $16 CPU times used, in microseconds (bigint[], NULL: not measured)
 -- $17 memory held, in MiB-seconds (float8[], NULL: not measured)
+-- $18 HTTP body bytes sent and received (bigint[], NULL: not measured)
 INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token,
     group_key, ord, started_at, ended_at, outcome, error, logs, stdout, stderr, cpu_micros,
-    memory_mib_seconds)
+    memory_mib_seconds, http_bytes)
 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[],
     $5::int[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[],
     $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bytea[],
-    $15::bytea[], $16::bigint[], $17::float8[])
+    $15::bytea[], $16::bigint[], $17::float8[], $18::bigint[])

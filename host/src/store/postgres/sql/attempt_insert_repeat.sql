@@ -10,11 +10,11 @@ WITH last AS (
 )
 INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token, group_key, ord,
     started_at, ended_at, outcome, error, error_from, logs, stdout, stderr, cpu_micros,
-    memory_mib_seconds)
+    memory_mib_seconds, http_bytes)
 SELECT $1::bigint, $2::bigint, $3::int, $4::text, $5::int, $6::bigint, $7::text, $8::bigint,
        $9::bigint, $10::bigint, $11::text,
        CASE WHEN held.error IS NOT DISTINCT FROM $12::text THEN NULL ELSE $12::text END,
        CASE WHEN held.error IS NOT DISTINCT FROM $12::text THEN held.attempt END,
-       $13::text, $14::bytea, $15::bytea, $16::bigint, $17::float8
+       $13::text, $14::bytea, $15::bytea, $16::bigint, $17::float8, $18::bigint
 FROM (SELECT 1) AS one LEFT JOIN held ON TRUE
 RETURNING error_from IS NOT NULL

@@ -7,13 +7,17 @@
 -- $2 now
 WITH limited AS (
     SELECT id, CASE WHEN held_until > $2 THEN 0 ELSE max_running - running END AS room,
-           cpu_budget, budget_period, budget_window, budget_used
+           budget_period, cpu_budget, memory_budget, http_budget,
+           budget_window, budget_used, memory_used, http_used
     FROM tenants
     WHERE id = ANY($1) AND max_running IS NOT NULL
     ORDER BY id FOR UPDATE SKIP LOCKED)
-SELECT id, room, cpu_budget, budget_period, budget_window, budget_used FROM limited
+SELECT id, room, budget_period, cpu_budget, memory_budget, http_budget,
+       budget_window, budget_used, memory_used, http_used
+FROM limited
 UNION ALL
 SELECT id, CASE WHEN held_until > $2 THEN 0 END,
-       cpu_budget, budget_period, budget_window, budget_used
+       budget_period, cpu_budget, memory_budget, http_budget,
+       budget_window, budget_used, memory_used, http_used
 FROM tenants
 WHERE id = ANY($1) AND max_running IS NULL

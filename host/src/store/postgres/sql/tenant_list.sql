@@ -5,8 +5,9 @@ SELECT t.id, t.name, t.created_at,
        t.max_priority, t.shared_groups, t.modules, t.allow_http, t.max_running, t.running, t.max_limits,
        t.max_open, (SELECT coalesce(SUM(o.open), 0)::bigint FROM batch_orders o WHERE o.tenant_id = t.id),
        t.slot_micros, t.cpu_micros, t.memory_mib_seconds,
-       t.cpu_budget, t.budget_period, t.budget_window, t.budget_used, t.held_until,
-       t.weight
+       t.budget_period, t.cpu_budget, t.memory_budget, t.http_budget,
+       t.budget_window, t.budget_used, t.memory_used, t.http_used, t.held_until,
+       t.weight, t.http_bytes
 FROM tenants t
 WHERE $1::bigint IS NULL OR t.id = $1
 ORDER BY t.name

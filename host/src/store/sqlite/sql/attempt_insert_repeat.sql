@@ -10,10 +10,10 @@ WITH last AS (
 )
 INSERT INTO attempts (task_id, batch_id, attempt, node, slot, lease_token, group_key, ord,
     started_at, ended_at, outcome, error, error_from, logs, stdout, stderr, cpu_micros,
-    memory_mib_seconds)
+    memory_mib_seconds, http_bytes)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
        CASE WHEN held.error IS ?12 THEN NULL ELSE ?12 END,
        CASE WHEN held.error IS ?12 THEN held.attempt END,
-       ?13, ?14, ?15, ?16, ?17
+       ?13, ?14, ?15, ?16, ?17, ?18
 FROM (SELECT 1) LEFT JOIN held ON TRUE
 RETURNING error_from IS NOT NULL;

@@ -8,7 +8,7 @@ SELECT a.id, a.task_id, a.batch_id, a.attempt, a.node, a.slot, a.group_key, a.or
             ELSE (SELECT p.error FROM attempts p
                   WHERE p.task_id = a.task_id AND p.attempt = a.error_from) END,
        a.logs, a.stdout, a.stderr,
-       t.module, m.name, a.cpu_micros, a.memory_mib_seconds
+       t.module, m.name, a.cpu_micros, a.memory_mib_seconds, a.http_bytes
 FROM attempts a
 JOIN tasks t ON t.id = a.task_id
 LEFT JOIN modules m ON m.digest = t.module
