@@ -332,16 +332,12 @@ pub async fn a_tenants_slot_time_is_what_its_attempts_held(store: Arc<dyn Store>
     assert_eq!(a.running, 0);
 }
 
-/// A tenant's CPU budget, 1 s per hour: each task claimed carries what is left of it; the
-/// completion that spends it says the tenant is held, and no claim takes the tenant's
-/// tasks before the window's end, when the next claim is due and they go on with the whole
-/// budget again.
-pub async fn a_tenants_budget_holds_it_to_the_windows_end(store: Arc<dyn Store>) {
-    let m = setup(&store).await;
+/// Tenant `a` with `budget`, and a batch of it with three tasks ready at T0.
+async fn budgeted_batch(store: &Arc<dyn Store>, budget: &str) -> (TenantInfo, BatchId) {
+    let m = setup(store).await;
     let a = store.tenant_add("a".into(), T0).await.unwrap();
-    let budget = Budget::parse("1s/1h").unwrap();
     let change = TenantChange {
-        budget: Some(Some(budget)),
+        budget: Some(Some(Budget::parse(budget).unwrap())),
         ..TenantChange::default()
     };
     store.tenant_set("a".into(), change, T0).await.unwrap();
@@ -349,9 +345,18 @@ pub async fn a_tenants_budget_holds_it_to_the_windows_end(store: Arc<dyn Store>)
         tenant: Some(a.id),
         ..BatchSpec::default()
     };
-    let mine = batch(&store, spec).await;
+    let mine = batch(store, spec).await;
     let tasks = admitted((0..3).map(|_| task(m, 0, None)).collect());
     store.task_submit(mine, tasks, T0).await.unwrap();
+    (a, mine)
+}
+
+/// A tenant's CPU budget, 1 s per hour: each task claimed carries what is left of it; the
+/// completion that spends it says the tenant is held, and no claim takes the tenant's
+/// tasks before the window's end, when the next claim is due and they go on with the whole
+/// budget again.
+pub async fn a_tenants_budget_holds_it_to_the_windows_end(store: Arc<dyn Store>) {
+    budgeted_batch(&store, "1s/1h").await;
     let burn = |store: &Arc<dyn Store>, task: &ClaimedTask, cpu: Micros, at: Micros| {
         let done = Completion {
             cpu_micros: Some(cpu),
@@ -392,21 +397,7 @@ pub async fn a_tenants_budget_holds_it_to_the_windows_end(store: Arc<dyn Store>)
 /// both; the completion that reaches either holds the tenant, and the tenant's and the
 /// batch's usage count both.
 pub async fn a_tenants_memory_and_http_budget_holds_it(store: Arc<dyn Store>) {
-    let m = setup(&store).await;
-    let a = store.tenant_add("a".into(), T0).await.unwrap();
-    let budget = Budget::parse("memory=10,http=1kB/1h").unwrap();
-    let change = TenantChange {
-        budget: Some(Some(budget)),
-        ..TenantChange::default()
-    };
-    store.tenant_set("a".into(), change, T0).await.unwrap();
-    let spec = BatchSpec {
-        tenant: Some(a.id),
-        ..BatchSpec::default()
-    };
-    let mine = batch(&store, spec).await;
-    let tasks = admitted((0..3).map(|_| task(m, 0, None)).collect());
-    store.task_submit(mine, tasks, T0).await.unwrap();
+    let (a, mine) = budgeted_batch(&store, "memory=10,http=1kB/1h").await;
     let end = |store: &Arc<dyn Store>, task: &ClaimedTask, (memory, http), at: Micros| {
         let done = Completion {
             memory_mib_seconds: Some(memory),
