@@ -58,16 +58,6 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// A budget of `cpu` per `period` alone.
-    pub fn cpu(cpu: Duration, period: Duration) -> Self {
-        Budget {
-            period,
-            cpu: Some(cpu),
-            memory_mib_seconds: None,
-            http_bytes: None,
-        }
-    }
-
     /// Refuses a budget out of bounds, naming the field.
     pub fn check(&self) -> Result<(), String> {
         let text = |d: Duration| humantime::format_duration(d).to_string();
