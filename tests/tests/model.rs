@@ -63,6 +63,8 @@ struct Spec {
     /// Tasks it runs after, each with its edge's policy: an earlier task of the same
     /// submission, or a stored one of its batch (of an order no higher than its own).
     after: Vec<(After, OnFailure)>,
+    /// Tokens it spends of its group's rate: more than one only in a group.
+    cost: u32,
 }
 
 /// A task a generated task runs after.
@@ -482,8 +484,8 @@ fn describe(step: &Step) -> String {
                 .take(6)
                 .map(|t| {
                     format!(
-                        "[order {} group {:?} priority {:?} attempts {} not_before {:?} after {:?}]",
-                        t.order, t.group, t.priority, t.max_attempts, t.not_before, t.after
+                        "[order {} group {:?} priority {:?} attempts {} not_before {:?} after {:?} cost {}]",
+                        t.order, t.group, t.priority, t.max_attempts, t.not_before, t.after, t.cost
                     )
                 })
                 .collect();
@@ -634,15 +636,17 @@ fn spec() -> impl Strategy<Value = Spec> {
         1..=3u32,
         prop::option::weighted(0.15, 1..=3i64),
         after(),
+        prop_oneof![3 => Just(1u32), 1 => 2..=4u32],
     )
         .prop_map(
-            |(order, group, priority, max_attempts, delay, after)| Spec {
+            |(order, group, priority, max_attempts, delay, after, cost)| Spec {
                 order,
                 group,
                 priority,
                 max_attempts,
                 delay,
                 after,
+                cost: if group.is_some() { cost } else { 1 },
             },
         )
 }
@@ -1003,6 +1007,7 @@ impl ReferenceStateMachine for Scheduling {
                             max_attempts: s.max_attempts,
                             not_before: s.delay.map(|d| now + d * SECOND),
                             after: deps(m, batch, tasks, index),
+                            cost: s.cost,
                         })
                         .collect();
                     let expect = m.submit(batch, &tasks);
@@ -1028,6 +1033,7 @@ impl ReferenceStateMachine for Scheduling {
                         max_attempts: 1,
                         not_before: None,
                         after: Vec::new(),
+                        cost: 1,
                     };
                     let tasks = vec![task; *count];
                     let expect = m.submit(batch, &tasks);
@@ -1736,6 +1742,7 @@ impl<D: Driver> StateMachineTest for StoreMatchesModel<D> {
                         max_attempts: t.max_attempts,
                         backoff: Duration::ZERO,
                         not_before: t.not_before,
+                        cost: t.cost,
                         key: keyed.then(|| key(index)),
                         after: t
                             .after
@@ -2203,6 +2210,7 @@ fn task(order: i64, max_attempts: u32) -> Spec {
         priority: None,
         max_attempts,
         delay: None,
+        cost: 1,
     }
 }
 
@@ -2682,7 +2690,49 @@ macro_rules! regressions {
     };
 }
 
+/// Tasks of a rated group that cost more than one token, behind a busy group longer than
+/// a claim reads: each is claimed while its group has a token, spends its cost, and one
+/// dearer than the tokens left overdraws the bucket, which the next claims wait out.
+fn dear_tasks_spend_their_cost_and_may_overdraw() -> Vec<Op> {
+    let costing = |cost| Spec {
+        group: Some(0),
+        cost,
+        ..task(0, 1)
+    };
+    vec![
+        Op::OpenBatch {
+            priority: 0,
+            max_parallel: None,
+            halt: false,
+            tenant: None,
+        },
+        Op::SetGroupLimit { group: 0, limit: 3 },
+        Op::SetGroupRate {
+            group: 0,
+            rate: Some((1, 1, 3)),
+        },
+        Op::SubmitMany {
+            batch: Pick(0),
+            count: 60,
+            order: 0,
+            group: Some(1),
+        },
+        Op::Submit {
+            batch: Pick(0),
+            tasks: vec![costing(2), costing(4), costing(1)],
+        },
+        Op::Claim { max: 4 },
+        Op::Wait { seconds: 2 },
+        Op::Claim { max: 4 },
+        Op::Wait { seconds: 2 },
+        Op::Claim { max: 4 },
+        Op::Wait { seconds: 1 },
+        Op::Claim { max: 4 },
+    ]
+}
+
 regressions!(
+    dear_tasks_spend_their_cost_and_may_overdraw,
     a_full_batch_at_the_head_hides_nothing_behind_it,
     a_full_batch_behind_a_busy_group_hides_nothing_behind_it,
     a_task_handed_back_has_started_its_order,

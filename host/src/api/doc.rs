@@ -483,6 +483,10 @@ mod tests {
                 MAX_ATTEMPTS as usize,
             ),
             (
+                schemas["TaskRequest"]["properties"]["cost"]["maximum"].clone(),
+                crate::store::MAX_COST as usize,
+            ),
+            (
                 schemas["Submit"]["properties"]["tasks"]["maxItems"].clone(),
                 MAX_TASKS_PER_SUBMIT,
             ),

@@ -76,6 +76,8 @@ pub struct PlanTask {
     pub after: Option<toml::Value>,
     /// `cancel` (the default), `run` or `skip`: what a dependency's failure does to it.
     pub on_failure: Option<String>,
+    /// Tokens it spends of its group's rate (default 1).
+    pub cost: Option<u32>,
 }
 
 impl Plan {
@@ -183,6 +185,7 @@ impl Plan {
                     ),
                 },
                 on_failure: task.on_failure.clone(),
+                cost: task.cost,
             };
             tasks.push(fields.to_json());
         }

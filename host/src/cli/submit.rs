@@ -40,6 +40,9 @@ pub struct SubmitArgs {
     /// Higher runs first (default: the batch's priority).
     #[arg(long, allow_negative_numbers = true)]
     pub priority: Option<i32>,
+    /// Tokens the task spends of its group's rate (default 1; needs `--group`).
+    #[arg(long, requires = "group")]
+    pub cost: Option<u32>,
     /// Attempts before the task fails for good.
     #[arg(long)]
     pub max_attempts: Option<u32>,
@@ -94,6 +97,8 @@ pub struct TaskFields {
     pub key: Option<String>,
     pub after: Option<Value>,
     pub on_failure: Option<String>,
+    /// Tokens it spends of its group's rate.
+    pub cost: Option<u32>,
 }
 
 impl TaskFields {
@@ -139,6 +144,9 @@ impl TaskFields {
         if let Some(policy) = &self.on_failure {
             task["on_failure"] = json!(policy);
         }
+        if let Some(cost) = self.cost {
+            task["cost"] = json!(cost);
+        }
         task
     }
 }
@@ -169,6 +177,7 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         key: None,
         after: None,
         on_failure: None,
+        cost: args.cost,
     }
     .to_json();
     let (task_id, batch, answer) = match &args.batch {

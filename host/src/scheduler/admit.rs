@@ -107,6 +107,14 @@ fn check_task(config: &RuntimeConfig, task: &TaskSpec) -> Result<(), String> {
             task.max_attempts
         ));
     }
+    crate::store::check_cost(task.cost).map_err(|e| format!("field {e}"))?;
+    if task.cost != 1 && task.group.is_none() {
+        return Err(format!(
+            "field `cost` is {}, but the task has no group: a task's cost is spent from its \
+             group's rate",
+            task.cost
+        ));
+    }
     if task.backoff > Duration::from_secs(3600) {
         return Err("field `backoff` must be at most 1h".into());
     }

@@ -92,6 +92,12 @@ pub struct TaskRequest {
     /// `cancel` it (the default), `run` it anyway, or `skip` it (it ends with outcome
     /// `skipped`, and tasks after it run as if it had succeeded).
     pub on_failure: Option<OnFailure>,
+    /// Tokens it spends of its group's rate (1 to 1000000; none: 1). It is claimed once
+    /// its group has a token, and overdraws what it lacks: the group's next tasks wait
+    /// until the rate has paid it back. Only a task with a group has a cost.
+    #[serde(default, deserialize_with = "whole::option")]
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub cost: Option<u32>,
 }
 
 /// The dependencies `after` names, or whether it is `"*"`.
@@ -274,6 +280,7 @@ impl Scheduler {
         }
         spec.key = task.key;
         spec.on_failure = task.on_failure.unwrap_or_default();
+        spec.cost = task.cost.unwrap_or(1);
         spec.order = task.order;
         spec.group = task.group;
         spec.priority = task.priority;

@@ -4,10 +4,15 @@
 //! the claim's transaction beside the group's limit and rate.
 
 use super::Micros;
+use super::pick::GroupRoom;
 
 /// The room a claim sees in a group held until `held_until`: none before then.
-pub fn room(room: i64, held_until: Micros, now: Micros) -> i64 {
-    if held_until > now { 0 } else { room }
+pub(crate) fn room(room: GroupRoom, held_until: Micros, now: Micros) -> GroupRoom {
+    if held_until > now {
+        GroupRoom::NONE
+    } else {
+        room
+    }
 }
 
 /// Whether a group held until `held_until` is held at `now`.

@@ -66,7 +66,7 @@ pub use keys::{
 pub use list::*;
 pub use open::open;
 pub use quota::{QuotaChange, Quotas, Usage};
-pub use rate::{Bucket, GroupRate};
+pub use rate::{Bucket, GroupRate, MAX_COST, check_cost};
 pub use schedule::*;
 pub use select::{BulkCancel, TaskSelect};
 pub use state::*;

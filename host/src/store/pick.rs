@@ -1,7 +1,9 @@
 //! First-fit picking of claim candidates under group, batch and tenant limits, shared by
 //! the drivers: candidates come in claim order, and each is taken if its group, its batch
 //! and its batch's tenant still have room, so a full group, batch or tenant passes its
-//! tasks over without holding up the rest (no head-of-line blocking).
+//! tasks over without holding up the rest (no head-of-line blocking). A group with a rate
+//! takes a task while it has a token left, and the task spends its cost in tokens
+//! ([`super::rate`]).
 
 use std::collections::HashMap;
 
@@ -26,6 +28,42 @@ pub(crate) struct Candidate {
     /// Its batch's tenant: it needs room in the tenant to be taken.
     pub tenant: Option<TenantId>,
     pub vseq: i64,
+    /// Tokens it spends of its group's rate.
+    pub cost: i64,
+}
+
+/// Room left in a group: tasks it may still start, and its rate's tokens (a group
+/// without a rate: as many as there can be).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GroupRoom {
+    pub slots: i64,
+    pub tokens: i64,
+}
+
+impl GroupRoom {
+    /// No room: a full or held group.
+    pub const NONE: GroupRoom = GroupRoom {
+        slots: 0,
+        tokens: 0,
+    };
+
+    /// Room for `slots` tasks in a group without a rate.
+    pub fn slots(slots: i64) -> GroupRoom {
+        GroupRoom {
+            slots,
+            tokens: i64::MAX,
+        }
+    }
+
+    /// Whether it takes one more task.
+    pub fn open(&self) -> bool {
+        self.slots > 0 && self.tokens > 0
+    }
+
+    /// The most tasks it may take: each needs a slot and at least one token.
+    pub fn most(&self) -> i64 {
+        self.slots.min(self.tokens).max(0)
+    }
 }
 
 /// Room left in groups and batches.
@@ -34,7 +72,7 @@ pub(crate) struct Rooms {
     /// Room per batch (`None`: no limit). A limited batch that is missing has no room.
     pub batches: HashMap<BatchId, Option<i64>>,
     /// Room per group; a group that is missing has no room.
-    pub groups: HashMap<String, i64>,
+    pub groups: HashMap<String, GroupRoom>,
     /// Room per tenant (`None`: no limit); a tenant that is missing has no room.
     pub tenants: HashMap<TenantId, Option<i64>>,
 }
@@ -58,7 +96,10 @@ impl Rooms {
         }
         if let Some(group) = &c.group {
             match self.groups.get_mut(group) {
-                Some(room) if *room > 0 => *room -= 1,
+                Some(room) if room.open() => {
+                    room.slots -= 1;
+                    room.tokens = room.tokens.saturating_sub(c.cost);
+                }
                 _ => return false,
             }
         }
@@ -101,13 +142,14 @@ mod tests {
             limited,
             tenant: None,
             vseq: 0,
+            cost: 1,
         }
     }
 
     #[test]
     fn a_full_group_or_batch_is_passed_over_and_the_rest_is_taken() {
         let mut rooms = Rooms::default();
-        rooms.groups.insert("g".into(), 1);
+        rooms.groups.insert("g".into(), GroupRoom::slots(1));
         rooms.batches.insert(1, Some(2));
         rooms.batches.insert(2, None);
         let candidates = [
@@ -155,5 +197,32 @@ mod tests {
         // 3: tenant 7 has two running, across its batches; 6: its tenant has no room known.
         assert_eq!(taken, [1, 2, 4, 5]);
         assert_eq!(rooms.tenants[&7], Some(0));
+    }
+
+    #[test]
+    fn a_rated_group_takes_tasks_while_it_has_a_token_and_each_spends_its_cost() {
+        let mut rooms = Rooms::default();
+        rooms.groups.insert(
+            "g".into(),
+            GroupRoom {
+                slots: 10,
+                tokens: 4,
+            },
+        );
+        rooms.batches.insert(1, None);
+        let costing = |id, cost| Candidate {
+            cost,
+            ..candidate(id, 1, Some("g"), false)
+        };
+        let candidates = [costing(1, 3), costing(2, 5), costing(3, 1), costing(4, 1)];
+        let taken: Vec<TaskId> = candidates
+            .iter()
+            .filter(|c| rooms.take(c))
+            .map(|c| c.id)
+            .collect();
+        // 1 leaves one token, which 2 spends and overdraws; 3 and 4 find none left.
+        assert_eq!(taken, [1, 2]);
+        assert_eq!(rooms.groups["g"].tokens, -4);
+        assert_eq!(rooms.groups["g"].slots, 8);
     }
 }

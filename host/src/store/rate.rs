@@ -7,6 +7,12 @@
 //! transaction that claims, under the group row's lock on PostgreSQL, so a rate holds
 //! exactly across nodes and restarts.
 //!
+//! A task may cost more than one token (`cost`, 1 by default): the claim takes it while
+//! its group has a token left, and moves `tat` on by its whole cost. A task dearer than
+//! the tokens left, or than the burst, is not starved: it overdraws the bucket, and the
+//! group's next tasks wait until the debt is paid. Over any span, the tokens spent stay
+//! within the rate's, plus its burst, plus one task's cost.
+//!
 //! The statements that move `tat` in SQL state [`Bucket::take`] again
 //! (`claim_count_groups.sql`, the SQLite claim's group counter): keep them together.
 
@@ -15,10 +21,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::pick::GroupRoom;
 use super::{Micros, duration_micros};
 
 /// The most tasks a rate lets through per period, and the largest burst.
 pub const MAX_RATE: u32 = 1_000_000;
+/// The most tokens one task may cost.
+pub const MAX_COST: u32 = MAX_RATE;
 /// The shortest period a rate takes.
 pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 /// The longest period a rate takes: a year.
@@ -192,11 +201,25 @@ impl Bucket {
     }
 }
 
-/// The room a claim sees in a group: what its limit leaves, and no more than its tokens.
-pub fn room(counter: i64, bucket: Option<Bucket>, now: Micros) -> i64 {
+/// The room a claim sees in a group: the tasks its limit leaves room for, and its tokens.
+pub(crate) fn room(counter: i64, bucket: Option<Bucket>, now: Micros) -> GroupRoom {
     match bucket {
-        Some(bucket) => counter.min(bucket.tokens(now)),
-        None => counter,
+        Some(bucket) => GroupRoom {
+            slots: counter,
+            tokens: bucket.tokens(now),
+        },
+        None => GroupRoom::slots(counter),
+    }
+}
+
+/// Refuses a task's cost out of bounds, naming the field.
+pub fn check_cost(cost: u32) -> Result<(), String> {
+    if (1..=MAX_COST).contains(&cost) {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cost` is {cost}: a task spends 1 to {MAX_COST} tokens of its group's rate"
+        ))
     }
 }
 
@@ -236,6 +259,24 @@ mod tests {
             }
         }
         assert_eq!(taken.len(), 50);
+    }
+
+    #[test]
+    fn a_task_dearer_than_the_burst_overdraws_and_the_next_waits_out_the_debt() {
+        let rate = GroupRate::parse("5/s", 2).unwrap();
+        let mut bucket = rate.bucket(0);
+        let now = 10 * S;
+        assert_eq!(bucket.tokens(now), 2);
+        // Ten tokens' worth: two seconds of the rate.
+        bucket.tat = bucket.take(now, 10);
+        assert_eq!(bucket.tokens(now), 0);
+        // The debt is paid once `tat` is within the burst's tolerance of now again.
+        assert_eq!(bucket.next_token(), now + 9 * S / 5);
+        assert_eq!(bucket.tokens(now + 9 * S / 5 - 1), 0);
+        assert_eq!(bucket.tokens(now + 9 * S / 5), 1);
+        assert!(check_cost(0).unwrap_err().contains("`cost`"));
+        assert!(check_cost(MAX_COST + 1).is_err());
+        assert!(check_cost(MAX_COST).is_ok());
     }
 
     #[test]

@@ -72,6 +72,9 @@ pub struct TaskSpec {
     pub fan_in: bool,
     /// What a dependency that did not succeed does to it, unless its edge says.
     pub on_failure: super::OnFailure,
+    /// Tokens it spends of its group's rate, 1 to [`super::MAX_COST`] (see
+    /// [`super::rate`]).
+    pub cost: u32,
 }
 
 impl TaskSpec {
@@ -91,6 +94,7 @@ impl TaskSpec {
             after: Vec::new(),
             fan_in: false,
             on_failure: super::OnFailure::Cancel,
+            cost: 1,
         }
     }
 }
@@ -223,6 +227,14 @@ pub struct TaskInfo {
     #[serde(default)]
     #[schema(required = true)]
     pub key: Option<String>,
+    /// Tokens it spends of its group's rate when claimed.
+    #[serde(default = "one_token")]
+    #[schema(required = true, minimum = 1)]
+    pub cost: u32,
+}
+
+fn one_token() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -70,6 +70,7 @@ macro_rules! conformance_tests {
             rates::a_rate_spaces_a_groups_claims_and_holds_back_nothing_else,
             rates::a_group_out_of_tokens_at_the_head_holds_up_nothing_behind_it,
             rates::a_rate_set_after_the_fact_and_a_paused_group_keep_their_rules,
+            rates::a_tasks_cost_spends_that_many_tokens_and_may_overdraw,
             priority::priority_orders_claims_and_can_change,
             priority::a_later_small_batch_is_not_starved,
             claims::concurrent_claimers_skip_group_held_tasks,

@@ -173,3 +173,91 @@ pub async fn a_rate_set_after_the_fact_and_a_paused_group_keep_their_rules(store
     let g = later.groups.iter().find(|g| g.key == "g").unwrap();
     assert_eq!(g.tokens, Some(2));
 }
+
+fn costing(m: Digest, group: &str, cost: u32) -> TaskSpec {
+    TaskSpec {
+        cost,
+        ..task(m, 0, Some(group))
+    }
+}
+
+pub async fn a_tasks_cost_spends_that_many_tokens_and_may_overdraw(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    store.group_set_limit("api".into(), 100).await.unwrap();
+    // Four a second (a token every 250 ms), four at once.
+    store
+        .group_set_rate("api".into(), Some(rate(4, Duration::from_secs(1), 4)))
+        .await
+        .unwrap();
+    let quarter = SECOND / 4;
+    let api = store
+        .task_submit(
+            b,
+            admitted(vec![
+                costing(m, "api", 3),
+                costing(m, "api", 2),
+                costing(m, "api", 1),
+            ]),
+            T0,
+        )
+        .await
+        .unwrap();
+    let free = store
+        .task_submit(b, admitted(vec![task(m, 0, None)]), T0)
+        .await
+        .unwrap();
+    assert_eq!(store.task_get(api[0]).await.unwrap().cost, 3);
+    assert_eq!(store.task_get(free[0]).await.unwrap().cost, 1);
+    // 3 of 4 tokens, then 2 with one left: the bucket owes one, and the third waits.
+    let first = claim_all(&store, "n1", 10, T0).await;
+    assert_eq!(ids(&first.tasks), vec![api[0], api[1], free[0]]);
+    // Five tokens spent from four: the next comes two intervals on.
+    assert_eq!(first.next_due, Some(T0 + 2 * quarter));
+    assert!(
+        claim(&store, "n1", 10, T0 + 2 * quarter - 1)
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        ids(&claim(&store, "n1", 10, T0 + 2 * quarter).await),
+        vec![api[2]]
+    );
+
+    // The same behind a queue longer than a claim reads at once: the look behind it
+    // counts the costs too.
+    store.group_set_limit("busy".into(), 1).await.unwrap();
+    let busy = store
+        .task_submit(
+            b,
+            admitted((0..3000).map(|_| task(m, 0, Some("busy"))).collect()),
+            T0,
+        )
+        .await
+        .unwrap();
+    let later = T0 + 100 * SECOND;
+    let api = store
+        .task_submit(
+            b,
+            admitted(vec![
+                costing(m, "api", 10),
+                costing(m, "api", 1),
+                costing(m, "api", 1),
+            ]),
+            later,
+        )
+        .await
+        .unwrap();
+    let behind = claim_all(&store, "n1", 10, later).await;
+    assert_eq!(
+        ids(&behind.tasks),
+        vec![busy[0], api[0]],
+        "a task dearer than the burst runs once the bucket is full, and the rest wait"
+    );
+    // Ten spent from four: six owed, and one more to have a token again.
+    assert_eq!(behind.next_due, Some(later + 7 * quarter));
+    assert_eq!(
+        ids(&claim(&store, "n1", 10, later + 7 * quarter).await),
+        vec![api[1]]
+    );
+}

@@ -97,6 +97,8 @@ pub struct Task {
     /// Those of them it waits for: not ended since it was submitted or re-driven, or run
     /// again since (see `graph.rs`). It is claimable only when none is left.
     pub waits: BTreeSet<TaskId>,
+    /// Tokens it spends of its group's rate (`rate.rs`).
+    pub cost: i64,
 }
 
 /// Pending, or claimed and not yet started: a change of priority still reaches it.
@@ -139,7 +141,8 @@ pub fn is_due_at_gate(task: &Task, gates: &BTreeMap<BatchId, i64>, now: Micros) 
 /// `group_limits`, [`DEFAULT_GROUP_LIMIT`] when absent) and its batch (`batch_limits`:
 /// the batches with a `max_parallel`) have fewer claimed tasks than their limit, counting
 /// those this claim took, and its group's rate (`group_tokens`: the groups with a rate
-/// and their tokens now) has more tokens than this claim took of the group; a candidate
+/// and their tokens now) has more tokens than this claim's tasks of the group cost; a
+/// candidate
 /// that does not fit is passed over, and the claim stops once it has `k`. A task whose
 /// batch is in `batch_tenants` (the batches of tenants with a running limit, or held by
 /// their budget with a limit of 0, with their tenant and its limit) needs as well its
@@ -209,7 +212,7 @@ pub fn claim_order(
         }
         if let Some(group) = &task.group {
             *group_claimed.entry(group).or_default() += 1;
-            *group_taken.entry(group).or_default() += 1;
+            *group_taken.entry(group).or_default() += task.cost;
         }
         *batch_claimed.entry(task.batch).or_default() += 1;
         taken.push(task.id);

@@ -1,9 +1,10 @@
 //! Group rates on the [`Model`], stated as a plain token bucket: a bucket holds at most
 //! `burst` tokens and gains one every `period / limit` (whole microseconds, at least
-//! one); a claim takes one per task. Its state is the time at which the bucket would
-//! hold nothing (`empty_at`, the stores' `tat`): at `now` it holds as many tokens as
-//! whole intervals passed since `empty_at - burst * every`, at most `burst`. Setting a
-//! rate fills its bucket.
+//! one); a claim takes a task while the bucket holds a token, and the task spends its
+//! cost, overdrawing the bucket if it holds less. Its state is the time at which the
+//! bucket would hold nothing (`empty_at`, the stores' `tat`, later than now while
+//! overdrawn): at `now` it holds as many tokens as whole intervals passed since
+//! `empty_at - burst * every`, none to `burst`. Setting a rate fills its bucket.
 
 use super::*;
 use crate::store::GroupRate;
@@ -39,7 +40,7 @@ impl Rate {
         self.empty_at - (self.burst - 1) * self.every
     }
 
-    /// Takes `n` tokens at `now` (the claim checked they are there).
+    /// Takes `n` tokens at `now` (the claim checked one is there; the rest may be owed).
     fn take(&mut self, now: Micros, n: i64) {
         self.empty_at = self.empty_at.max(now) + n * self.every;
     }
@@ -70,12 +71,14 @@ impl Model {
             .collect()
     }
 
-    /// A claim at `now` took `taken`: their groups' buckets give a token each.
+    /// A claim at `now` took `taken`: their groups' buckets give each task's cost.
     pub(super) fn spend_tokens(&mut self, taken: &[TaskId], now: Micros) {
         let mut per_group: BTreeMap<String, i64> = BTreeMap::new();
         for &id in taken {
-            if let Some(group) = self.task(id).and_then(|t| t.group.clone()) {
-                *per_group.entry(group).or_default() += 1;
+            if let Some(task) = self.task(id)
+                && let Some(group) = task.group.clone()
+            {
+                *per_group.entry(group).or_default() += task.cost;
             }
         }
         for (group, n) in per_group {

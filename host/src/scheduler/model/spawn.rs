@@ -58,6 +58,7 @@ impl Model {
                 .iter()
                 .map(|&sib| (NewDep::Stored(sib), OnFailure::Run))
                 .collect(),
+            cost: 1,
         };
         let batch = p.batch;
         let id = self.submit(batch, &[new]).map_err(SpawnRefused::Submit)?[0];

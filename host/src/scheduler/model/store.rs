@@ -37,6 +37,8 @@ pub struct NewTask {
     pub not_before: Option<Micros>,
     /// The tasks it runs after, each with what its failure does to it.
     pub after: Vec<(NewDep, OnFailure)>,
+    /// Tokens it spends of its group's rate.
+    pub cost: u32,
 }
 
 /// A task a new task runs after: an earlier one of the same submission, by its index, or
@@ -404,6 +406,7 @@ impl Model {
                 claimed_at: 0,
                 after: Vec::new(),
                 waits: BTreeSet::new(),
+                cost: i64::from(spec.cost),
             });
             ids.push(id);
         }

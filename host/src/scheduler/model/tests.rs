@@ -13,6 +13,7 @@ fn new_task(order: i64, group: Option<&str>) -> NewTask {
         max_attempts: 1,
         not_before: None,
         after: Vec::new(),
+        cost: 1,
     }
 }
 

@@ -27,7 +27,7 @@ use tokio_postgres::error::SqlState;
 use super::share::Share;
 use super::{Commit, PostgresStore, digest_of, gate, pg};
 use crate::runtime::MountGrant;
-use crate::store::pick::{Candidate, Place, Rooms, before};
+use crate::store::pick::{Candidate, GroupRoom, Place, Rooms, before};
 use crate::store::rate;
 use crate::store::*;
 
@@ -123,6 +123,7 @@ fn candidate(r: &tokio_postgres::Row) -> (Candidate, i32) {
         limited: r.get(3),
         tenant: r.get(6),
         vseq: r.get(4),
+        cost: i64::from(r.get::<_, i32>(7)),
     };
     (candidate, r.get(5))
 }
@@ -146,7 +147,7 @@ impl Look {
             let list = look
                 .lists
                 .entry(c.group.clone())
-                .or_insert((0, row.get(7), at));
+                .or_insert((0, row.get(8), at));
             list.0 += 1;
             list.2 = at;
             look.read.push((c, at));
@@ -166,7 +167,7 @@ impl Look {
                 count == limit
                     && group
                         .as_ref()
-                        .is_none_or(|g| trial.groups.get(g).is_some_and(|room| *room > 0))
+                        .is_none_or(|g| trial.groups.get(g).is_some_and(GroupRoom::open))
             })
             .map(|(_, &(_, _, last))| last)
             .reduce(|a, b| if before(a, b) { a } else { b });
@@ -443,7 +444,7 @@ pub(super) async fn claim_round(
                 .tried_groups
                 .iter()
                 .map(String::as_str)
-                .filter(|g| trial.groups.get(*g).is_none_or(|room| *room <= 0))
+                .filter(|g| trial.groups.get(*g).is_none_or(|room| !room.open()))
                 .collect();
             let mut full: Vec<BatchId> = candidates
                 .iter()
@@ -582,13 +583,15 @@ pub(super) async fn claim_round(
     }
     // Counter changes per limited batch and per group.
     let mut batch_taken: HashMap<BatchId, i32> = HashMap::new();
-    let mut group_taken: HashMap<&str, i32> = HashMap::new();
+    let mut group_taken: HashMap<&str, (i32, i64)> = HashMap::new();
     for c in &taken {
         if c.limited {
             *batch_taken.entry(c.batch).or_default() += 1;
         }
         if let Some(group) = c.group.as_deref() {
-            *group_taken.entry(group).or_default() += 1;
+            let entry = group_taken.entry(group).or_default();
+            entry.0 += 1;
+            entry.1 += c.cost;
         }
     }
     let taken_count = taken.len();
@@ -603,7 +606,14 @@ pub(super) async fn claim_round(
         .collect();
     let taken: Vec<i64> = taken.iter().map(|c| c.id).collect();
     let (batch_ids, batch_counts): (Vec<i64>, Vec<i32>) = batch_taken.into_iter().unzip();
-    let (group_keys, group_counts): (Vec<&str>, Vec<i32>) = group_taken.into_iter().unzip();
+    let mut group_keys: Vec<&str> = Vec::with_capacity(group_taken.len());
+    let mut group_counts: Vec<i32> = Vec::with_capacity(group_taken.len());
+    let mut group_costs: Vec<i64> = Vec::with_capacity(group_taken.len());
+    for (key, (count, cost)) in group_taken {
+        group_keys.push(key);
+        group_counts.push(count);
+        group_costs.push(cost);
+    }
 
     let token_base = random_token() >> 2;
     let expires = p.now + duration_micros(p.lease);
@@ -637,9 +647,12 @@ pub(super) async fn claim_round(
             if group_keys.is_empty() {
                 return Ok(0);
             }
-            tx.execute(&count_groups, &[&group_keys, &group_counts, &p.now])
-                .await
-                .map_err(pg)
+            tx.execute(
+                &count_groups,
+                &[&group_keys, &group_counts, &p.now, &group_costs],
+            )
+            .await
+            .map_err(pg)
         },
         async { tx.execute(&clock, &[&latest_vseq]).await.map_err(pg) },
         // In the same round trip.

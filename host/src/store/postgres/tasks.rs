@@ -146,6 +146,7 @@ pub(super) async fn submit_in(
         c.state.push(state.code() as i32);
         c.key.push(spec.key.as_deref());
         c.deps_open.push(edges.deps[index] as i32);
+        c.cost.push(to_i32(spec.cost));
         c.max_attempts.push(to_i32(spec.max_attempts));
         c.backoff_ms
             .push(i64::try_from(spec.backoff.as_millis()).unwrap_or(i64::MAX));
@@ -209,6 +210,7 @@ pub(super) async fn submit_in(
                     &c.key,
                     &c.deps_open,
                     &tenant,
+                    &c.cost,
                 ],
             )
             .await
@@ -255,6 +257,7 @@ struct TaskColumns<'a> {
     not_before: Vec<i64>,
     key: Vec<Option<&'a str>>,
     deps_open: Vec<i32>,
+    cost: Vec<i32>,
 }
 
 impl TaskColumns<'_> {
@@ -274,6 +277,7 @@ impl TaskColumns<'_> {
             not_before: Vec::with_capacity(n),
             key: Vec::with_capacity(n),
             deps_open: Vec::with_capacity(n),
+            cost: Vec::with_capacity(n),
         }
     }
 }
@@ -314,6 +318,7 @@ pub(super) fn row(r: &tokio_postgres::Row) -> TaskInfo {
         output_size: r.get::<_, Option<i32>>(13).map(|n| n as u64),
         input_size: r.get::<_, i32>(16) as u64,
         key: r.get(18),
+        cost: r.get::<_, i32>(19) as u32,
     }
 }
 

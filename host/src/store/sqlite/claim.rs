@@ -18,7 +18,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::internal;
 use crate::runtime::MountGrant;
-use crate::store::pick::{Candidate, Place, Rooms, before};
+use crate::store::pick::{Candidate, GroupRoom, Place, Rooms, before};
 use crate::store::*;
 use crate::store::{hold, rate};
 
@@ -49,7 +49,7 @@ pub(super) const BATCH_TAKE_SQL: &str = include_str!("sql/claim_count_batch.sql"
 
 /// A candidate row: the candidate, its batch's and group's room, its priority, and its
 /// tenant's room.
-type CandidateRow = (Candidate, Option<i64>, Option<i64>, i32, Option<i64>);
+type CandidateRow = (Candidate, Option<i64>, Option<GroupRoom>, i32, Option<i64>);
 
 /// A candidate row read at `now`: its group's room is within its rate's tokens, and none
 /// while it is held.
@@ -67,6 +67,7 @@ fn candidate_row(r: &rusqlite::Row<'_>, now: Micros) -> rusqlite::Result<Candida
         limited: batch_room.is_some(),
         tenant: r.get(12)?,
         vseq: r.get(3)?,
+        cost: r.get(14)?,
     };
     Ok((candidate, batch_room, group_room, r.get(6)?, r.get(13)?))
 }
@@ -163,12 +164,16 @@ fn beyond(
         }
         // A group already met has what its tasks there left; any other, its counter.
         let room = rooms.groups.get(&group).copied().unwrap_or(counter);
-        if room > 0 {
-            let limit = room.min(need);
+        if room.open() {
+            let limit = room.most().min(need);
             let heads: Vec<CandidateRow> = group_beyond
                 .query_map(
                     params![now, priority, vseq, id, group, limit, full, full_tenants],
-                    |r| candidate_row(r, now),
+                    |r| {
+                        let mut row = candidate_row(r, now)?;
+                        row.2 = Some(room);
+                        Ok(row)
+                    },
                 )
                 .map_err(internal)?
                 .collect::<rusqlite::Result<_>>()
@@ -228,7 +233,7 @@ fn frontier(lists: &[List], trial: &Rooms) -> Option<Place> {
             count == limit
                 && group
                     .as_ref()
-                    .is_none_or(|g| trial.groups.get(g).is_some_and(|room| *room > 0))
+                    .is_none_or(|g| trial.groups.get(g).is_some_and(GroupRoom::open))
         })
         .map(|&(_, _, _, last)| last)
         .reduce(|a, b| if before(a, b) { a } else { b })
@@ -236,11 +241,11 @@ fn frontier(lists: &[List], trial: &Rooms) -> Option<Place> {
 
 /// Takes the picked tasks: leases them to the node.
 pub(super) const TAKE_SQL: &str = include_str!("sql/claim_take.sql");
-/// A group has `?1` more tasks claimed at `?3`; its rate's bucket, if it has one, moves
-/// on by as many tokens (`Bucket::take`).
+/// A group has `?1` more tasks claimed at `?3`, which cost `?4` tokens; its rate's bucket,
+/// if it has one, moves on by as many (`Bucket::take`).
 pub(super) const GROUP_TAKE_SQL: &str = "UPDATE groups SET running = running + ?1,
     rate_tat = CASE WHEN rate_limit IS NULL THEN rate_tat
-                    ELSE max(rate_tat, ?3) + ?1 * max(1, rate_period / rate_limit) END
+                    ELSE max(rate_tat, ?3) + ?4 * max(1, rate_period / rate_limit) END
     WHERE key = ?2";
 /// A tenant has `?1` more tasks claimed; one that had none starts its fair share no lower
 /// than the clock `?3` (store/fair.rs). Returns its budget's columns (store/budget.rs).
@@ -417,13 +422,17 @@ pub(super) fn claim_tasks(
     let latest_vseq = picks.iter().map(|c| c.vseq).max().unwrap_or(0);
     // The counters change once per batch and group, not once per task.
     let mut batches: HashMap<BatchId, (i64, i64)> = HashMap::new();
-    let mut groups: HashMap<&str, i64> = HashMap::new();
+    let mut groups: HashMap<&str, (i64, i64)> = HashMap::new();
     for task in &claimed {
         let entry = batches.entry(task.batch).or_insert((0, task.order));
         entry.0 += 1;
         entry.1 = entry.1.max(task.order);
-        if let Some(group) = &task.group {
-            *groups.entry(group).or_default() += 1;
+    }
+    for pick in &picks {
+        if let Some(group) = &pick.group {
+            let entry = groups.entry(group).or_default();
+            entry.0 += 1;
+            entry.1 += pick.cost;
         }
     }
     let mut batch_running = tx.prepare_cached(BATCH_TAKE_SQL).map_err(internal)?;
@@ -433,9 +442,9 @@ pub(super) fn claim_tasks(
             .map_err(internal)?;
     }
     let mut group_running = tx.prepare_cached(GROUP_TAKE_SQL).map_err(internal)?;
-    for (group, count) in groups {
+    for (group, (count, cost)) in groups {
         group_running
-            .execute(params![count, group, p.now])
+            .execute(params![count, group, p.now, cost])
             .map_err(internal)?;
     }
     let mut tenant_running = tx.prepare_cached(TENANT_TAKE_SQL).map_err(internal)?;

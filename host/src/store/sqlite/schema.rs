@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::errors;
 
-const MIGRATIONS: [&str; 30] = [
+const MIGRATIONS: [&str; 31] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_start_marks.sql"),
@@ -39,6 +39,7 @@ const MIGRATIONS: [&str; 30] = [
     include_str!("migrations/0028_cpu_budgets.sql"),
     include_str!("migrations/0029_fair_share.sql"),
     include_str!("migrations/0030_budget_meters.sql"),
+    include_str!("migrations/0031_task_cost.sql"),
 ];
 
 /// Opens the database at `path`, creating its directory and the file if needed, and

@@ -101,6 +101,7 @@ pub(super) fn submit(
                     &spec.key,
                     deps,
                     tenant,
+                    spec.cost,
                 ])
                 .map_err(internal)?;
             ids.push(tx.last_insert_rowid());
@@ -151,6 +152,7 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskInfo> {
         output_size: r.get(13)?,
         input_size: r.get(16)?,
         key: r.get(18)?,
+        cost: r.get(19)?,
     })
 }
 

@@ -15,7 +15,8 @@
 -- group's rate (limit, period, burst: NULLs when it has none) and its tat, from which
 -- claim.rs takes the room its tokens leave (store/rate.rs), when its hold ends (none
 -- while it is held: store/hold.rs), and the batch's tenant and its room (NULL: no limit;
--- none while the tenant is held: store/budget.rs).
+-- none while the tenant is held: store/budget.rs), and the task's cost in its group's
+-- tokens.
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq,
@@ -24,7 +25,8 @@ SELECT t.id, t.batch_id, t.group_key, t.vseq,
        t.priority,
        g.rate_limit, g.rate_period, g.rate_burst, g.rate_tat, g.held_until,
        b.tenant_id,
-       CASE WHEN n.held_until > ?1 THEN 0 ELSE n.max_running - n.running END
+       CASE WHEN n.held_until > ?1 THEN 0 ELSE n.max_running - n.running END,
+       t.cost
 FROM tasks t INDEXED BY tasks_ready
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN groups g ON g.key = t.group_key

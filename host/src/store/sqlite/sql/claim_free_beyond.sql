@@ -12,12 +12,13 @@
 --
 -- Columns as claim_candidates.sql's: id, batch, group (NULL), vseq, the batch's room
 -- (NULL: no limit), the group's room (NULL), priority, the group's rate, tat and hold
--- (NULLs), the batch's tenant and its room (none while it is held: store/budget.rs).
+-- (NULLs), the batch's tenant and its room (none while it is held: store/budget.rs), and
+-- the task's cost.
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, NULL, t.priority,
        NULL, NULL, NULL, NULL, NULL, b.tenant_id,
-       CASE WHEN n.held_until > ?1 THEN 0 ELSE n.max_running - n.running END
+       CASE WHEN n.held_until > ?1 THEN 0 ELSE n.max_running - n.running END, t.cost
 FROM tasks t INDEXED BY tasks_ready_free
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN tenants n ON n.id = b.tenant_id

@@ -7,19 +7,19 @@
 -- ?3 vseq of that place
 -- ?4 task id of that place
 -- ?5 group key
--- ?6 the group's room (within its rate's tokens), and so at most this many
+-- ?6 at most this many: the group's room, within its rate's tokens
 -- ?7 the batches full already, a JSON array of ids
 -- ?8 the tenants full already, a JSON array of ids
 --
 -- Columns as claim_candidates.sql's: id, batch, group, vseq, the batch's room (NULL: no
--- limit), the group's room, priority, and NULLs for the group's rate and hold: ?6 is its
--- room with its tokens and hold counted already; the batch's tenant and its room
--- (none while it is held: store/budget.rs).
+-- limit), the group's room, priority, and NULLs for the group's rate and hold: the claim
+-- knows the group's room and tokens already, and gives them to each row; the batch's
+-- tenant and its room (none while it is held: store/budget.rs), and the task's cost.
 --
 -- state: 1 ready.
 SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, ?6, t.priority,
        NULL, NULL, NULL, NULL, NULL, b.tenant_id,
-       CASE WHEN n.held_until > ?1 THEN 0 ELSE n.max_running - n.running END
+       CASE WHEN n.held_until > ?1 THEN 0 ELSE n.max_running - n.running END, t.cost
 FROM tasks t INDEXED BY tasks_ready_group
 JOIN batches b ON b.id = t.batch_id
 LEFT JOIN tenants n ON n.id = b.tenant_id

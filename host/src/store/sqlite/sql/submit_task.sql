@@ -19,8 +19,10 @@
 -- ?16 its key in the batch, or NULL
 -- ?17 how many tasks it runs after (deps_open): waiting (0) while any
 -- ?18 its batch's tenant, or NULL (the admin's)
+-- ?19 its cost: tokens it spends of its group's rate
 -- OR FAIL: no statement journal (see the driver's mod.rs).
 INSERT OR FAIL INTO tasks (batch_id, module, input, ord, group_key, priority, vseq, state,
     listed, max_attempts, backoff_ms, limits, mounts, not_before, submitted_at, trace_parent,
-    task_key, deps_open, tenant_id)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18);
+    task_key, deps_open, tenant_id, cost)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+    ?19);

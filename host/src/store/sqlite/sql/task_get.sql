@@ -20,7 +20,7 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        t.error, length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, length(t.input),
        length(CAST(t.error AS BLOB)),
-       t.task_key
+       t.task_key, t.cost
 FROM tasks t
 LEFT JOIN modules m ON m.digest = t.module
 WHERE t.id = ?1;
