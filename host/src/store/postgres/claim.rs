@@ -123,7 +123,8 @@ fn candidate(r: &tokio_postgres::Row) -> (Candidate, i32) {
         limited: r.get(3),
         tenant: r.get(6),
         vseq: r.get(4),
-        cost: i64::from(r.get::<_, i32>(7)),
+        // NULL: 1 (see migration 0031).
+        cost: r.get::<_, Option<i32>>(7).map_or(1, i64::from),
     };
     (candidate, r.get(5))
 }

@@ -146,7 +146,7 @@ pub(super) async fn submit_in(
         c.state.push(state.code() as i32);
         c.key.push(spec.key.as_deref());
         c.deps_open.push(edges.deps[index] as i32);
-        c.cost.push(to_i32(spec.cost));
+        c.cost.push((spec.cost != 1).then(|| to_i32(spec.cost)));
         c.max_attempts.push(to_i32(spec.max_attempts));
         c.backoff_ms
             .push(i64::try_from(spec.backoff.as_millis()).unwrap_or(i64::MAX));
@@ -257,7 +257,8 @@ struct TaskColumns<'a> {
     not_before: Vec<i64>,
     key: Vec<Option<&'a str>>,
     deps_open: Vec<i32>,
-    cost: Vec<i32>,
+    /// NULL: 1 (see migration 0031).
+    cost: Vec<Option<i32>>,
 }
 
 impl TaskColumns<'_> {

@@ -19,7 +19,7 @@
 -- $16 keys (text[], NULL: none)
 -- $17 how many tasks each runs after (int[], deps_open): waiting (0) while any
 -- $18 the batch's tenant, or NULL (the admin's)
--- $19 costs: tokens each spends of its group's rate (int[])
+-- $19 costs: tokens each spends of its group's rate (int[], NULL: 1)
 --
 -- state: 0 waiting at a gate (a lower order of its batch is still open), 1 ready (at the
 -- gate: also in the ready table).

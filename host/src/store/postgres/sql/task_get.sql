@@ -21,7 +21,7 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        t.error, octet_length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input),
        octet_length(t.error),
-       t.task_key, t.cost
+       t.task_key, coalesce(t.cost, 1)
 FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.id
 LEFT JOIN modules m ON m.digest = t.module

@@ -25,7 +25,7 @@ SELECT t.id, t.batch_id, t.module, t.ord, t.group_key, t.priority,
        left(t.error, 1024), octet_length(t.output),
        CASE WHEN t.state IN (0, 1) AND t.not_before > 0 THEN t.not_before END, m.name, octet_length(t.input),
        octet_length(t.error),
-       t.task_key, t.cost
+       t.task_key, coalesce(t.cost, 1)
 FROM /* source */
 -- A lateral read, so that a page read along an index keeps its order (a hash join would
 -- not, and the planner sorts).
