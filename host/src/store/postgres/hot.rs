@@ -56,6 +56,11 @@ pub const HOT: &[Hot] = &[
         indexes: &[],
     },
     Hot {
+        name: "claim: the costs of the candidates dearer than 1",
+        sql: claim::COSTS_SQL,
+        indexes: &["tasks_costly on tasks"],
+    },
+    Hot {
         name: "claim: the picks locked",
         sql: claim::LOCK_SQL,
         indexes: &["tasks_pkey on tasks"],

@@ -15,7 +15,7 @@
 -- Every task in the ready table has state 1 (ready).
 SELECT * FROM (
   (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-          b.tenant_id, r.cost, $5::bigint AS lim
+          b.tenant_id, $5::bigint AS lim
    FROM ready r
    JOIN batches b ON b.id = r.batch_id
    WHERE r.group_key IS NULL AND r.not_before <= $1
@@ -31,7 +31,7 @@ SELECT * FROM (
    LEFT JOIN unnest($6::text[]) AS filled(key) ON filled.key = g.key
    CROSS JOIN LATERAL (
      SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-            b.tenant_id, r.cost, least(g.lim - g.running, $5)::bigint AS lim
+            b.tenant_id, least(g.lim - g.running, $5)::bigint AS lim
      FROM ready r
      JOIN batches b ON b.id = r.batch_id
      WHERE r.group_key = g.key AND r.not_before <= $1

@@ -8,7 +8,7 @@
 --
 -- Every task in the ready table has state 1 (ready).
 SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-       b.tenant_id, r.cost
+       b.tenant_id
 FROM ready r
 JOIN batches b ON b.id = r.batch_id
 WHERE r.not_before <= $1

@@ -11,7 +11,7 @@ WITH promoted AS (
           WHERE batch_id = ANY($1) GROUP BY batch_id) AS g
     WHERE t.batch_id = g.batch_id AND t.ord = g.gate AND t.state = 0 AND t.deps_open = 0
     RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before,
-        t.submitted_at, t.tenant_id, t.cost)
+        t.submitted_at, t.tenant_id)
 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before,
-        submitted_at, tenant_id, cost)
+        submitted_at, tenant_id)
 SELECT * FROM promoted

@@ -15,8 +15,8 @@ WITH counted AS (
     FROM unnest($1::bigint[], $2::int[]) AS u(id, n)
     WHERE t.id = u.id AND t.state = 0 AND t.deps_open > 0
     RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before,
-        t.submitted_at, t.state, t.tenant_id, t.cost)
+        t.submitted_at, t.state, t.tenant_id)
 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before, submitted_at,
-    tenant_id, cost)
-SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id, cost FROM counted
+    tenant_id)
+SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id FROM counted
 WHERE state = 1

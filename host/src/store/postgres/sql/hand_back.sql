@@ -13,8 +13,8 @@ WITH back AS (
                      THEN 1 ELSE 0 END
     WHERE t.id = ANY($1)
     RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before, t.state,
-        t.submitted_at, t.tenant_id, t.cost)
+        t.submitted_at, t.tenant_id)
 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before,
-        submitted_at, tenant_id, cost)
-SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id, cost FROM back
+        submitted_at, tenant_id)
+SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id FROM back
 WHERE state = 1

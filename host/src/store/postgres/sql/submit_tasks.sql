@@ -36,11 +36,11 @@ WITH added AS (
         AS u(module, input, ord, group_key, priority, vseq, state, max_attempts,
              backoff_ms, limits, mounts, not_before, task_key, deps_open, cost)
     RETURNING id, batch_id, group_key, priority, vseq, not_before, state, submitted_at,
-        tenant_id, cost),
+        tenant_id),
 queued AS (
     INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before,
-        submitted_at, tenant_id, cost)
-    SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id, cost
+        submitted_at, tenant_id)
+    SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id
     FROM added
     WHERE state = 1)
 SELECT id, vseq FROM added

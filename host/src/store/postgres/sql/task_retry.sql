@@ -13,8 +13,8 @@ WITH again AS (
     FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS u(id, state, vseq)
     WHERE t.id = u.id AND t.state IN (4, 5)
     RETURNING t.id, t.batch_id, t.group_key, t.priority, t.vseq, t.not_before, t.state,
-        t.submitted_at, t.tenant_id, t.cost)
+        t.submitted_at, t.tenant_id)
 INSERT INTO ready (task_id, batch_id, group_key, priority, vseq, not_before,
-        submitted_at, tenant_id, cost)
-SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id, cost FROM again
+        submitted_at, tenant_id)
+SELECT id, batch_id, group_key, priority, vseq, not_before, submitted_at, tenant_id FROM again
 WHERE state = 1
