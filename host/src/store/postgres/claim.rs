@@ -73,10 +73,6 @@ pub(super) const NEXT_TENANT_HOLD_SQL: &str =
     "SELECT MIN(held_until) FROM tenants WHERE held_until > 0 AND held_until > $1";
 /// When the next group with a rate and ready tasks gets a token back.
 pub(super) const NEXT_RATE_SQL: &str = include_str!("sql/claim_next_rate.sql");
-/// The costs of those of the claim's grouped candidates that cost more than 1 (NULL: 1),
-/// along tasks_costly, which holds those tasks alone.
-pub(super) const COSTS_SQL: &str =
-    "SELECT id, cost FROM tasks WHERE id = ANY($1) AND cost IS NOT NULL";
 /// Counts the claim's groups with room (and a token, if they have a rate, and not held) at
 /// `$2`, locked or not.
 pub(super) const FREE_GROUPS_SQL: &str = "SELECT COUNT(*) FROM groups \
@@ -127,8 +123,8 @@ fn candidate(r: &tokio_postgres::Row) -> (Candidate, i32) {
         limited: r.get(3),
         tenant: r.get(6),
         vseq: r.get(4),
-        // Learned with the candidate's group (`Held::take`): most tasks cost 1.
-        cost: 1,
+        // NULL: 1 (migration 0031).
+        cost: r.get::<_, Option<i32>>(7).map_or(1, i64::from),
     };
     (candidate, r.get(5))
 }
@@ -152,7 +148,7 @@ impl Look {
             let list = look
                 .lists
                 .entry(c.group.clone())
-                .or_insert((0, row.get(7), at));
+                .or_insert((0, row.get(8), at));
             list.0 += 1;
             list.2 = at;
             look.read.push((c, at));
@@ -202,8 +198,6 @@ struct Held {
     caps: Option<BTreeMap<TenantId, i64>>,
     /// What its budget leaves each tenant tried.
     budget_left: HashMap<TenantId, Left>,
-    /// The costs of the candidates met that cost more than 1.
-    costs: HashMap<TaskId, i64>,
     /// Another transaction held a gate or counter this claim wanted.
     contended: bool,
 }
@@ -222,11 +216,6 @@ impl Held {
         let mut limited: Vec<BatchId> = Vec::new();
         let mut groups: Vec<&str> = Vec::new();
         let mut tenants: Vec<TenantId> = Vec::new();
-        let grouped: Vec<TaskId> = candidates
-            .iter()
-            .filter(|c| c.group.is_some())
-            .map(|c| c.id)
-            .collect();
         for c in candidates {
             if let Some(tenant) = c.tenant
                 && self.tried_tenants.insert(tenant)
@@ -250,15 +239,14 @@ impl Held {
         limited.sort_unstable();
         groups.sort_unstable();
         tenants.sort_unstable();
-        let (lock_batches, lock_groups, free_groups, lock_tenants, costs) = tokio::try_join!(
+        let (lock_batches, lock_groups, free_groups, lock_tenants) = tokio::try_join!(
             tx.prepare_cached(LOCK_BATCHES_SQL),
             tx.prepare_cached(LOCK_GROUPS_SQL),
             tx.prepare_cached(FREE_GROUPS_SQL),
             tx.prepare_cached(LOCK_TENANTS_SQL),
-            tx.prepare_cached(COSTS_SQL),
         )
         .map_err(pg)?;
-        let (open_gates, batch_rows, group_rows, free, tenant_rows, cost_rows) = tokio::try_join!(
+        let (open_gates, batch_rows, group_rows, free, tenant_rows) = tokio::try_join!(
             async {
                 if batches.is_empty() {
                     return Ok(Vec::new());
@@ -293,18 +281,7 @@ impl Held {
                 }
                 tx.query(&lock_tenants, &[&tenants, &now]).await.map_err(pg)
             },
-            async {
-                if grouped.is_empty() {
-                    return Ok(Vec::new());
-                }
-                tx.query(&costs, &[&grouped]).await.map_err(pg)
-            },
         )?;
-        self.costs.extend(
-            cost_rows
-                .iter()
-                .map(|row| (row.get(0), i64::from(row.get::<_, i32>(1)))),
-        );
         self.contended |= open_gates.len() < batches.len()
             || batch_rows.len() < limited.len()
             || (group_rows.len() as i64) < free
@@ -343,20 +320,6 @@ impl Held {
             (row.get(0), rate::room(counter, bucket, now))
         }));
         Ok(())
-    }
-}
-
-impl Held {
-    /// Gives candidates that cost more than 1 their cost, as [`Held::take`] learned it.
-    fn price<'a>(&self, candidates: impl IntoIterator<Item = &'a mut Candidate>) {
-        if self.costs.is_empty() {
-            return;
-        }
-        for c in candidates {
-            if let Some(&cost) = self.costs.get(&c.id) {
-                c.cost = cost;
-            }
-        }
     }
 }
 
@@ -462,7 +425,6 @@ pub(super) async fn claim_round(
         ..Held::default()
     };
     held.take(tx, &candidates, p.now).await?;
-    held.price(&mut candidates);
 
     // A full window that cannot fill the claim (busy, full groups or batches): look behind
     // it, until the claim is filled or nothing claimable is left. Each look either fills
@@ -528,11 +490,9 @@ pub(super) async fn claim_round(
                 )
                 .await
                 .map_err(pg)?;
-            let mut look = Look::of(&rows);
-            let mut read: Vec<Candidate> = look.read.iter().map(|(c, _)| c.clone()).collect();
+            let look = Look::of(&rows);
+            let read: Vec<Candidate> = look.read.iter().map(|(c, _)| c.clone()).collect();
             held.take(tx, &read, p.now).await?;
-            held.price(&mut read);
-            held.price(look.read.iter_mut().map(|(c, _)| c));
             let open = candidates
                 .iter()
                 .chain(&read)

@@ -33,12 +33,16 @@ pub const HOT: &[Hot] = &[
     Hot {
         name: "claim: the window",
         sql: claim::WINDOW_SQL,
-        indexes: &["ready_order on ready"],
+        indexes: &["ready_order on ready", "tasks_costly on tasks"],
     },
     Hot {
         name: "claim: the look behind the window",
         sql: claim::BEYOND_SQL,
-        indexes: &["ready_free on ready", "ready_group on ready"],
+        indexes: &[
+            "ready_free on ready",
+            "ready_group on ready",
+            "tasks_costly on tasks",
+        ],
     },
     Hot {
         name: "claim: the tenants with ready work, for the fair share",
@@ -54,11 +58,6 @@ pub const HOT: &[Hot] = &[
         name: "claim: the groups' counters locked",
         sql: claim::LOCK_GROUPS_SQL,
         indexes: &[],
-    },
-    Hot {
-        name: "claim: the costs of the candidates dearer than 1",
-        sql: claim::COSTS_SQL,
-        indexes: &["tasks_costly on tasks"],
     },
     Hot {
         name: "claim: the picks locked",

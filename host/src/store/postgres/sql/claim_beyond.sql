@@ -1,9 +1,10 @@
 -- Ready tasks behind the last one read that the window could not supply: tasks without a
 -- group, and the first tasks of every group with room, but those already filled, none of
 -- the batches and tenants already full. Each row carries the limit its list was read
--- with, so that a list cut off by it can be read on. Walks two short indexes, never the
--- tasks of busy groups: so a claim costs what it can take, however many tasks wait
--- behind a busy group.
+-- with, so that a list cut off by it can be read on; and each task's cost when it is
+-- dearer than 1 (along tasks_costly, which holds only such tasks). Walks two short
+-- indexes, never the tasks of busy groups: so a claim costs what it can take, however
+-- many tasks wait behind a busy group.
 --
 -- $1 now: tasks not before it are due (not_before 0: due at once)
 -- $2, $3, $4 the priority, vseq and id of the last task read: rows come after it
@@ -15,7 +16,9 @@
 -- Every task in the ready table has state 1 (ready).
 SELECT * FROM (
   (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-          b.tenant_id, $5::bigint AS lim
+          b.tenant_id,
+          (SELECT t.cost FROM tasks t WHERE t.id = r.task_id AND t.cost IS NOT NULL),
+          $5::bigint AS lim
    FROM ready r
    JOIN batches b ON b.id = r.batch_id
    WHERE r.group_key IS NULL AND r.not_before <= $1
@@ -31,7 +34,9 @@ SELECT * FROM (
    LEFT JOIN unnest($6::text[]) AS filled(key) ON filled.key = g.key
    CROSS JOIN LATERAL (
      SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
-            b.tenant_id, least(g.lim - g.running, $5)::bigint AS lim
+            b.tenant_id,
+            (SELECT t.cost FROM tasks t WHERE t.id = r.task_id AND t.cost IS NOT NULL),
+            least(g.lim - g.running, $5)::bigint AS lim
      FROM ready r
      JOIN batches b ON b.id = r.batch_id
      WHERE r.group_key = g.key AND r.not_before <= $1
