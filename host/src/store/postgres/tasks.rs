@@ -157,6 +157,7 @@ pub(super) async fn submit_in(
         c.not_before
             .push(spec.not_before.map_or(0, |t| store.db_time(t)));
     }
+    let costly = c.cost.iter().any(Option::is_some);
     let (hold_stmt, groups_stmt, orders_stmt, insert, next_vseq_stmt, usage_stmt) =
         tokio::try_join!(
             tx.prepare_cached(include_str!("sql/submit_hold.sql")),
@@ -165,7 +166,10 @@ pub(super) async fn submit_in(
             ),
             tx.prepare_cached(gate::OPEN_SQL),
             tx.prepare_cached(include_str!("sql/submit_tasks.sql")),
-            tx.prepare_cached("UPDATE batches SET next_vseq = $1 WHERE id = $2"),
+            // costly: the claim reads this batch's costs from now on (migration 0032).
+            tx.prepare_cached(
+                "UPDATE batches SET next_vseq = $1, costly = costly OR $3 WHERE id = $2"
+            ),
             tx.prepare_cached(super::quotas::SUBMIT_SQL),
         )
         .map_err(pg)?;
@@ -217,7 +221,7 @@ pub(super) async fn submit_in(
             .map_err(pg)
         },
         async {
-            tx.execute(&next_vseq_stmt, &[&after, &batch])
+            tx.execute(&next_vseq_stmt, &[&after, &batch, &costly])
                 .await
                 .map_err(pg)
         },

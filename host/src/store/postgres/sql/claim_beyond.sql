@@ -2,9 +2,9 @@
 -- group, and the first tasks of every group with room, but those already filled, none of
 -- the batches and tenants already full. Each row carries the limit its list was read
 -- with, so that a list cut off by it can be read on; and each task's cost when it is
--- dearer than 1 (along tasks_costly, which holds only such tasks). Walks two short
--- indexes, never the tasks of busy groups: so a claim costs what it can take, however
--- many tasks wait behind a busy group.
+-- dearer than 1 (along tasks_costly, which holds only such tasks, in a batch that has
+-- one). Walks two short indexes, never the tasks of busy groups: so a claim costs what it
+-- can take, however many tasks wait behind a busy group.
 --
 -- $1 now: tasks not before it are due (not_before 0: due at once)
 -- $2, $3, $4 the priority, vseq and id of the last task read: rows come after it
@@ -17,7 +17,9 @@
 SELECT * FROM (
   (SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
           b.tenant_id,
-          (SELECT t.cost FROM tasks t WHERE t.id = r.task_id AND t.cost IS NOT NULL),
+          CASE WHEN b.costly
+               THEN (SELECT t.cost FROM tasks t WHERE t.id = r.task_id AND t.cost IS NOT NULL)
+          END,
           $5::bigint AS lim
    FROM ready r
    JOIN batches b ON b.id = r.batch_id
@@ -35,7 +37,9 @@ SELECT * FROM (
    CROSS JOIN LATERAL (
      SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
             b.tenant_id,
-            (SELECT t.cost FROM tasks t WHERE t.id = r.task_id AND t.cost IS NOT NULL),
+            CASE WHEN b.costly
+                 THEN (SELECT t.cost FROM tasks t WHERE t.id = r.task_id AND t.cost IS NOT NULL)
+            END,
             least(g.lim - g.running, $5)::bigint AS lim
      FROM ready r
      JOIN batches b ON b.id = r.batch_id

@@ -10,8 +10,10 @@
 SELECT r.task_id, r.batch_id, r.group_key, b.max_parallel IS NOT NULL, r.vseq, r.priority,
        b.tenant_id,
        -- Its cost when it is dearer than 1: a probe of tasks_costly, which holds only such
-       -- tasks (migration 0031).
-       (SELECT t.cost FROM tasks t WHERE t.id = r.task_id AND t.cost IS NOT NULL)
+       -- tasks, made only in a batch that has one (migrations 0031, 0032).
+       CASE WHEN b.costly
+            THEN (SELECT t.cost FROM tasks t WHERE t.id = r.task_id AND t.cost IS NOT NULL)
+       END
 FROM ready r
 JOIN batches b ON b.id = r.batch_id
 WHERE r.not_before <= $1
