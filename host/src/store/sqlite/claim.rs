@@ -403,38 +403,34 @@ pub(super) fn claim_tasks(
         let task = row.map_err(internal)?;
         taken.insert(task.id, task);
     }
-    // In claim order, which is the order they start in.
-    let mut tenants: HashMap<TenantId, i64> = HashMap::new();
-    let mut claimed_tenants: Vec<Option<TenantId>> = Vec::with_capacity(picks.len());
-    let mut claimed: Vec<ClaimedTask> = picks
-        .iter()
-        .filter_map(|pick| {
-            let mut task = taken.remove(&pick.id)?;
-            if let Some(tenant) = pick.tenant {
-                *tenants.entry(tenant).or_default() += 1;
-            }
-            claimed_tenants.push(pick.tenant);
-            task.batch = pick.batch;
-            task.group = pick.group.clone();
-            Some(task)
-        })
-        .collect();
-    let latest_vseq = picks.iter().map(|c| c.vseq).max().unwrap_or(0);
-    // The counters change once per batch and group, not once per task.
+    // In claim order, which is the order they start in. The counters change once per
+    // batch, group and tenant, not once per task: each counts the tasks taken.
     let mut batches: HashMap<BatchId, (i64, i64)> = HashMap::new();
     let mut groups: HashMap<&str, (i64, i64)> = HashMap::new();
-    for task in &claimed {
-        let entry = batches.entry(task.batch).or_insert((0, task.order));
-        entry.0 += 1;
-        entry.1 = entry.1.max(task.order);
-    }
+    let mut tenants: HashMap<TenantId, i64> = HashMap::new();
+    let mut claimed_tenants: Vec<Option<TenantId>> = Vec::with_capacity(picks.len());
+    let mut claimed: Vec<ClaimedTask> = Vec::with_capacity(picks.len());
     for pick in &picks {
+        let Some(mut task) = taken.remove(&pick.id) else {
+            continue;
+        };
+        let batch = batches.entry(pick.batch).or_insert((0, task.order));
+        batch.0 += 1;
+        batch.1 = batch.1.max(task.order);
         if let Some(group) = &pick.group {
             let entry = groups.entry(group).or_default();
             entry.0 += 1;
             entry.1 += pick.cost;
         }
+        if let Some(tenant) = pick.tenant {
+            *tenants.entry(tenant).or_default() += 1;
+        }
+        claimed_tenants.push(pick.tenant);
+        task.batch = pick.batch;
+        task.group = pick.group.clone();
+        claimed.push(task);
     }
+    let latest_vseq = picks.iter().map(|c| c.vseq).max().unwrap_or(0);
     let mut batch_running = tx.prepare_cached(BATCH_TAKE_SQL).map_err(internal)?;
     for (batch, (count, order)) in batches {
         batch_running
