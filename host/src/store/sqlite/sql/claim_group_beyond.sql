@@ -12,12 +12,13 @@
 -- ?8 the tenants full already, a JSON array of ids
 --
 -- Columns as claim_candidates.sql's: id, batch, group, vseq, the batch's room (NULL: no
--- limit), the group's room, priority, and NULLs for the group's rate and hold: the claim
--- knows the group's room and tokens already, and gives them to each row; the batch's
--- tenant and its room (none while it is held: store/budget.rs), and the task's cost.
+-- limit), NULL for the group's room, priority, and NULLs for the group's rate and hold:
+-- the claim knows the group's room and tokens already, and gives them to each row; the
+-- batch's tenant and its room (none while it is held: store/budget.rs), and the task's
+-- cost.
 --
 -- state: 1 ready.
-SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, ?6, t.priority,
+SELECT t.id, t.batch_id, t.group_key, t.vseq, b.max_parallel - b.running, NULL, t.priority,
        NULL, NULL, NULL, NULL, NULL, b.tenant_id,
        CASE WHEN n.held_until > ?1 THEN 0 ELSE n.max_running - n.running END, t.cost
 FROM tasks t INDEXED BY tasks_ready_group
