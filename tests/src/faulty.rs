@@ -115,6 +115,16 @@ impl Store for FaultyStore {
         self.inner.task_complete(completions, now).await
     }
 
+    async fn task_report(
+        &self,
+        starts: Vec<Start>,
+        completions: Vec<Completion>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult> {
+        self.check(&completions)?;
+        self.inner.task_report(starts, completions, now).await
+    }
+
     async fn task_hand_back(
         &self,
         tasks: Vec<(TaskId, i64)>,

@@ -302,6 +302,16 @@ pub trait Store: Send + Sync + 'static {
     /// Marks claimed tasks started on their node's slots: they were `Reserved`, they are
     /// `Running`. A start whose lease token no longer matches changes nothing.
     async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()>;
+    /// Records what a node's runs reported: the start marks of `starts`, as
+    /// [`Store::task_start`] does, then the ends of `completions`, as
+    /// [`Store::task_complete`] does. SQLite writes both in one transaction: its one
+    /// writer commits once, not twice, and the pages both touch are written once.
+    async fn task_report(
+        &self,
+        starts: Vec<Start>,
+        completions: Vec<Completion>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult>;
     /// Puts claimed tasks back as they were before the claim, attempt not counted: a node
     /// hands back what it reserved and will not start (it is stopping, or ranks or limits
     /// changed). A task whose cancellation was asked ends `cancelled` instead, and is

@@ -43,6 +43,83 @@ pub async fn stale_completions_change_nothing(store: Arc<dyn Store>) {
     assert_eq!(log.len(), 1);
 }
 
+/// A node's report: starts and ends written together, each as alone.
+pub async fn a_report_marks_starts_and_ends_attempts_together(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    store
+        .task_submit(b, admitted((0..4).map(|_| task(m, 0, None)).collect()), T0)
+        .await
+        .unwrap();
+    let claimed = claim(&store, "n1", 4, T0).await;
+    let start_of = |t: &ClaimedTask, at| Start {
+        task: t.id,
+        batch: t.batch,
+        lease_token: t.lease_token,
+        at,
+    };
+    let mut stale = start_of(&claimed[3], T0 + 5);
+    stale.lease_token += 1;
+    // Tasks 0 and 1 started and ended, task 2 started and runs on, task 3's start is stale.
+    let starts = vec![
+        start_of(&claimed[0], T0 + 5),
+        start_of(&claimed[1], T0 + 5),
+        start_of(&claimed[2], T0 + 6),
+        stale,
+    ];
+    let ends = vec![
+        completion(&claimed[0], Outcome::Succeeded, T0 + 7),
+        completion(&claimed[1], Outcome::GuestError, T0 + 7),
+    ];
+    let result = store.task_report(starts, ends, T0 + 8).await.unwrap();
+    let mut ended: Vec<TaskId> = result.ended.iter().map(|&(task, _)| task).collect();
+    ended.sort_unstable();
+    assert_eq!(ended, [claimed[0].id, claimed[1].id]);
+    assert_eq!(result.stale, 0);
+    let state = |id| {
+        let store = store.clone();
+        async move { store.task_get(id).await.unwrap().state }
+    };
+    assert_eq!(state(claimed[0].id).await, TaskState::Succeeded);
+    assert_eq!(state(claimed[1].id).await, TaskState::Failed);
+    assert_eq!(state(claimed[2].id).await, TaskState::Running);
+    assert_eq!(
+        state(claimed[3].id).await,
+        TaskState::Reserved,
+        "a start with a stale lease token changes nothing"
+    );
+    let running = store.running_list().await.unwrap();
+    assert_eq!(
+        running
+            .iter()
+            .map(|r| (r.task, r.since))
+            .collect::<Vec<_>>(),
+        [(claimed[2].id, T0 + 6)]
+    );
+    // Starts alone, and ends alone.
+    let none = store
+        .task_report(vec![start_of(&claimed[3], T0 + 9)], Vec::new(), T0 + 9)
+        .await
+        .unwrap();
+    assert_eq!((none.stale, none.ended.len()), (0, 0));
+    assert_eq!(state(claimed[3].id).await, TaskState::Running);
+    let ends = claimed[2..]
+        .iter()
+        .map(|t| completion(t, Outcome::Succeeded, T0 + 10))
+        .collect();
+    store.task_report(Vec::new(), ends, T0 + 10).await.unwrap();
+    let counts = store.task_counts().await.unwrap();
+    assert_eq!(
+        (
+            counts.running,
+            counts.reserved,
+            counts.succeeded,
+            counts.failed
+        ),
+        (0, 0, 3, 1)
+    );
+}
+
 pub async fn failures_are_retried_with_backoff_then_fail(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;

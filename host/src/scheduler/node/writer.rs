@@ -246,17 +246,18 @@ async fn write(
     report: &mut Report,
     batches: &mut Vec<BatchId>,
 ) -> StoreResult<()> {
-    if !report.starts.is_empty() {
-        scheduler.store.task_start(report.starts.clone()).await?;
+    if !report.starts.is_empty() || !report.completions.is_empty() {
+        let result = scheduler
+            .store
+            .task_report(
+                report.starts.clone(),
+                report.completions.clone(),
+                now_micros(),
+            )
+            .await?;
         // The batches' event streams announce the starts.
         batches.extend(report.starts.iter().map(|s| s.batch));
         report.starts.clear();
-    }
-    if !report.completions.is_empty() {
-        let result = scheduler
-            .store
-            .task_complete(report.completions.clone(), now_micros())
-            .await?;
         report.completions.clear();
         if result.hooked {
             scheduler.hooks_wake.notify_one();

@@ -538,6 +538,25 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn task_report(
+        &self,
+        starts: Vec<Start>,
+        completions: Vec<Completion>,
+        now: Micros,
+    ) -> StoreResult<CompleteResult> {
+        let completions: Vec<Completion> =
+            completions.into_iter().map(Completion::bounded).collect();
+        let server = self.server_hook();
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            complete::start(tx, starts)?;
+            if completions.is_empty() {
+                return Ok(CompleteResult::default());
+            }
+            complete::complete(tx, completions, now, server)
+        })
+        .await
+    }
+
     async fn task_hand_back(
         &self,
         tasks: Vec<(TaskId, i64)>,
