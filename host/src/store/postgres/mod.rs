@@ -551,8 +551,8 @@ impl Store for PostgresStore {
         completions: Vec<Completion>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
-        // Two transactions, as before: in one, the start marks' row locks would be held
-        // while the ends lock counters, an order other writers may take the other way.
+        // Two transactions, as before: one measured no faster here, and it would hold the
+        // start marks' lease rows locked while the ends lock counters.
         if !starts.is_empty() {
             claim::start(self, starts).await?;
         }
