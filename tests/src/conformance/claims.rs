@@ -75,13 +75,9 @@ pub async fn claimed_tasks_are_reserved_until_started(store: Arc<dyn Store>) {
     let mut stale = claimed[1].clone();
     stale.lease_token += 1;
     start(&store, &[stale], T0 + 5).await;
-    let state = |id| {
-        let store = store.clone();
-        async move { store.task_get(id).await.unwrap().state }
-    };
-    assert_eq!(state(claimed[0].id).await, TaskState::Running);
+    assert_eq!(state_of(&store, claimed[0].id).await, TaskState::Running);
     assert_eq!(
-        state(claimed[1].id).await,
+        state_of(&store, claimed[1].id).await,
         TaskState::Reserved,
         "a start with a stale lease token changes nothing"
     );
@@ -102,9 +98,9 @@ pub async fn claimed_tasks_are_reserved_until_started(store: Arc<dyn Store>) {
         .await
         .unwrap();
     start(&store, &claimed[1..], T0 + 6).await;
-    assert_eq!(state(claimed[1].id).await, TaskState::Ready);
+    assert_eq!(state_of(&store, claimed[1].id).await, TaskState::Ready);
     let again = claim(&store, "n2", 1, T0 + 7).await;
-    assert_eq!(state(again[0].id).await, TaskState::Reserved);
+    assert_eq!(state_of(&store, again[0].id).await, TaskState::Reserved);
 }
 
 pub async fn handed_back_tasks_go_back_untouched(store: Arc<dyn Store>) {

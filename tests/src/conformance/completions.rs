@@ -76,15 +76,11 @@ pub async fn a_report_marks_starts_and_ends_attempts_together(store: Arc<dyn Sto
     ended.sort_unstable();
     assert_eq!(ended, [claimed[0].id, claimed[1].id]);
     assert_eq!(result.stale, 0);
-    let state = |id| {
-        let store = store.clone();
-        async move { store.task_get(id).await.unwrap().state }
-    };
-    assert_eq!(state(claimed[0].id).await, TaskState::Succeeded);
-    assert_eq!(state(claimed[1].id).await, TaskState::Failed);
-    assert_eq!(state(claimed[2].id).await, TaskState::Running);
+    assert_eq!(state_of(&store, claimed[0].id).await, TaskState::Succeeded);
+    assert_eq!(state_of(&store, claimed[1].id).await, TaskState::Failed);
+    assert_eq!(state_of(&store, claimed[2].id).await, TaskState::Running);
     assert_eq!(
-        state(claimed[3].id).await,
+        state_of(&store, claimed[3].id).await,
         TaskState::Reserved,
         "a start with a stale lease token changes nothing"
     );
@@ -102,7 +98,7 @@ pub async fn a_report_marks_starts_and_ends_attempts_together(store: Arc<dyn Sto
         .await
         .unwrap();
     assert_eq!((none.stale, none.ended.len()), (0, 0));
-    assert_eq!(state(claimed[3].id).await, TaskState::Running);
+    assert_eq!(state_of(&store, claimed[3].id).await, TaskState::Running);
     let ends = claimed[2..]
         .iter()
         .map(|t| completion(t, Outcome::Succeeded, T0 + 10))

@@ -220,6 +220,11 @@ fn completion(task: &ClaimedTask, outcome: Outcome, now: Micros) -> Completion {
     }
 }
 
+/// The state `task` is in now.
+async fn state_of(store: &Arc<dyn Store>, task: TaskId) -> TaskState {
+    store.task_get(task).await.unwrap().state
+}
+
 /// Marks claimed tasks started on their node's slots at `now`.
 async fn start(store: &Arc<dyn Store>, tasks: &[ClaimedTask], now: Micros) {
     let starts = tasks

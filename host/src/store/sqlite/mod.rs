@@ -525,12 +525,7 @@ impl Store for SqliteStore {
         completions: Vec<Completion>,
         now: Micros,
     ) -> StoreResult<CompleteResult> {
-        let completions = completions.into_iter().map(Completion::bounded).collect();
-        let server = self.server_hook();
-        self.write_as(Commit::Bookkeeping, move |tx| {
-            complete::complete(tx, completions, now, server)
-        })
-        .await
+        self.task_report(Vec::new(), completions, now).await
     }
 
     async fn task_start(&self, starts: Vec<Start>) -> StoreResult<()> {
