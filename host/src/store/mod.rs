@@ -312,6 +312,27 @@ pub trait Store: Send + Sync + 'static {
         completions: Vec<Completion>,
         now: Micros,
     ) -> StoreResult<CompleteResult>;
+    /// Whether [`Store::task_report_claim`] claims in the report's own transaction. A
+    /// node whose claim loop waits for work then leaves its claim with the writer, so that
+    /// a task made ready by a report (a gate opened, a dependency ended) is claimed by the
+    /// transaction that made it ready, not by one more after it.
+    fn claims_in_reports(&self) -> bool {
+        false
+    }
+    /// Records a report as [`Store::task_report`] does, then claims as
+    /// [`Store::task_claim`] does, at the report's time (`claim.now`). A store that
+    /// [claims in reports](Store::claims_in_reports) does both in one transaction; this
+    /// one does the two in turn.
+    async fn task_report_claim(
+        &self,
+        starts: Vec<Start>,
+        completions: Vec<Completion>,
+        claim: ClaimParams,
+    ) -> StoreResult<(CompleteResult, Claimed)> {
+        let report = self.task_report(starts, completions, claim.now).await?;
+        let claimed = self.task_claim(claim).await?;
+        Ok((report, claimed))
+    }
     /// Puts claimed tasks back as they were before the claim, attempt not counted: a node
     /// hands back what it reserved and will not start (it is stopping, or ranks or limits
     /// changed). A task whose cancellation was asked ends `cancelled` instead, and is

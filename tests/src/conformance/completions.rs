@@ -116,6 +116,56 @@ pub async fn a_report_marks_starts_and_ends_attempts_together(store: Arc<dyn Sto
     );
 }
 
+/// A report that claims: the claim sees what the report's ends made claimable, claims at
+/// the report's time, and takes no more than it asks for.
+pub async fn a_report_claims_what_its_ends_made_ready(store: Arc<dyn Store>) {
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    let ids = store
+        .task_submit(
+            b,
+            admitted(vec![task(m, 0, None), task(m, 1, None), task(m, 1, None)]),
+            T0,
+        )
+        .await
+        .unwrap();
+    let first = claim(&store, "n1", 3, T0).await;
+    assert_eq!(first.len(), 1, "order 1 waits behind the gate");
+    let params = |max, now| ClaimParams {
+        node: "n1".into(),
+        max,
+        now,
+        lease: Duration::from_secs(30),
+    };
+    let ends = vec![completion(&first[0], Outcome::Succeeded, T0 + 5)];
+    let (report, claimed) = store
+        .task_report_claim(Vec::new(), ends, params(1, T0 + 6))
+        .await
+        .unwrap();
+    assert_eq!(report.ended, [(ids[0], b)]);
+    assert_eq!(state_of(&store, ids[0]).await, TaskState::Succeeded);
+    assert_eq!(
+        claimed
+            .tasks
+            .iter()
+            .map(|t| (t.id, t.claimed_at))
+            .collect::<Vec<_>>(),
+        [(ids[1], T0 + 6)],
+        "the gate the report opened, one task as asked, at the report's time"
+    );
+    assert_eq!(state_of(&store, ids[1]).await, TaskState::Reserved);
+    // A report of nothing claims what is left, and says nothing more is due.
+    let (_, rest) = store
+        .task_report_claim(Vec::new(), Vec::new(), params(3, T0 + 7))
+        .await
+        .unwrap();
+    assert_eq!(
+        rest.tasks.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [ids[2]]
+    );
+    assert_eq!(rest.next_due, None);
+}
+
 pub async fn failures_are_retried_with_backoff_then_fail(store: Arc<dyn Store>) {
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;

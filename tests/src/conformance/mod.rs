@@ -80,6 +80,7 @@ macro_rules! conformance_tests {
             claims::a_claim_returns_the_trace_its_task_was_submitted_in,
             completions::stale_completions_change_nothing,
             completions::a_report_marks_starts_and_ends_attempts_together,
+            completions::a_report_claims_what_its_ends_made_ready,
             completions::a_tenants_slot_time_is_what_its_attempts_held,
             completions::a_tenants_budget_holds_it_to_the_windows_end,
             completions::a_tenants_memory_and_http_budget_holds_it,

@@ -488,6 +488,21 @@ fn finish(
     Ok(())
 }
 
+/// Records a node's report: its start marks, then its completions.
+pub(super) fn report(
+    tx: &Transaction<'_>,
+    starts: Vec<Start>,
+    completions: Vec<Completion>,
+    now: Micros,
+    server_hook: bool,
+) -> StoreResult<CompleteResult> {
+    start(tx, starts)?;
+    if completions.is_empty() {
+        return Ok(CompleteResult::default());
+    }
+    complete(tx, completions, now, server_hook)
+}
+
 /// Marks claimed tasks started on their node's slots: reserved becomes running. A mark
 /// whose lease is gone (the task was rescued) changes nothing.
 pub(super) fn start(tx: &Transaction<'_>, starts: Vec<Start>) -> StoreResult<()> {

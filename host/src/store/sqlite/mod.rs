@@ -543,11 +543,27 @@ impl Store for SqliteStore {
             completions.into_iter().map(Completion::bounded).collect();
         let server = self.server_hook();
         self.write_as(Commit::Bookkeeping, move |tx| {
-            complete::start(tx, starts)?;
-            if completions.is_empty() {
-                return Ok(CompleteResult::default());
-            }
-            complete::complete(tx, completions, now, server)
+            complete::report(tx, starts, completions, now, server)
+        })
+        .await
+    }
+
+    fn claims_in_reports(&self) -> bool {
+        true
+    }
+
+    async fn task_report_claim(
+        &self,
+        starts: Vec<Start>,
+        completions: Vec<Completion>,
+        claim: ClaimParams,
+    ) -> StoreResult<(CompleteResult, Claimed)> {
+        let completions: Vec<Completion> =
+            completions.into_iter().map(Completion::bounded).collect();
+        let server = self.server_hook();
+        self.write_as(Commit::Bookkeeping, move |tx| {
+            let report = complete::report(tx, starts, completions, claim.now, server)?;
+            Ok((report, claim::claim(tx, &claim)?))
         })
         .await
     }
