@@ -4,7 +4,8 @@
 //! for it (every write of a completion carrying more log than a given size fails, with
 //! SQLite's own "string or blob too big"); and, on demand, fails reads of modules' bytes,
 //! so that a node cannot start the tasks of a module it has not loaded yet. It counts the
-//! node's upkeep: its rescues of expired leases and its prunes.
+//! node's upkeep (its rescues of expired leases and its prunes), and the tasks claimed in
+//! a claim of their own and in a report's.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -26,6 +27,9 @@ pub struct FaultyStore {
     /// Calls of `lease_rescue` and of `prune` so far.
     rescues: watch::Sender<u64>,
     prunes: AtomicUsize,
+    /// Tasks claimed by `task_claim`, and by `task_report_claim`.
+    claimed_alone: AtomicUsize,
+    claimed_in_reports: AtomicUsize,
 }
 
 impl FaultyStore {
@@ -38,6 +42,8 @@ impl FaultyStore {
             failures: watch::channel(0).0,
             rescues: watch::channel(0).0,
             prunes: AtomicUsize::new(0),
+            claimed_alone: AtomicUsize::new(0),
+            claimed_in_reports: AtomicUsize::new(0),
         })
     }
 
@@ -66,6 +72,14 @@ impl FaultyStore {
     pub async fn rescued(&self, count: u64) {
         let mut rescues = self.rescues.subscribe();
         let _ = rescues.wait_for(|n| *n >= count).await;
+    }
+
+    /// Tasks claimed so far: in a claim of their own, and in a report's.
+    pub fn claimed(&self) -> (usize, usize) {
+        (
+            self.claimed_alone.load(Ordering::SeqCst),
+            self.claimed_in_reports.load(Ordering::SeqCst),
+        )
     }
 
     /// Writes failed so far.
@@ -123,6 +137,33 @@ impl Store for FaultyStore {
     ) -> StoreResult<CompleteResult> {
         self.check(&completions)?;
         self.inner.task_report(starts, completions, now).await
+    }
+
+    fn claims_in_reports(&self) -> bool {
+        self.inner.claims_in_reports()
+    }
+
+    async fn task_report_claim(
+        &self,
+        starts: Vec<Start>,
+        completions: Vec<Completion>,
+        claim: ClaimParams,
+    ) -> StoreResult<(CompleteResult, Claimed)> {
+        self.check(&completions)?;
+        let (report, claimed) = self
+            .inner
+            .task_report_claim(starts, completions, claim)
+            .await?;
+        self.claimed_in_reports
+            .fetch_add(claimed.tasks.len(), Ordering::SeqCst);
+        Ok((report, claimed))
+    }
+
+    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
+        let claimed = self.inner.task_claim(params).await?;
+        self.claimed_alone
+            .fetch_add(claimed.tasks.len(), Ordering::SeqCst);
+        Ok(claimed)
     }
 
     async fn task_hand_back(
@@ -354,9 +395,6 @@ impl Store for FaultyStore {
         now: Micros,
     ) -> StoreResult<Answer<Vec<TaskId>>> {
         self.inner.task_submit_keyed(batch, tasks, key, now).await
-    }
-    async fn task_claim(&self, params: ClaimParams) -> StoreResult<Claimed> {
-        self.inner.task_claim(params).await
     }
     async fn lease_renew(&self, node: String, until: Micros) -> StoreResult<Vec<TaskId>> {
         self.inner.lease_renew(node, until).await

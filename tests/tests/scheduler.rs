@@ -671,6 +671,32 @@ async fn a_store_that_takes_nothing_loses_nothing_and_holds_up_no_stop(backend: 
     h.stop().await;
 }
 
+/// A chain of tasks, each gated behind the one before, on one slot: on a store that claims
+/// in reports, the claim loop leaves its room with the writer, and each next task is
+/// claimed in the transaction that records its predecessor's end. Some are claimed alone
+/// (the first, and any whose predecessor ended before the claim loop left its claim), and
+/// the gates hold all the same.
+async fn a_chain_is_claimed_in_the_reports_of_its_ends(backend: Backend) {
+    let (h, faulty) = faulty_harness(backend, 1).await;
+    assert!(faulty.claims_in_reports(), "SQLite claims in reports");
+    let sleep = h.module("sleep").await;
+    let (batch, access) = h.open(BatchSpec::default()).await;
+    let chain = 60;
+    let tasks = (0..chain)
+        .map(|order| sleep_task(sleep, 0, order))
+        .collect();
+    h.scheduler.submit(&access, batch, tasks).await.unwrap();
+    assert_eq!(h.wait(batch).await.progress.succeeded, chain as u64);
+    rules::check_gates(&h.spans().await).unwrap();
+    let (alone, in_reports) = faulty.claimed();
+    assert_eq!(alone + in_reports, chain as usize, "each task claimed once");
+    assert!(
+        in_reports >= chain as usize / 2,
+        "{in_reports} of {chain} tasks claimed in the reports of their predecessors' ends"
+    );
+    h.stop().await;
+}
+
 /// Each scenario as a test on each driver.
 macro_rules! on_each_backend {
     ($($name:ident),* $(,)?) => {
@@ -709,3 +735,8 @@ on_each_backend!(
     a_host_error_is_not_charged_to_the_task,
     pruning_keeps_its_own_pace_beside_frequent_rescues,
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_is_claimed_in_the_reports_of_its_ends_on_sqlite() {
+    a_chain_is_claimed_in_the_reports_of_its_ends(Backend::Sqlite).await
+}

@@ -2,9 +2,10 @@
 //! in claim order, the writer that records starts and completions in few transactions, and
 //! the keeper that renews leases.
 //!
-//! - [`claim`]: the claim loop, and how far ahead of its slots a node claims.
+//! - [`claim`]: the claim loop; [`pace`]: how far ahead of its slots a node claims.
 //! - [`run`]: the starter, and one task's run in a slot.
-//! - [`writer`]: the completion writer.
+//! - [`writer`]: the completion writer; [`standing`]: the claim the claim loop leaves
+//!   with it while it waits for work.
 //! - [`leases`]: the lease keeper.
 //! - [`maintain`]: heartbeats, the rescue of expired leases, pruning.
 //! - [`ticker`]: schedules' ticks, each opening its batch through the scheduler's checks.
@@ -20,7 +21,9 @@
 mod claim;
 mod leases;
 mod maintain;
+mod pace;
 mod run;
+mod standing;
 pub mod ticker;
 mod webhooks;
 mod writer;
@@ -41,10 +44,11 @@ use claim::{claim_loop, reclaim_on_change};
 use leases::keep_leases;
 use maintain::maintain;
 use run::start_in_order;
+use standing::Standing;
 use writer::{Done, write_completions};
 
-pub(crate) use claim::Pace;
 pub use maintain::prune;
+pub(crate) use pace::Pace;
 pub use ticker::Ticker;
 
 /// A running node. Stop it with [`Node::stop`].
@@ -191,9 +195,11 @@ struct Ctx {
     held: Arc<watch::Sender<usize>>,
     /// Of those, the ones reserved or running: a slot whose run ended is free for the
     /// next claim while the writer records the end.
-    busy: AtomicUsize,
+    busy: Arc<AtomicUsize>,
     /// Cancelled when the node stops for good: runs still going are handed back.
     hand_back: CancellationToken,
+    /// The claim the claim loop leaves with the writer while it waits for work.
+    standing: Arc<Standing>,
 }
 
 impl Ctx {
@@ -221,19 +227,23 @@ async fn run_node(
 ) -> anyhow::Result<()> {
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let held = Arc::new(watch::channel(0usize).0);
+    let busy = Arc::new(AtomicUsize::new(0));
+    let standing = Arc::new(Standing::new(busy.clone()));
     let ctx = Arc::new(Ctx {
         scheduler: scheduler.clone(),
         reserved: Reserved::default(),
         done: done_tx,
         held: held.clone(),
-        busy: AtomicUsize::new(0),
+        busy,
         hand_back: CancellationToken::new(),
+        standing: standing.clone(),
     });
     let give_up = CancellationToken::new();
     let mut writer = tokio::spawn(write_completions(
         scheduler.clone(),
         done_rx,
         held.clone(),
+        standing,
         give_up.clone(),
     ));
     let keeper = tokio::spawn(keep_leases(ctx.clone()));

@@ -158,9 +158,12 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
         .lock()
         .expect("running lock")
         .remove(&task.id);
-    // The slot is free: claim for it while the writer records this end.
+    // The slot is free: claim for it while the writer records this end. A store that
+    // claims in reports claims for it in the transaction that records it (`standing.rs`).
     ctx.busy.fetch_sub(1, Ordering::Relaxed);
-    scheduler.wake.notify_one();
+    if !scheduler.store.claims_in_reports() {
+        scheduler.wake.notify_one();
+    }
     let node = scheduler.config.node.clone();
     let message = match ended {
         None => Done::HandedBack(task.id, task.lease_token),

@@ -1,5 +1,6 @@
 //! The completion writer: records what runs report (starts, completions, hand-backs) in
-//! few transactions, then wakes the claim loop and the batches' waiters.
+//! few transactions, then wakes the claim loop and the batches' waiters. A claim the claim
+//! loop left standing goes with the next completions (`standing.rs`).
 //!
 //! The writer keeps retrying while the store fails (a database restarting): its
 //! completions are the only record of those attempts. A batch of them that fails is
@@ -14,6 +15,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::standing::{Standing, Taken};
 use crate::scheduler::Scheduler;
 use crate::store::*;
 
@@ -99,13 +101,15 @@ impl Report {
 }
 
 /// Writes starts and completions as they come, many per transaction, then wakes the
-/// claim loop and the waiters of the batches whose tasks ended. Once `give_up` is
-/// cancelled (the node stops, and the store has taken nothing for a grace period), logs
-/// what it could not write and ends.
+/// claim loop and the waiters of the batches whose tasks ended; claims in the same
+/// transaction for a claim left `standing`. Once `give_up` is cancelled (the node stops,
+/// and the store has taken nothing for a grace period), logs what it could not write and
+/// ends.
 pub(super) async fn write_completions(
     scheduler: Arc<Scheduler>,
     mut done: mpsc::UnboundedReceiver<Done>,
     held: Arc<watch::Sender<usize>>,
+    standing: Arc<Standing>,
     give_up: CancellationToken,
 ) {
     let mut buffer = Vec::new();
@@ -119,19 +123,34 @@ pub(super) async fn write_completions(
         }
         let report = Report::of(buffer.drain(..));
         let ends = report.ends();
-        match write_report(&scheduler, report, &give_up).await {
-            Ok(mut batches) => {
+        // Completions may make tasks ready: a standing claim goes with them.
+        let ask = if report.completions.is_empty() || !scheduler.store.claims_in_reports() {
+            None
+        } else {
+            standing.take()
+        };
+        let handed_back = !report.handed_back.is_empty();
+        let claimed = match write_report(&scheduler, report, ask, &give_up).await {
+            Ok(Written {
+                mut batches,
+                claimed,
+            }) => {
                 batches.sort_unstable();
                 batches.dedup();
                 for batch in batches {
                     scheduler.notify_batch(batch);
                 }
+                claimed
             }
             Err(unwritten) => break unwritten,
-        }
+        };
         if ends > 0 {
             held.send_modify(|n| *n -= ends);
-            scheduler.wake.notify_one();
+            // A claim in the same transaction saw what these ends made claimable; tasks
+            // handed back after it, it did not.
+            if !claimed || handed_back {
+                scheduler.wake.notify_one();
+            }
         }
     };
     done.close();
@@ -141,18 +160,28 @@ pub(super) async fn write_completions(
     unwritten.log_lost();
 }
 
-/// Writes a report: in one go, or else piece by piece, so that a completion the store
-/// refuses holds up no other. Retries while the store fails, until `give_up`; then returns
-/// what it did not write.
+/// What a report's write did: the batches whose tasks started or ended, and whether it
+/// claimed in the same transaction for a standing claim.
+struct Written {
+    batches: Vec<BatchId>,
+    claimed: bool,
+}
+
+/// Writes a report, with the standing claim `ask` if any: in one go, or else piece by
+/// piece, so that a completion the store refuses holds up no other (the claim then goes
+/// unanswered, and the claim loop claims itself). Retries while the store fails, until
+/// `give_up`; then returns what it did not write.
 async fn write_report(
     scheduler: &Scheduler,
     mut report: Report,
+    ask: Option<Taken>,
     give_up: &CancellationToken,
-) -> Result<Vec<BatchId>, Report> {
+) -> Result<Written, Report> {
     let mut batches = Vec::new();
+    let claimed = ask.is_some();
     let err = tokio::select! {
-        written = write(scheduler, &mut report, &mut batches) => match written {
-            Ok(()) => return Ok(batches),
+        written = write(scheduler, &mut report, &mut batches, ask) => match written {
+            Ok(()) => return Ok(Written { batches, claimed }),
             Err(err) => err,
         },
         () = give_up.cancelled() => return Err(report),
@@ -172,7 +201,10 @@ async fn write_report(
             return Err(unwritten);
         }
     }
-    Ok(batches)
+    Ok(Written {
+        batches,
+        claimed: false,
+    })
 }
 
 /// Writes a report of at most one completion, retrying while the store fails. A completion
@@ -188,7 +220,7 @@ async fn write_piece(
     let mut refusals = 0;
     loop {
         let err = tokio::select! {
-            written = write(scheduler, &mut piece, batches) => match written {
+            written = write(scheduler, &mut piece, batches, None) => match written {
                 Ok(()) => return Ok(()),
                 Err(err) => err,
             },
@@ -241,20 +273,43 @@ fn unstorable(refused: Completion, err: &StoreError) -> Completion {
 
 /// Writes what `report` holds, each part taken out of it once written, so that a retry
 /// writes only what is left; adds the batches whose tasks started or ended to `batches`.
+/// Claims for `ask` in the same transaction, and answers it; tasks claimed for a claim
+/// loop that no longer waits are handed back.
 async fn write(
     scheduler: &Scheduler,
     report: &mut Report,
     batches: &mut Vec<BatchId>,
+    ask: Option<Taken>,
 ) -> StoreResult<()> {
     if !report.starts.is_empty() || !report.completions.is_empty() {
-        let result = scheduler
-            .store
-            .task_report(
-                report.starts.clone(),
-                report.completions.clone(),
-                now_micros(),
-            )
-            .await?;
+        let starts = report.starts.clone();
+        let completions = report.completions.clone();
+        let result = match ask {
+            None => {
+                let now = now_micros();
+                scheduler
+                    .store
+                    .task_report(starts, completions, now)
+                    .await?
+            }
+            Some(Taken { max, reply }) => {
+                let claim = ClaimParams {
+                    node: scheduler.config.node.clone(),
+                    max,
+                    now: now_micros(),
+                    lease: scheduler.config.lease,
+                };
+                let (result, claimed) = scheduler
+                    .store
+                    .task_report_claim(starts, completions, claim)
+                    .await?;
+                if let Err((_, unwanted)) = reply.send((max, claimed)) {
+                    let tasks = unwanted.tasks.iter().map(|t| (t.id, t.lease_token));
+                    report.handed_back.extend(tasks);
+                }
+                result
+            }
+        };
         // The batches' event streams announce the starts.
         batches.extend(report.starts.iter().map(|s| s.batch));
         report.starts.clear();
