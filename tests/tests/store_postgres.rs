@@ -114,6 +114,79 @@ async fn other_nodes_hear_of_submissions_and_ended_tasks() {
     assert!(heard.try_recv().is_err());
 }
 
+/// A submission the database refuses partway (a trigger here refuses its task's row, after
+/// the batch's order was counted open in the same transaction) leaves nothing behind: the
+/// batch counts no task and no usage, and a task submitted after it at a higher order runs
+/// at once, with no order left open in front of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_refused_partway_leaves_nothing_behind() {
+    let db = TestDb::new().await;
+    let store = PostgresStore::connect(&db.url, "a").await.unwrap();
+    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(
+            "CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.input = 'boom'::bytea THEN RAISE EXCEPTION 'refused'; END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER refuse_boom BEFORE INSERT ON tasks
+                 FOR EACH ROW EXECUTE FUNCTION refuse_boom();",
+        )
+        .await
+        .unwrap();
+    let bytes = std::fs::read(qhost_tests::guest("echo")).unwrap();
+    let module = store.module_put(bytes, None, None, now_micros()).await;
+    let digest = module.unwrap().digest;
+    let batch = store
+        .batch_open(BatchSpec::default(), [7; 32], now_micros())
+        .await
+        .unwrap()
+        .id;
+
+    let refused = store
+        .task_submit(
+            batch,
+            admitted(vec![TaskSpec::new(digest, "boom")]),
+            now_micros(),
+        )
+        .await;
+    assert!(
+        refused.is_err(),
+        "the trigger refuses the task: {refused:?}"
+    );
+    let info = store.batch_get(batch).await.unwrap();
+    assert_eq!(info.progress, Progress::default(), "{info:?}");
+    assert_eq!(info.usage.tasks, 0, "{info:?}");
+
+    let mut later = TaskSpec::new(digest, "ok");
+    later.order = 1;
+    let ids = store
+        .task_submit(batch, admitted(vec![later]), now_micros())
+        .await
+        .unwrap();
+    let claimed = store
+        .task_claim(ClaimParams {
+            node: "a".into(),
+            max: 2,
+            now: now_micros(),
+            lease: std::time::Duration::from_secs(30),
+        })
+        .await
+        .unwrap()
+        .tasks;
+    let claimed: Vec<TaskId> = claimed.iter().map(|t| t.id).collect();
+    assert_eq!(
+        claimed, ids,
+        "nothing of the refused submission gates the batch"
+    );
+    drop(client);
+    driver.await.unwrap().unwrap();
+}
+
 /// A database left by the previous schema version, with a task ready, one running on a
 /// node that is gone and one waiting behind them, keeps all three through the upgrade:
 /// the lost attempt is rescued and every task runs.

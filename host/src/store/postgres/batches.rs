@@ -15,8 +15,8 @@ pub(super) async fn open(
 ) -> StoreResult<BatchInfo> {
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
-        let id = insert(&tx, &spec, &handle_hash, now).await?;
-        info(&tx, id).await
+        let id = insert(tx, &spec, &handle_hash, now).await?;
+        info(tx, id).await
     })
 }
 
@@ -166,8 +166,8 @@ pub(super) async fn set_priority(
             return Err(not_found("batch", batch));
         }
         let sql = include_str!("sql/batch_set_priority.sql");
-        let changed = set_pending_priority(&tx, sql, batch, priority).await?;
-        store.notify(&tx, "r").await?;
+        let changed = set_pending_priority(tx, sql, batch, priority).await?;
+        store.notify(tx, "r").await?;
         Ok(changed)
     })
 }
@@ -176,10 +176,10 @@ pub(super) async fn set_priority(
 pub(super) async fn cancel(store: &PostgresStore, batch: BatchId, now: Micros) -> StoreResult<u64> {
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
-        info(&tx, batch).await?;
-        let cancelled = gate::cancel_pending(&tx, batch, now, "cancelled with its batch").await?;
+        info(tx, batch).await?;
+        let cancelled = gate::cancel_pending(tx, batch, now, "cancelled with its batch").await?;
         if cancelled > 0 {
-            super::hooks::batch_ends(&tx, &[batch], store.server_hook(), now).await?;
+            super::hooks::batch_ends(tx, &[batch], store.server_hook(), now).await?;
         }
         let running = tx
             .execute(
@@ -189,10 +189,10 @@ pub(super) async fn cancel(store: &PostgresStore, batch: BatchId, now: Micros) -
             .await
             .map_err(pg)?;
         if cancelled > 0 {
-            store.notify_batches(&tx, &[(0, batch)]).await?;
+            store.notify_batches(tx, &[(0, batch)]).await?;
         }
         if running > 0 {
-            store.notify(&tx, "c").await?;
+            store.notify(tx, "c").await?;
         }
         Ok(cancelled)
     })
@@ -201,8 +201,8 @@ pub(super) async fn cancel(store: &PostgresStore, batch: BatchId, now: Micros) -
 /// Deletes an ended batch with its tasks and their attempt records.
 pub(super) async fn release(store: &PostgresStore, batch: BatchId) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
-        gate::lock(&tx, batch).await?;
-        let info = info(&tx, batch).await?;
+        gate::lock(tx, batch).await?;
+        let info = info(tx, batch).await?;
         if !info.progress.is_done() {
             return Err(errors::batch_not_ended(
                 batch,

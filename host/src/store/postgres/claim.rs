@@ -331,7 +331,7 @@ pub(super) async fn claim(store: &PostgresStore, params: ClaimParams) -> StoreRe
         ..params
     };
     let mut claimed = transaction!(store, Commit::Bookkeeping, |tx| {
-        super::share::claim_shared(store, &tx, &params).await
+        super::share::claim_shared(store, tx, &params).await
     })?;
     claimed.next_due = claimed.next_due.map(|at| store.local_time(at));
     Ok(claimed)
@@ -768,7 +768,7 @@ pub(super) async fn start(store: &PostgresStore, starts: Vec<Start>) -> StoreRes
             .await
             .map_err(pg)?;
         tx.execute(&stmt, &[&ids, &tokens, &at]).await.map_err(pg)?;
-        store.notify_started(&tx, batches.clone()).await?;
+        store.notify_started(tx, batches.clone()).await?;
         Ok(())
     })
 }

@@ -31,9 +31,9 @@ pub(super) async fn complete(
         .collect();
     let server = store.server_hook();
     transaction!(store, Commit::Bookkeeping, |tx| {
-        super::quotas::charge(&tx, &mut completions).await?;
-        let result = end_attempts(&tx, &completions, now, server).await?;
-        store.notify_ended(&tx, &result).await?;
+        super::quotas::charge(tx, &mut completions).await?;
+        let result = end_attempts(tx, &completions, now, server).await?;
+        store.notify_ended(tx, &result).await?;
         Ok(result)
     })
 }
@@ -47,9 +47,9 @@ pub(super) async fn hand_back(
     let now = store.db_time(now);
     let server = store.server_hook();
     transaction!(store, Commit::Bookkeeping, |tx| {
-        let result = put_back(&tx, &tasks, now, server).await?;
-        store.notify(&tx, "w").await?;
-        store.notify_ended(&tx, &result).await?;
+        let result = put_back(tx, &tasks, now, server).await?;
+        store.notify(tx, "w").await?;
+        store.notify_ended(tx, &result).await?;
         Ok(result)
     })
 }
@@ -82,8 +82,8 @@ pub(super) async fn rescue(
     let now = store.db_time(now);
     let server = store.server_hook();
     transaction!(store, Commit::Bookkeeping, |tx| {
-        let result = end_lost(&tx, node.as_deref(), now, server).await?;
-        store.notify_ended(&tx, &result).await?;
+        let result = end_lost(tx, node.as_deref(), now, server).await?;
+        store.notify_ended(tx, &result).await?;
         Ok(result)
     })
 }

@@ -79,13 +79,13 @@ pub(super) async fn create(
     let new = &new;
     transaction!(store, Commit::Durable, |tx| {
         if let Some(key) = &new.key {
-            lock_key(&tx, key).await?;
-            if let Some((body_hash, answer, sealed)) = find(&tx, 0, OPEN, key).await? {
+            lock_key(tx, key).await?;
+            if let Some((body_hash, answer, sealed)) = find(tx, 0, OPEN, key).await? {
                 return keys::repeat(key, &body_hash, &answer, sealed);
             }
         }
         // The secret stands in for the hash until the id is known: both are unique.
-        let id = batches::insert(&tx, &new.spec, &new.handle.secret, now).await?;
+        let id = batches::insert(tx, &new.spec, &new.handle.secret, now).await?;
         let hash = (new.handle.hash)(id, &new.handle.secret);
         tx.execute(
             "UPDATE batches SET handle_hash = $1 WHERE id = $2",
@@ -96,14 +96,14 @@ pub(super) async fn create(
         let tasks = if new.tasks.is_empty() {
             Vec::new()
         } else {
-            tasks::submit_in(store, &tx, id, &new.tasks, now).await?
+            tasks::submit_in(store, tx, id, &new.tasks, now).await?
         };
         let created = Created {
-            batch: batches::info(&tx, id).await?,
+            batch: batches::info(tx, id).await?,
             tasks,
         };
         if let Some(key) = &new.key {
-            insert(&tx, id, OPEN, key, keys::keep(&created), now).await?;
+            insert(tx, id, OPEN, key, keys::keep(&created), now).await?;
         }
         Ok(Answer::First(created))
     })
@@ -120,8 +120,8 @@ pub(super) async fn submit(
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
         // Every submission into the batch holds its gate: the key is looked up alone.
-        super::gate::lock(&tx, batch).await?;
-        if let Some((body_hash, answer, sealed)) = find(&tx, batch, SUBMIT, &key).await? {
+        super::gate::lock(tx, batch).await?;
+        if let Some((body_hash, answer, sealed)) = find(tx, batch, SUBMIT, &key).await? {
             return keys::repeat(&key, &body_hash, &answer, sealed);
         }
         let kept: i64 = tx
@@ -135,8 +135,8 @@ pub(super) async fn submit(
         if kept as u64 >= MAX_KEYS_PER_BATCH {
             return Err(keys::too_many_keys(batch));
         }
-        let ids = tasks::submit_in(store, &tx, batch, &tasks, now).await?;
-        insert(&tx, batch, SUBMIT, &key, keys::keep(&ids), now).await?;
+        let ids = tasks::submit_in(store, tx, batch, &tasks, now).await?;
+        insert(tx, batch, SUBMIT, &key, keys::keep(&ids), now).await?;
         Ok(Answer::First(ids))
     })
 }

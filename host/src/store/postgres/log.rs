@@ -179,16 +179,16 @@ pub(super) async fn prune(
             .iter()
             .map(|r| r.get(0))
             .collect();
-        super::quotas::prune(&tx, &ids).await?;
+        super::quotas::prune(tx, &ids).await?;
         tx.execute("DELETE FROM attempts WHERE task_id = ANY($1)", &[&ids])
             .await
             .map_err(pg)?;
-        super::graph::prune(&tx, &ids).await?;
+        super::graph::prune(tx, &ids).await?;
         let deleted = tx
             .execute("DELETE FROM tasks WHERE id = ANY($1)", &[&ids])
             .await
             .map_err(pg)?;
-        let keys = super::keys::prune(&tx, before, chunk).await?;
+        let keys = super::keys::prune(tx, before, chunk).await?;
         Ok(deleted as usize + keys)
     })
 }

@@ -72,28 +72,30 @@ enum Commit {
 }
 
 /// Runs `$body` in one transaction on a connection from the pool `$commit` names, and
-/// commits it. A transaction that lost a deadlock or a serialization conflict (rare:
-/// claims never wait) is run again from the start.
+/// commits it. Its `BEGIN` shares the body's first round trip (`open_tx.rs`). A
+/// transaction that lost a deadlock or a serialization conflict (rare: claims never wait)
+/// is run again from the start.
 macro_rules! transaction {
     ($store:expr, $commit:expr, |$tx:ident| $body:block) => {{
         let mut tries = 0u32;
         loop {
-            let mut client = $store.client($commit).await?;
-            let $tx = client
-                .transaction()
-                .await
-                .map_err($crate::store::postgres::pg)?;
-            let result: $crate::store::StoreResult<_> = async { $body }.await;
-            let result = match result {
-                Ok(value) => $tx
+            let open = $crate::store::postgres::open_tx::OpenTx::new($store.client($commit).await?);
+            let $tx = open.client();
+            // `BEGIN` is polled first, so it goes out ahead of the body's statements.
+            let (begun, result): (_, $crate::store::StoreResult<_>) =
+                futures_util::future::join(open.begin(), async { $body }).await;
+            let result = match (begun, result) {
+                (Ok(()), Ok(value)) => open
                     .commit()
                     .await
                     .map(|()| value)
                     .map_err($crate::store::postgres::pg),
-                Err(err) => {
-                    // Dropping the transaction would only queue its rollback: its locks (a
-                    // batch's gate) would outlive the failure the caller is told of.
-                    let _ = $tx.rollback().await;
+                // A `BEGIN` refused means a broken connection: dropped, it is closed.
+                (Err(err), _) => Err($crate::store::postgres::pg(err)),
+                (Ok(()), Err(err)) => {
+                    // Rolled back before the caller hears of the failure: dropping the
+                    // transaction would leave its locks (a batch's gate) held meanwhile.
+                    open.rollback().await;
                     Err(err)
                 }
             };
@@ -126,6 +128,7 @@ mod log;
 mod modules;
 mod nodes;
 mod notifier;
+mod open_tx;
 mod pause;
 mod quotas;
 mod redrive;
@@ -415,8 +418,8 @@ impl Store for PostgresStore {
         change: QuotaChange,
     ) -> StoreResult<BatchInfo> {
         transaction!(self, Commit::Durable, |tx| {
-            quotas::set(&tx, batch, change).await?;
-            batches::info(&tx, batch).await
+            quotas::set(tx, batch, change).await?;
+            batches::info(tx, batch).await
         })
     }
 

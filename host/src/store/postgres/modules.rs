@@ -38,7 +38,7 @@ pub(super) async fn put(
             .await
             .map_err(pg)?;
         let name_moved_from = match &name {
-            Some(name) => give_name(&tx, name, &hex, now).await?,
+            Some(name) => give_name(tx, name, &hex, now).await?,
             None => None,
         };
         // The shown name as it is after the name was given.
@@ -50,7 +50,7 @@ pub(super) async fn put(
             module: ModuleInfo {
                 digest,
                 name: shown.get(0),
-                names: names_of(&tx, &hex).await?,
+                names: names_of(tx, &hex).await?,
                 tag: row.get(1),
                 size: size as u64,
                 added_at: row.get(2),
@@ -124,7 +124,7 @@ pub(super) async fn unname(store: &PostgresStore, name: String) -> StoreResult<D
             .map_err(pg)?
             .map(|r| r.get(0))
             .ok_or_else(|| not_found("module name", &name))?;
-        shown_name(&tx, &hex).await?;
+        shown_name(tx, &hex).await?;
         Ok(digest_of(&hex))
     })
 }

@@ -28,13 +28,13 @@ where
     T: tokio_postgres::types::ToSql + Sync + Send,
 {
     transaction!(store, Commit::Durable, |tx| {
-        gate::lock(&tx, batch).await?;
+        gate::lock(tx, batch).await?;
         tx.query_opt("SELECT 1 FROM batches WHERE id = $1 FOR UPDATE", &[&batch])
             .await
             .map_err(pg)?
             .ok_or_else(|| not_found("batch", batch))?;
         tx.execute(sql, &[&value, &batch]).await.map_err(pg)?;
-        store.notify(&tx, "r").await?;
+        store.notify(tx, "r").await?;
         Ok(())
     })
 }
@@ -74,7 +74,7 @@ pub(super) async fn group_set_limit(
         tx.execute(include_str!("sql/group_set_limit.sql"), &[&key, &limit])
             .await
             .map_err(pg)?;
-        store.notify(&tx, "r").await?;
+        store.notify(tx, "r").await?;
         Ok(())
     })
 }
@@ -88,7 +88,7 @@ pub(super) async fn group_set_paused(
         tx.execute(include_str!("sql/group_set_paused.sql"), &[&key, &paused])
             .await
             .map_err(pg)?;
-        store.notify(&tx, "r").await?;
+        store.notify(tx, "r").await?;
         Ok(())
     })
 }
@@ -109,7 +109,7 @@ pub(super) async fn group_set_rate(
         )
         .await
         .map_err(pg)?;
-        store.notify(&tx, "w").await?;
+        store.notify(tx, "w").await?;
         Ok(())
     })
 }

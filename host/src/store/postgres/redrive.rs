@@ -88,7 +88,7 @@ async fn lock_gates<'a>(
 pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResult<u64> {
     let now = store.db_time(now_micros());
     transaction!(store, Commit::Durable, |tx| {
-        let tasks = select(&tx, &which, &[4, 5], now).await?;
+        let tasks = select(tx, &which, &[4, 5], now).await?;
         if tasks.is_empty() {
             return Ok(0);
         }
@@ -108,7 +108,7 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
         if let Some(task) = tasks.iter().find(|t| !known.contains(&t.module)) {
             return Err(errors::module_gone(task.id, &task.module));
         }
-        lock_gates(&tx, &tasks).await?;
+        lock_gates(tx, &tasks).await?;
         let mut by_batch: BTreeMap<BatchId, Vec<&Selected>> = BTreeMap::new();
         for task in &tasks {
             by_batch.entry(task.batch).or_default().push(task);
@@ -130,7 +130,7 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
                 *adds.entry(tenant).or_default() += tasks.len() as u64;
             }
         }
-        super::tenants::check_open_many(&tx, &adds).await?;
+        super::tenants::check_open_many(tx, &adds).await?;
         let vtime: i64 = tx
             .query_one("SELECT vtime FROM scheduler", &[])
             .await
@@ -138,12 +138,12 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
             .get(0);
         for (batch, tasks) in by_batch {
             let tenant = tenants.get(&batch).copied().flatten();
-            again(&tx, batch, tenant, &tasks, vtime).await?;
+            again(tx, batch, tenant, &tasks, vtime).await?;
         }
         let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
-        super::graph::redrive(&tx, &ids).await?;
+        super::graph::redrive(tx, &ids).await?;
         // Reserved tasks above a gate that moved down go back, and wait.
-        store.notify(&tx, "r").await?;
+        store.notify(tx, "r").await?;
         Ok(tasks.len() as u64)
     })
 }
@@ -202,10 +202,10 @@ pub(super) async fn cancel(
 ) -> StoreResult<BulkCancel> {
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
-        let tasks = select(&tx, &which, &[0, 1, 2], now).await?;
+        let tasks = select(tx, &which, &[0, 1, 2], now).await?;
         let (claimed, pending): (Vec<&Selected>, Vec<&Selected>) =
             tasks.iter().partition(|t| t.state == 2);
-        lock_gates(&tx, pending.iter().copied()).await?;
+        lock_gates(tx, pending.iter().copied()).await?;
         let pending_ids: Vec<i64> = pending.iter().map(|t| t.id).collect();
         let claimed_ids: Vec<i64> = claimed.iter().map(|t| t.id).collect();
         if !pending.is_empty() {
@@ -217,8 +217,8 @@ pub(super) async fn cancel(
             .map_err(pg)?;
             let closed: Vec<(BatchId, i64, i64)> =
                 pending.iter().map(|t| (t.batch, t.order, 1)).collect();
-            let closed = gate::close(&tx, &closed).await?;
-            super::hooks::batch_ends(&tx, &closed, store.server_hook(), now).await?;
+            let closed = gate::close(tx, &closed).await?;
+            super::hooks::batch_ends(tx, &closed, store.server_hook(), now).await?;
             let ended: Vec<(TaskId, BatchId)> = pending.iter().map(|t| (t.id, t.batch)).collect();
             let server = store.server_hook();
             let mut result = CompleteResult::default();
@@ -226,9 +226,9 @@ pub(super) async fn cancel(
             // one by one.
             for task in &pending {
                 let ended = vec![(task.id, false)];
-                super::graph::settle(&tx, ended, now, server, &mut result).await?;
+                super::graph::settle(tx, ended, now, server, &mut result).await?;
             }
-            store.notify_batches(&tx, &ended).await?;
+            store.notify_batches(tx, &ended).await?;
         }
         if !claimed.is_empty() {
             tx.execute(
@@ -237,7 +237,7 @@ pub(super) async fn cancel(
             )
             .await
             .map_err(pg)?;
-            store.notify(&tx, "c").await?;
+            store.notify(tx, "c").await?;
         }
         Ok(BulkCancel {
             cancelled: pending.len() as u64,
@@ -255,7 +255,7 @@ pub(super) async fn set_priority(
 ) -> StoreResult<u64> {
     let now = store.db_time(now_micros());
     transaction!(store, Commit::Durable, |tx| {
-        let tasks = select(&tx, &which, &[0, 1, 2], now).await?;
+        let tasks = select(tx, &which, &[0, 1, 2], now).await?;
         let ids: Vec<i64> = tasks
             .iter()
             .filter(|t| t.state != 2 || !t.started)
@@ -268,7 +268,7 @@ pub(super) async fn set_priority(
             )
             .await
             .map_err(pg)?;
-            store.notify(&tx, "r").await?;
+            store.notify(tx, "r").await?;
         }
         Ok(ids.len() as u64)
     })

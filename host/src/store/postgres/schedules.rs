@@ -68,7 +68,7 @@ pub(super) async fn create(
         if created.is_none() {
             return Err(errors::schedule_exists(&spec.name));
         }
-        find(store, &tx, &spec.name).await
+        find(store, tx, &spec.name).await
     })
 }
 
@@ -129,7 +129,7 @@ pub(super) async fn set_paused(
         if changed == 0 {
             return Err(not_found("schedule", name));
         }
-        find(store, &tx, name).await
+        find(store, tx, name).await
     })
 }
 
@@ -198,10 +198,10 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
         }
         let batch = match &fire.batch {
             Some(open) => {
-                let batch = batches::open_in(&tx, &open.spec, open.handle_hash, now)
+                let batch = batches::open_in(tx, &open.spec, open.handle_hash, now)
                     .await?
                     .id;
-                tasks::submit_in(store, &tx, batch, &open.tasks, now).await?;
+                tasks::submit_in(store, tx, batch, &open.tasks, now).await?;
                 tx.execute(
                     include_str!("sql/schedule_last_batch.sql"),
                     &[&fire.schedule, &batch],

@@ -56,7 +56,7 @@ pub(super) async fn submit(
         {
             return Err(spawn::not_a_sibling(parent, r.get(0)));
         }
-        let id = tasks::submit_in(store, &tx, read.batch, &child, now).await?[0];
+        let id = tasks::submit_in(store, tx, read.batch, &child, now).await?[0];
         let depth = (read.depth + 1) as i32;
         tx.execute(include_str!("sql/spawn_link.sql"), &[&id, &parent, &depth])
             .await

@@ -19,7 +19,7 @@ pub(super) async fn submit(
 ) -> StoreResult<Vec<TaskId>> {
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
-        submit_in(store, &tx, batch, &tasks, now).await
+        submit_in(store, tx, batch, &tasks, now).await
     })
 }
 
@@ -355,11 +355,11 @@ pub(super) async fn set_priority(
 ) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
         let sql = include_str!("sql/task_set_priority.sql");
-        if set_pending_priority(&tx, sql, task, priority).await? == 0 {
-            let state = info(&tx, task).await?.state;
+        if set_pending_priority(tx, sql, task, priority).await? == 0 {
+            let state = info(tx, task).await?.state;
             return Err(errors::priority_of_started(task, state));
         }
-        store.notify(&tx, "r").await?;
+        store.notify(tx, "r").await?;
         Ok(())
     })
 }
@@ -390,8 +390,8 @@ pub(super) async fn cancel(
 ) -> StoreResult<CancelResult> {
     let now = store.db_time(now);
     transaction!(store, Commit::Durable, |tx| {
-        let info = info(&tx, task).await?;
-        gate::lock(&tx, info.batch).await?;
+        let info = info(tx, task).await?;
+        gate::lock(tx, info.batch).await?;
         let state: i32 = tx
             .query_one("SELECT state FROM tasks WHERE id = $1 FOR UPDATE", &[&task])
             .await
@@ -402,12 +402,12 @@ pub(super) async fn cancel(
                 tx.execute(include_str!("sql/task_cancel.sql"), &[&now, &task])
                     .await
                     .map_err(pg)?;
-                let closed = gate::close(&tx, &[(info.batch, info.order, 1)]).await?;
-                super::hooks::batch_ends(&tx, &closed, store.server_hook(), now).await?;
+                let closed = gate::close(tx, &[(info.batch, info.order, 1)]).await?;
+                super::hooks::batch_ends(tx, &closed, store.server_hook(), now).await?;
                 let mut settled = CompleteResult::default();
                 let server = store.server_hook();
-                super::graph::settle(&tx, vec![(task, false)], now, server, &mut settled).await?;
-                store.notify_batches(&tx, &[(task, info.batch)]).await?;
+                super::graph::settle(tx, vec![(task, false)], now, server, &mut settled).await?;
+                store.notify_batches(tx, &[(task, info.batch)]).await?;
                 Ok(CancelResult::Cancelled)
             }
             Some(TaskState::Running) => {
@@ -417,7 +417,7 @@ pub(super) async fn cancel(
                 )
                 .await
                 .map_err(pg)?;
-                store.notify(&tx, "c").await?;
+                store.notify(tx, "c").await?;
                 Ok(CancelResult::Requested)
             }
             _ => Ok(CancelResult::AlreadyEnded),

@@ -174,7 +174,7 @@ pub(super) async fn set(
         .map(|w| fair::check_weight(w).map(|w| w as i32))
         .transpose()?;
     transaction!(store, Commit::Durable, |tx| {
-        let id = tenant_id(&tx, &name).await?;
+        let id = tenant_id(tx, &name).await?;
         tx.execute(
             include_str!("sql/tenant_set.sql"),
             &[
@@ -204,17 +204,17 @@ pub(super) async fn set(
         .await
         .map_err(pg)?;
         if let Some(ceiling) = change.ceiling {
-            lower_in(store, &tx, id, ceiling).await?;
+            lower_in(store, tx, id, ceiling).await?;
         }
         if change.budget.is_some() {
             // A budget raised or lifted may let held work go on any node.
-            store.notify(&tx, "w").await?;
+            store.notify(tx, "w").await?;
         }
         if weight.is_some() {
             // Nodes hand back what they reserved, so the next claims share it anew.
-            store.notify(&tx, "r").await?;
+            store.notify(tx, "r").await?;
         }
-        tenants(store, &tx, Some(id))
+        tenants(store, tx, Some(id))
             .await?
             .pop()
             .ok_or_else(|| no_tenant(&name))
@@ -229,7 +229,7 @@ pub(super) async fn lower_priorities(
     ceiling: i32,
 ) -> StoreResult<u64> {
     transaction!(store, Commit::Durable, |tx| {
-        lower_in(store, &tx, id, ceiling).await
+        lower_in(store, tx, id, ceiling).await
     })
 }
 
