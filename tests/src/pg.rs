@@ -67,6 +67,16 @@ impl TestDb {
             schema,
         }
     }
+
+    /// A connection of its own to the schema, driven on the caller's runtime: to hold
+    /// locks, or change the schema, beside a store.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {}: {e}", self.url));
+        tokio::spawn(connection);
+        client
+    }
 }
 
 impl Drop for TestDb {

@@ -11,13 +11,7 @@ use qhost::store::*;
 use qhost_tests::admitted;
 use qhost_tests::pg::TestDb;
 use serde_json::Value;
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
-
-async fn connect(url: &str) -> Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
-    tokio::spawn(connection);
-    client
-}
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// The highest `$N` in `sql`: how many parameters it takes.
 fn parameters(sql: &str) -> usize {
@@ -116,7 +110,7 @@ async fn every_hot_statement_uses_its_index_before_and_after_analyze() {
     qhost::cli::bench_fill::fill_postgres(&db.url, 200_000, now_micros())
         .await
         .unwrap();
-    let client = connect(&db.url).await;
+    let client = db.connect().await;
     check_plans(&client, "without ANALYZE").await;
     qhost::cli::bench_fill::vacuum_postgres(&db.url)
         .await
@@ -166,7 +160,7 @@ async fn busy_queue(db: &TestDb, tasks: usize) -> Arc<dyn Store> {
         .await
         .unwrap();
     assert_eq!(claimed.tasks.len(), 900);
-    let client = connect(&db.url).await;
+    let client = db.connect().await;
     client
         .batch_execute("VACUUM (ANALYZE) tasks, ready, groups, batches")
         .await
@@ -209,7 +203,7 @@ async fn buffers(client: &Client, sql: &str, arguments: &[String]) -> i64 {
 async fn claim_buffers(tasks: usize) -> i64 {
     let db = TestDb::new().await;
     let store = busy_queue(&db, tasks).await;
-    let client = connect(&db.url).await;
+    let client = db.connect().await;
     let now = now_micros() + 1_000_000;
     let window = HOT
         .iter()

@@ -127,10 +127,7 @@ fn stop(mut child: Child) {
 fn ready_only_once_the_store_is_migrated_and_the_node_registered() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let db = runtime.block_on(TestDb::new());
-    let (session, connection) = runtime
-        .block_on(tokio_postgres::connect(&db.url, tokio_postgres::NoTls))
-        .unwrap();
-    runtime.spawn(connection);
+    let session = runtime.block_on(db.connect());
     let data = tempfile::tempdir().unwrap();
     let address = free_address();
 

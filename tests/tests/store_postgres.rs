@@ -122,10 +122,7 @@ async fn other_nodes_hear_of_submissions_and_ended_tasks() {
 async fn a_submission_refused_partway_leaves_nothing_behind() {
     let db = TestDb::new().await;
     let store = PostgresStore::connect(&db.url, "a").await.unwrap();
-    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let driver = tokio::spawn(connection);
+    let client = db.connect().await;
     client
         .batch_execute(
             "CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -183,8 +180,6 @@ async fn a_submission_refused_partway_leaves_nothing_behind() {
         claimed, ids,
         "nothing of the refused submission gates the batch"
     );
-    drop(client);
-    driver.await.unwrap().unwrap();
 }
 
 /// A database left by the previous schema version, with a task ready, one running on a
@@ -193,10 +188,7 @@ async fn a_submission_refused_partway_leaves_nothing_behind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgraded_database_keeps_its_queue_and_leases() {
     let db = TestDb::new().await;
-    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let driver = tokio::spawn(connection);
+    let client = db.connect().await;
     let bytes = std::fs::read(qhost_tests::guest("echo")).unwrap();
     let digest = qhost::runtime::Digest::of(&bytes).to_hex();
     let past = now_micros() - 60_000_000;
@@ -235,7 +227,6 @@ async fn an_upgraded_database_keeps_its_queue_and_leases() {
         .await
         .unwrap();
     drop(client);
-    let _ = driver.await;
 
     let store = PostgresStore::connect(&db.url, "n1").await.unwrap();
     // The ready queue knows when its tasks were submitted: a list of ready tasks reads it.
@@ -345,10 +336,7 @@ async fn a_claim_passes_over_a_tenant_whose_counter_another_transaction_holds() 
             .unwrap()
     };
 
-    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let driver = tokio::spawn(connection);
+    let client = db.connect().await;
     client.batch_execute("BEGIN").await.unwrap();
     client
         .execute("SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE", &[&tenant])
@@ -373,6 +361,4 @@ async fn a_claim_passes_over_a_tenant_whose_counter_another_transaction_holds() 
     );
     let info = store.tenant_get(tenant).await.unwrap();
     assert_eq!(info.running, 2, "counted once, by the claim that took them");
-    drop(client);
-    driver.await.unwrap().unwrap();
 }
