@@ -362,3 +362,82 @@ async fn a_claim_passes_over_a_tenant_whose_counter_another_transaction_holds() 
     let info = store.tenant_get(tenant).await.unwrap();
     assert_eq!(info.running, 2, "counted once, by the claim that took them");
 }
+
+/// A node restarting ends every attempt of its earlier run, even one whose row another
+/// transaction holds at that moment (a backend of the killed process not yet gone): it
+/// waits for the row rather than skip it, since it renews every lease under its name
+/// and the skipped attempt's would never expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarting_node_waits_for_the_rows_of_its_lost_attempts() {
+    let db = TestDb::new().await;
+    let store = Arc::new(PostgresStore::connect(&db.url, "n1").await.unwrap());
+    let now = now_micros();
+    let bytes = std::fs::read(qhost_tests::guest("echo")).unwrap();
+    let module = store.module_put(bytes, None, None, now).await.unwrap();
+    let batch = store.batch_open(BatchSpec::default(), [7; 32], now);
+    let batch = batch.await.unwrap().id;
+    let mut spec = TaskSpec::new(module.digest, "x");
+    spec.backoff = std::time::Duration::ZERO;
+    let ids = store.task_submit(batch, admitted(vec![spec]), now).await;
+    let task = ids.unwrap()[0];
+    let params = ClaimParams {
+        node: "n1".into(),
+        max: 1,
+        now: now_micros(),
+        lease: std::time::Duration::from_secs(30),
+    };
+    let claimed = store.task_claim(params.clone()).await.unwrap().tasks;
+    assert_eq!(claimed.len(), 1);
+
+    let holder = db.connect().await;
+    holder.batch_execute("BEGIN").await.unwrap();
+    holder
+        .execute("SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE", &[&task])
+        .await
+        .unwrap();
+    let holder_pid: i32 = holder
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let restarted = store.clone();
+    let mut rescue = tokio::spawn(async move {
+        restarted
+            .lease_rescue(Some("n1".into()), now_micros())
+            .await
+            .unwrap()
+    });
+    // Either the rescue waits behind the holder, or it ends without the task.
+    let watcher = db.connect().await;
+    let waits = async {
+        loop {
+            let blocked: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+                    &[&holder_pid],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if blocked > 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::select! {
+        () = waits => {}
+        ended = &mut rescue => panic!("the rescue did not wait for the held row: {:?}", ended.unwrap()),
+    }
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    let rescued = rescue.await.unwrap();
+    assert_eq!(rescued.retried, 1, "the lost attempt is ended: {rescued:?}");
+
+    let params = ClaimParams {
+        now: now_micros(),
+        ..params
+    };
+    let again = store.task_claim(params).await.unwrap().tasks;
+    let again: Vec<TaskId> = again.iter().map(|t| t.id).collect();
+    assert_eq!(again, [task], "the task runs again");
+}

@@ -606,13 +606,19 @@ async fn end(
 
 /// Ends as `lost` the attempts whose lease expired (or all of `node`'s), retrying their
 /// tasks while attempts remain. Rows another transaction holds are left for the next
-/// rescue.
+/// rescue, except `node`'s own, which it waits for.
 async fn end_lost(
     tx: &impl GenericClient,
     node: Option<&str>,
     now: Micros,
     server: bool,
 ) -> StoreResult<CompleteResult> {
+    if let Some(node) = node {
+        // Locked by this transaction, they are not skipped below.
+        tx.execute(include_str!("sql/running_lock_node.sql"), &[&node])
+            .await
+            .map_err(pg)?;
+    }
     let mut result = CompleteResult::default();
     let lost: Vec<Running> = tx
         .query(include_str!("sql/running_lost.sql"), &[&now, &node])

@@ -1,6 +1,6 @@
 -- Locks the claimed tasks whose lease expired, or that a node holds (one restarting),
 -- and reads what ending their attempts needs. Rows another transaction holds are skipped:
--- the next rescue takes them.
+-- the next rescue takes them (a restarting node locks its own first, `running_lock_node`).
 --
 -- $1 now: leases that expired before it are lost
 -- $2 node name (or NULL): its leases are lost whatever their expiry
