@@ -3,6 +3,8 @@
 //! a fan-in (`after: "*"`) waits for the rest of its batch. A cycle, an unknown key or an
 //! edge to another batch is refused whole.
 
+use std::collections::{HashMap, HashSet};
+
 use super::*;
 
 fn keyed(module: Digest, key: &str, after: &[&str]) -> TaskSpec {
@@ -405,4 +407,98 @@ pub async fn a_retried_dependency_holds_its_dependents_again(store: Arc<dyn Stor
         seen.iter().all(|i| i.state == TaskState::Succeeded),
         "{seen:?}"
     );
+}
+
+/// Diamonds in a row, laid out as `qhost bench --graph` lays them: each layer of tasks
+/// waits for the join before it, each join for its whole layer. Ended a few at a time by
+/// reports that also claim, as a node's writer sends them: each claim takes as many tasks
+/// as are ready and its free slots allow, and none whose dependencies have not all ended.
+pub async fn diamonds_in_a_row_drain_through_reports_that_claim(store: Arc<dyn Store>) {
+    const WIDTH: usize = 10;
+    const DIAMONDS: usize = 3;
+    const SLOTS: usize = 4;
+    let m = setup(&store).await;
+    let b = batch(&store, BatchSpec::default()).await;
+    let layer = |d: usize| (0..WIDTH).map(move |w| format!("s{d}-{w}"));
+    let mut specs = Vec::new();
+    for d in 0..DIAMONDS {
+        let join = (d > 0).then(|| format!("j{}", d - 1));
+        for key in layer(d) {
+            specs.push(keyed(
+                m,
+                &key,
+                &join.iter().map(String::as_str).collect::<Vec<_>>(),
+            ));
+        }
+        let after: Vec<String> = layer(d).collect();
+        let after: Vec<&str> = after.iter().map(String::as_str).collect();
+        specs.push(keyed(m, &format!("j{d}"), &after));
+    }
+    let deps: HashMap<String, Vec<String>> = specs
+        .iter()
+        .map(|s| {
+            let after = s.after.iter().map(|d| match &d.on {
+                DepRef::Key(key) => key.clone(),
+                other => panic!("an edge by key: {other:?}"),
+            });
+            (s.key.clone().unwrap(), after.collect())
+        })
+        .collect();
+    let ids = store.task_submit(b, admitted(specs.clone()), T0).await;
+    let keys: HashMap<TaskId, String> = ids
+        .unwrap()
+        .into_iter()
+        .zip(specs.iter().map(|s| s.key.clone().unwrap()))
+        .collect();
+
+    let mut ended: HashSet<String> = HashSet::new();
+    let mut held: Vec<ClaimedTask> = Vec::new();
+    let mut now = T0;
+    loop {
+        let ending: Vec<ClaimedTask> = held.drain(..held.len().min(3)).collect();
+        let ends: Vec<Completion> = ending
+            .iter()
+            .map(|t| completion(t, Outcome::Succeeded, now))
+            .collect();
+        ended.extend(ending.iter().map(|t| keys[&t.id].clone()));
+        let running: HashSet<&String> = held.iter().map(|t| &keys[&t.id]).collect();
+        let ready: HashSet<&String> = deps
+            .iter()
+            .filter(|(key, after)| {
+                !ended.contains(*key)
+                    && !running.contains(key)
+                    && after.iter().all(|d| ended.contains(d))
+            })
+            .map(|(key, _)| key)
+            .collect();
+        now += 1;
+        let params = ClaimParams {
+            node: "n1".into(),
+            max: SLOTS - held.len(),
+            now,
+            lease: Duration::from_secs(30),
+        };
+        let (_, claimed) = store
+            .task_report_claim(Vec::new(), ends, params)
+            .await
+            .unwrap();
+        let took: HashSet<&String> = claimed.tasks.iter().map(|t| &keys[&t.id]).collect();
+        assert!(
+            took.is_subset(&ready),
+            "claimed {took:?}, but only {ready:?} had all their dependencies ended"
+        );
+        assert_eq!(
+            took.len(),
+            ready.len().min(SLOTS - held.len()),
+            "claimed {took:?} of ready {ready:?} with {} slots free",
+            SLOTS - held.len()
+        );
+        held.extend(claimed.tasks);
+        if held.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(ended.len(), keys.len(), "every task ran");
+    let progress = store.batch_get(b).await.unwrap().progress;
+    assert_eq!(progress.succeeded as usize, keys.len(), "{progress:?}");
 }

@@ -63,6 +63,7 @@ macro_rules! conformance_tests {
             graph::a_fan_in_runs_after_the_rest_of_its_batch,
             graph::edges_to_stored_tasks_settle_as_they_ended,
             graph::a_retried_dependency_holds_its_dependents_again,
+            graph::diamonds_in_a_row_drain_through_reports_that_claim,
             grants::a_batch_keeps_its_grant_until_released,
             groups::groups_limit_running_tasks_without_blocking_others,
             groups::a_long_group_at_the_head_holds_up_nothing_behind_it,
