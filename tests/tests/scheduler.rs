@@ -675,7 +675,9 @@ async fn a_store_that_takes_nothing_loses_nothing_and_holds_up_no_stop(backend: 
 /// in reports, the claim loop leaves its room with the writer, and each next task is
 /// claimed in the transaction that records its predecessor's end. Some are claimed alone
 /// (the first, and any whose predecessor ended before the claim loop left its claim), and
-/// the gates hold all the same.
+/// the gates hold all the same. Each task runs 25 ms: the claim loop leaves its claim
+/// after one more claim of its own, and tasks of no length ended before it did on a
+/// loaded machine (23 of 60 claimed in reports, seen once).
 async fn a_chain_is_claimed_in_the_reports_of_its_ends(backend: Backend) {
     let (h, faulty) = faulty_harness(backend, 1).await;
     assert!(faulty.claims_in_reports(), "SQLite claims in reports");
@@ -683,7 +685,7 @@ async fn a_chain_is_claimed_in_the_reports_of_its_ends(backend: Backend) {
     let (batch, access) = h.open(BatchSpec::default()).await;
     let chain = 60;
     let tasks = (0..chain)
-        .map(|order| sleep_task(sleep, 0, order))
+        .map(|order| sleep_task(sleep, 25, order))
         .collect();
     h.scheduler.submit(&access, batch, tasks).await.unwrap();
     assert_eq!(h.wait(batch).await.progress.succeeded, chain as u64);
