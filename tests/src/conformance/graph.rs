@@ -419,37 +419,27 @@ pub async fn diamonds_in_a_row_drain_through_reports_that_claim(store: Arc<dyn S
     const SLOTS: usize = 4;
     let m = setup(&store).await;
     let b = batch(&store, BatchSpec::default()).await;
-    let layer = |d: usize| (0..WIDTH).map(move |w| format!("s{d}-{w}"));
-    let mut specs = Vec::new();
+    // Each task's key, and the keys it waits for, in submission order.
+    let mut graph: Vec<(String, Vec<String>)> = Vec::new();
     for d in 0..DIAMONDS {
-        let join = (d > 0).then(|| format!("j{}", d - 1));
-        for key in layer(d) {
-            specs.push(keyed(
-                m,
-                &key,
-                &join.iter().map(String::as_str).collect::<Vec<_>>(),
-            ));
-        }
-        let after: Vec<String> = layer(d).collect();
-        let after: Vec<&str> = after.iter().map(String::as_str).collect();
-        specs.push(keyed(m, &format!("j{d}"), &after));
+        let layer: Vec<String> = (0..WIDTH).map(|w| format!("s{d}-{w}")).collect();
+        let join: Vec<String> = (d > 0).then(|| format!("j{}", d - 1)).into_iter().collect();
+        graph.extend(layer.iter().map(|key| (key.clone(), join.clone())));
+        graph.push((format!("j{d}"), layer));
     }
-    let deps: HashMap<String, Vec<String>> = specs
+    let specs: Vec<TaskSpec> = graph
         .iter()
-        .map(|s| {
-            let after = s.after.iter().map(|d| match &d.on {
-                DepRef::Key(key) => key.clone(),
-                other => panic!("an edge by key: {other:?}"),
-            });
-            (s.key.clone().unwrap(), after.collect())
+        .map(|(key, after)| {
+            let after: Vec<&str> = after.iter().map(String::as_str).collect();
+            keyed(m, key, &after)
         })
         .collect();
-    let ids = store.task_submit(b, admitted(specs.clone()), T0).await;
+    let ids = store.task_submit(b, admitted(specs), T0).await.unwrap();
     let keys: HashMap<TaskId, String> = ids
-        .unwrap()
         .into_iter()
-        .zip(specs.iter().map(|s| s.key.clone().unwrap()))
+        .zip(graph.iter().map(|(key, _)| key.clone()))
         .collect();
+    let deps: HashMap<String, Vec<String>> = graph.into_iter().collect();
 
     let mut ended: HashSet<String> = HashSet::new();
     let mut held: Vec<ClaimedTask> = Vec::new();
