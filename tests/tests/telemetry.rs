@@ -202,6 +202,7 @@ fn traces_follow_a_submission_to_its_attempts_and_their_outbound_requests() {
     server.upload("fetch");
     server.upload("echo");
     server.upload("misbehave");
+    server.upload("spawner");
 
     // The caller's own trace: the request joins it, and the attempts join the request.
     let caller_trace = "0af7651916cd43dd8448eb211c80319c";
@@ -212,6 +213,7 @@ fn traces_follow_a_submission_to_its_attempts_and_their_outbound_requests() {
             {"module": "fetch", "input": origin.url("/traceparent")},
             {"module": "echo", "input": "x"},
             {"module": "misbehave", "input": "trap", "max_attempts": 1},
+            {"module": "spawner", "input": "many:1"},
         ],
     });
     let mut response = agent()
@@ -227,7 +229,8 @@ fn traces_follow_a_submission_to_its_attempts_and_their_outbound_requests() {
     let batch = opened["batch"]["id"].as_i64().unwrap();
     let fetch_task = opened["tasks"][0].as_i64().unwrap();
     let waited = wait(&server, batch, &server.token);
-    assert_eq!(waited["progress"]["succeeded"], 2, "{waited}");
+    // The spawner and the child it submitted succeed too.
+    assert_eq!(waited["progress"]["succeeded"], 4, "{waited}");
     let (_, output) = call(
         "GET",
         &format!("{}/v1/tasks/{fetch_task}/output", server.url),
@@ -237,7 +240,7 @@ fn traces_follow_a_submission_to_its_attempts_and_their_outbound_requests() {
     // Stopping sends what is queued: the exporter is flushed at shutdown.
     assert!(server.stop().success());
     let spans = receiver.wait_for(Duration::from_secs(30), |spans| {
-        spans.iter().filter(|s| s.span.name == "attempt").count() >= 3
+        spans.iter().filter(|s| s.span.name == "attempt").count() >= 5
     });
     assert!(spans.iter().all(|s| s.service == "qhost"), "service.name");
 
@@ -271,12 +274,30 @@ fn traces_follow_a_submission_to_its_attempts_and_their_outbound_requests() {
         .collect();
     assert!(!claims.is_empty(), "claim spans: {}", summary(&spans));
     let attempts: Vec<_> = spans.iter().filter(|s| s.span.name == "attempt").collect();
-    assert_eq!(attempts.len(), 3, "{attempts:#?}");
+    assert_eq!(attempts.len(), 5, "{attempts:#?}");
+    // The child's attempt is under the attempt of the task that submitted it.
+    let spawner = |input_task: bool| {
+        attempts
+            .iter()
+            .filter(|a| a.attribute("qhost.module").as_deref() == Some("spawner"))
+            .find(|a| (a.parent_span_id() == request.span_id()) == input_task)
+            .unwrap_or_else(|| panic!("a spawner's attempt: {}", summary(&spans)))
+    };
+    let (parent, child) = (spawner(true), spawner(false));
+    assert_eq!(
+        child.parent_span_id(),
+        parent.span_id(),
+        "{}",
+        summary(&spans)
+    );
     let mut modules = Vec::new();
     for attempt in &attempts {
-        // Under the submission's span, in its trace, linked to the claim that took it.
+        // Under the submission's span (or its parent's attempt), in its trace, linked to
+        // the claim that took it.
         assert_eq!(attempt.trace_id(), caller_trace);
-        assert_eq!(attempt.parent_span_id(), request.span_id());
+        if attempt.span_id() != child.span_id() {
+            assert_eq!(attempt.parent_span_id(), request.span_id());
+        }
         assert_eq!(attempt.attribute("qhost.batch"), Some(batch.to_string()));
         assert_eq!(attempt.span.links.len(), 1, "{attempt:#?}");
         let link = hex::encode(&attempt.span.links[0].span_id);
@@ -294,6 +315,8 @@ fn traces_follow_a_submission_to_its_attempts_and_their_outbound_requests() {
             ("echo".to_owned(), "succeeded".to_owned()),
             ("fetch".to_owned(), "succeeded".to_owned()),
             ("misbehave".to_owned(), "trap".to_owned()),
+            ("spawner".to_owned(), "succeeded".to_owned()),
+            ("spawner".to_owned(), "succeeded".to_owned()),
         ]
     );
 

@@ -41,9 +41,9 @@ pub(crate) struct HttpGate {
     own_addresses: Arc<[SocketAddr]>,
     limits: TaskLimits,
     ledger: Arc<HttpLedger>,
-    /// The attempt's span, when traces are on: its `traceparent` is made at the first
-    /// request, not at every attempt, since most send none.
-    trace: Option<tracing::Span>,
+    /// The context of the attempt's span, when traces are on: its `traceparent` is made
+    /// at each request, not at every attempt, since most send none.
+    trace: Option<opentelemetry::trace::SpanContext>,
 }
 
 impl HttpGate {
@@ -54,7 +54,7 @@ impl HttpGate {
         limits: TaskLimits,
         budget: Option<u64>,
         started: Instant,
-        trace: Option<tracing::Span>,
+        trace: Option<opentelemetry::trace::SpanContext>,
     ) -> Self {
         HttpGate {
             operator,
@@ -163,7 +163,7 @@ impl WasiHttpHooks for HttpGate {
                 let header = crate::telemetry::context::TRACEPARENT;
                 if let Some(span) = &self.trace
                     && !request.headers().contains_key(header)
-                    && let Some(trace) = crate::telemetry::context::traceparent(span)
+                    && let Some(trace) = crate::telemetry::context::of(span)
                         .and_then(|trace| http::HeaderValue::from_str(&trace).ok())
                 {
                     request.headers_mut().insert(header, trace);

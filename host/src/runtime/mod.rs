@@ -187,6 +187,9 @@ pub struct RunRequest {
     /// What it may use, what its tenant's budget had left when it was claimed: past any
     /// of it the run ends with outcome `budget`.
     pub budget: RunBudget,
+    /// The context of the attempt's span, when traces are on: its outbound requests
+    /// carry it.
+    pub trace: Option<opentelemetry::trace::SpanContext>,
 }
 
 /// Components up to this size get their memory's data copied in at instantiation, larger
@@ -371,11 +374,7 @@ impl Runtime {
             limits,
             request.budget.http_bytes,
             started,
-            // The attempt's span, when traces are on, whose context the requests it sends
-            // carry.
-            crate::telemetry::on()
-                .then(tracing::Span::current)
-                .filter(|span| !span.is_none()),
+            request.trace.clone(),
         );
         let ledger = gate.ledger();
         let memory = budget::memory_clock(started);

@@ -25,6 +25,8 @@ pub(crate) struct Parent {
     pub(crate) group: Option<String>,
     pub(crate) limits: TaskLimits,
     pub(crate) mounts: Vec<MountGrant>,
+    /// The context of its attempt's span, when traces are on: its children's parent.
+    pub(crate) trace: Option<opentelemetry::trace::SpanContext>,
 }
 
 impl std::fmt::Debug for Parent {
@@ -146,7 +148,8 @@ impl Parent {
         let scheduler = &self.scheduler;
         let admitted = scheduler
             .check_tasks(vec![spec])
-            .map_err(|e| e.to_string().replacen("task 0: ", "", 1))?;
+            .map_err(|e| e.to_string().replacen("task 0: ", "", 1))?
+            .with_trace(self.trace.as_ref().and_then(crate::telemetry::context::of));
         let now = now_micros();
         let id = scheduler
             .store

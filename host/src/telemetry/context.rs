@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use opentelemetry::Context;
 use opentelemetry::propagation::TextMapPropagator as _;
-use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry::trace::{SpanContext, TraceContextExt as _};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
@@ -18,13 +18,7 @@ pub fn traceparent(span: &tracing::Span) -> Option<String> {
     if !super::on() || span.is_none() {
         return None;
     }
-    let context = span.context();
-    if !context.span().span_context().is_valid() {
-        return None;
-    }
-    let mut carrier = HashMap::with_capacity(1);
-    TraceContextPropagator::new().inject_context(&context, &mut carrier);
-    carrier.remove(TRACEPARENT)
+    of(span.context().span().span_context())
 }
 
 /// The `traceparent` of the current span, when traces are on.
@@ -50,28 +44,39 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// Parents `span` on `traceparent` (a remote parent), when it is one.
-pub fn set_parent(span: &tracing::Span, traceparent: &str) {
-    let parent = LAST_PARENT.with_borrow_mut(|last| match last {
+/// A context to parent a span on, from a `traceparent`, as [`parse`] gives it; the last
+/// one parsed on this thread is kept.
+pub fn parsed(traceparent: &str) -> Option<Context> {
+    LAST_PARENT.with_borrow_mut(|last| match last {
         Some((text, context)) if text == traceparent => Some(context.clone()),
         _ => {
             let context = parse(traceparent)?;
             *last = Some((traceparent.to_owned(), context.clone()));
             Some(context)
         }
-    });
-    if let Some(parent) = parent {
+    })
+}
+
+/// Parents `span` on `traceparent` (a remote parent), when it is one.
+pub fn set_parent(span: &tracing::Span, traceparent: &str) {
+    if let Some(parent) = parsed(traceparent) {
         let _ = span.set_parent(parent);
     }
 }
 
-/// Links `span` to the span `other` (a claim to the attempts it took).
-pub fn link(span: &tracing::Span, other: &opentelemetry::trace::SpanContext) {
-    span.add_link(other.clone());
+/// The `traceparent` of a span whose context is `span_context`, when it is valid.
+pub fn of(span_context: &SpanContext) -> Option<String> {
+    if !span_context.is_valid() {
+        return None;
+    }
+    let context = Context::new().with_remote_span_context(span_context.clone());
+    let mut carrier = HashMap::with_capacity(1);
+    TraceContextPropagator::new().inject_context(&context, &mut carrier);
+    carrier.remove(TRACEPARENT)
 }
 
 /// The span context of `span`, to link others to; none when traces are off.
-pub fn span_context(span: &tracing::Span) -> Option<opentelemetry::trace::SpanContext> {
+pub fn span_context(span: &tracing::Span) -> Option<SpanContext> {
     if !super::on() || span.is_none() {
         return None;
     }

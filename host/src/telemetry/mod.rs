@@ -3,17 +3,20 @@
 //! OpenTelemetry spans exported over OTLP/HTTP.
 //!
 //! - [`export`]: the exporter, its HTTP client and its batching.
+//! - [`attempt`]: attempts' spans, made with the SDK directly.
 //! - [`context`]: W3C trace contexts: of the current span, stored with a task, read from
 //!   a request's `traceparent` header.
 //!
 //! Traces are off unless an endpoint is given (`--otlp-endpoint`, or the standard
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`). While they are
-//! off, [`on`] is false and the hot path makes no span at all: [`span`] callers build
-//! `Span::none()`, and no trace context is read, stored or parsed.
+//! off, [`on`] is false and the hot path makes no span at all: callers check it and build
+//! `Span::none()` (or no [`attempt::AttemptSpan`]), and no trace context is read, stored
+//! or parsed.
 //!
 //! Spans have the target [`TARGET`]; only the OpenTelemetry layer sees them, so the log
 //! reads the same with traces on or off.
 
+pub mod attempt;
 pub mod context;
 pub mod export;
 
@@ -97,8 +100,10 @@ pub fn init(settings: Settings) -> anyhow::Result<Guard> {
         let provider = export::provider(settings.otlp_endpoint.as_deref(), &settings.node)
             .context("setting `otlp_endpoint`")?;
         use opentelemetry::trace::TracerProvider as _;
+        let tracer = provider.tracer("qhost");
+        attempt::set_tracer(tracer.clone());
         let layer = tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer("qhost"))
+            .with_tracer(tracer)
             // Attributes and timing the spans do not need, each a cost on every enter.
             .with_tracked_inactivity(false)
             .with_threads(false)

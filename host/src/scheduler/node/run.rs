@@ -10,7 +10,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 use super::Ctx;
 use super::writer::Done;
@@ -20,6 +19,7 @@ use crate::scheduler::module_labels::Shown;
 use crate::scheduler::spawn::{Parent, Spawner};
 use crate::store::*;
 use crate::telemetry;
+use crate::telemetry::attempt::{Attempt, AttemptSpan};
 
 /// The log target of the attempts' lines.
 pub const LOG_TARGET: &str = "qhost::attempt";
@@ -64,7 +64,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
     let scheduler = &ctx.scheduler;
     let started_at = now_micros();
     let shown = scheduler.module_labels.of(task.module, &scheduler.metrics);
-    let (cancel, span) = {
+    let (cancel, claim) = {
         let mut running = scheduler.running.lock().expect("running lock");
         let run = running.entry(task.id).or_insert_with(|| LocalRun {
             batch: task.batch,
@@ -72,17 +72,6 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             started: None,
             claim: None,
         });
-        let span = if telemetry::on() {
-            attempt_span(
-                &task,
-                &shown,
-                &scheduler.config.node,
-                slot.index(),
-                run.claim.as_ref(),
-            )
-        } else {
-            tracing::Span::none()
-        };
         run.started = Some(RunningTask {
             task: task.id,
             batch: task.batch,
@@ -94,8 +83,19 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
             since: started_at,
             lease_expires: task.claimed_at + duration_micros(scheduler.config.lease),
         });
-        (run.cancel.clone(), span)
+        (run.cancel.clone(), run.claim.take())
     };
+    let span = AttemptSpan::start(&Attempt {
+        task: task.id,
+        batch: task.batch,
+        attempt: task.attempt,
+        module: &shown.name,
+        node: &scheduler.config.node,
+        slot: slot.index(),
+        parent: task.trace.as_deref(),
+        claim: claim.as_ref(),
+    });
+    let trace = span.as_ref().map(|span| span.context().clone());
     let workers = scheduler.runtime.config().workers;
     if scheduler
         .pace
@@ -137,7 +137,9 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 group: task.group.clone(),
                 limits: task.limits,
                 mounts: task.mounts.clone(),
+                trace: trace.clone(),
             })))),
+            trace: trace.clone(),
             budget: RunBudget {
                 cpu: task
                     .budget_left
@@ -150,7 +152,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
         scheduler.runtime.run_in(slot, &module, request).await
     };
     let ended = tokio::select! {
-        report = run.instrument(span.clone()) => Some(report),
+        report = run => Some(report),
         () = ctx.hand_back.cancelled() => None,
     };
     scheduler
@@ -173,7 +175,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 .ran(&shown.series, report.outcome, report.duration);
             scheduler.pace.ran(report.duration);
             ended_as(
-                &span,
+                span,
                 &task,
                 &shown,
                 &node,
@@ -216,7 +218,7 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
                 .metrics
                 .ran(&shown.series, Outcome::HostError, Duration::ZERO);
             ended_as(
-                &span,
+                span,
                 &task,
                 &shown,
                 &node,
@@ -255,42 +257,10 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
     let _ = ctx.done.send(message);
 }
 
-/// The span of an attempt: under the span its task was submitted in, linked to the
-/// claim that took it.
-fn attempt_span(
-    task: &ClaimedTask,
-    shown: &Shown,
-    node: &str,
-    slot: usize,
-    claim: Option<&opentelemetry::trace::SpanContext>,
-) -> tracing::Span {
-    let span = tracing::info_span!(
-        target: telemetry::TARGET,
-        "attempt",
-        otel.kind = "consumer",
-        otel.status_code = tracing::field::Empty,
-        otel.status_description = tracing::field::Empty,
-        qhost.task = task.id,
-        qhost.batch = task.batch,
-        qhost.attempt = task.attempt,
-        qhost.module = &*shown.name,
-        qhost.node = node,
-        qhost.slot = slot,
-        qhost.outcome = tracing::field::Empty,
-    );
-    if let Some(parent) = &task.trace {
-        telemetry::context::set_parent(&span, parent);
-    }
-    if let Some(claim) = claim {
-        telemetry::context::link(&span, claim);
-    }
-    span
-}
-
 /// Records how an attempt ended: on its span, and as a line of the log.
 #[allow(clippy::too_many_arguments)]
 fn ended_as(
-    span: &tracing::Span,
+    span: Option<AttemptSpan>,
     task: &ClaimedTask,
     shown: &Shown,
     node: &str,
@@ -300,13 +270,10 @@ fn ended_as(
     error: Option<&str>,
 ) {
     let error = error.map(|e| telemetry::cut(e, MAX_LOGGED_ERROR));
-    if !span.is_none() {
-        span.record("qhost.outcome", outcome.as_str());
+    if let Some(span) = span {
         // A suspension is no error: the task waits for its children.
-        if !matches!(outcome, Outcome::Succeeded | Outcome::Suspended) {
-            span.record("otel.status_code", "ERROR");
-            span.record("otel.status_description", error.unwrap_or(outcome.as_str()));
-        }
+        let failed = !matches!(outcome, Outcome::Succeeded | Outcome::Suspended);
+        span.end(outcome.as_str(), failed, error);
     }
     tracing::info!(
         target: LOG_TARGET,
