@@ -90,8 +90,6 @@ async fn run_one(ctx: Arc<Ctx>, task: ClaimedTask, slot: Slot) {
         batch: task.batch,
         attempt: task.attempt,
         module: &shown.name,
-        node: &scheduler.config.node,
-        slot: slot.index(),
         parent: task.trace.as_deref(),
         claim: claim.as_ref(),
     });
