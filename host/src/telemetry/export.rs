@@ -86,8 +86,9 @@ impl Client {
 #[async_trait::async_trait]
 impl HttpClient for Client {
     async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
-        let request = request.map(|body| body.to_vec());
-        let mut response = self.0.run(request)?;
+        // Sent from the encoded body itself: a batch is a megabyte or more.
+        let (parts, body) = request.into_parts();
+        let mut response = self.0.run(Request::from_parts(parts, &body[..]))?;
         let status = response.status();
         // The answer's body says why a batch was refused; it is short.
         let body = response
