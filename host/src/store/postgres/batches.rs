@@ -41,10 +41,9 @@ pub(super) async fn insert(
     let max_parallel = spec.max_parallel.map(to_i32);
     let halt = spec.failure_policy == FailurePolicy::Halt;
     let id: BatchId = tx
-        .query_one(
-            "INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at,
+        .query_one(&tx.prepare_cached("INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at,
                                   webhook_url, webhook_secret, tenant_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id").await.map_err(pg)?,
             &[
                 &&handle_hash[..],
                 &spec.name,
@@ -73,7 +72,9 @@ pub(super) async fn set_handle(
     transaction!(store, Commit::Durable, |tx| {
         match tx
             .execute(
-                "UPDATE batches SET handle_hash = $1 WHERE id = $2",
+                &tx.prepare_cached("UPDATE batches SET handle_hash = $1 WHERE id = $2")
+                    .await
+                    .map_err(pg)?,
                 &[&&handle_hash[..], &batch],
             )
             .await
@@ -111,7 +112,10 @@ pub(super) async fn authorize(
     let client = store.client(Commit::Durable).await?;
     let stored: Option<(Vec<u8>, Option<TenantId>)> = client
         .query_opt(
-            "SELECT handle_hash, tenant_id FROM batches WHERE id = $1",
+            &client
+                .prepare_cached("SELECT handle_hash, tenant_id FROM batches WHERE id = $1")
+                .await
+                .map_err(pg)?,
             &[&batch],
         )
         .await
@@ -127,7 +131,13 @@ pub(super) async fn authorize(
 pub(super) async fn tenant(store: &PostgresStore, batch: BatchId) -> StoreResult<Option<TenantId>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt("SELECT tenant_id FROM batches WHERE id = $1", &[&batch])
+        .query_opt(
+            &client
+                .prepare_cached("SELECT tenant_id FROM batches WHERE id = $1")
+                .await
+                .map_err(pg)?,
+            &[&batch],
+        )
         .await
         .map_err(pg)?
         .map(|r| r.get(0))
@@ -137,7 +147,12 @@ pub(super) async fn tenant(store: &PostgresStore, batch: BatchId) -> StoreResult
 pub(super) async fn seal(store: &PostgresStore, batch: BatchId) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
         match tx
-            .execute("UPDATE batches SET sealed = TRUE WHERE id = $1", &[&batch])
+            .execute(
+                &tx.prepare_cached("UPDATE batches SET sealed = TRUE WHERE id = $1")
+                    .await
+                    .map_err(pg)?,
+                &[&batch],
+            )
             .await
             .map_err(pg)?
         {
@@ -156,7 +171,9 @@ pub(super) async fn set_priority(
     transaction!(store, Commit::Durable, |tx| {
         if tx
             .execute(
-                "UPDATE batches SET priority = $1 WHERE id = $2",
+                &tx.prepare_cached("UPDATE batches SET priority = $1 WHERE id = $2")
+                    .await
+                    .map_err(pg)?,
                 &[&priority, &batch],
             )
             .await
@@ -183,7 +200,11 @@ pub(super) async fn cancel(store: &PostgresStore, batch: BatchId, now: Micros) -
         }
         let running = tx
             .execute(
-                "UPDATE tasks SET cancel_requested = TRUE WHERE batch_id = $1 AND state = 2",
+                &tx.prepare_cached(
+                    "UPDATE tasks SET cancel_requested = TRUE WHERE batch_id = $1 AND state = 2",
+                )
+                .await
+                .map_err(pg)?,
                 &[&batch],
             )
             .await
@@ -237,7 +258,12 @@ pub(super) async fn info(tx: &impl GenericClient, batch: BatchId) -> StoreResult
 /// (`sql/batch_info.sql`).
 pub(super) async fn infos(tx: &impl GenericClient, ids: &[BatchId]) -> StoreResult<Vec<BatchInfo>> {
     let rows = tx
-        .query(include_str!("sql/batch_info.sql"), &[&ids])
+        .query(
+            &tx.prepare_cached(include_str!("sql/batch_info.sql"))
+                .await
+                .map_err(pg)?,
+            &[&ids],
+        )
         .await
         .map_err(pg)?;
     let mut found = std::collections::HashMap::<BatchId, BatchInfo>::with_capacity(ids.len());

@@ -63,7 +63,12 @@ pub(super) async fn renew(
     let until = store.db_time(until);
     transaction!(store, Commit::Bookkeeping, |tx| {
         let rows = tx
-            .query(include_str!("sql/lease_renew.sql"), &[&until, &node])
+            .query(
+                &tx.prepare_cached(include_str!("sql/lease_renew.sql"))
+                    .await
+                    .map_err(pg)?,
+                &[&until, &node],
+            )
             .await
             .map_err(pg)?;
         Ok(rows
@@ -464,7 +469,12 @@ async fn end_attempts(
     if !others.is_empty() {
         let ids: Vec<i64> = others.iter().map(|c| c.task).collect();
         let running: HashMap<TaskId, Running> = tx
-            .query(include_str!("sql/running_lock.sql"), &[&ids])
+            .query(
+                &tx.prepare_cached(include_str!("sql/running_lock.sql"))
+                    .await
+                    .map_err(pg)?,
+                &[&ids],
+            )
             .await
             .map_err(pg)?
             .iter()
@@ -615,13 +625,23 @@ async fn end_lost(
 ) -> StoreResult<CompleteResult> {
     if let Some(node) = node {
         // Locked by this transaction, they are not skipped below.
-        tx.execute(include_str!("sql/running_lock_node.sql"), &[&node])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached(include_str!("sql/running_lock_node.sql"))
+                .await
+                .map_err(pg)?,
+            &[&node],
+        )
+        .await
+        .map_err(pg)?;
     }
     let mut result = CompleteResult::default();
     let lost: Vec<Running> = tx
-        .query(include_str!("sql/running_lost.sql"), &[&now, &node])
+        .query(
+            &tx.prepare_cached(include_str!("sql/running_lost.sql"))
+                .await
+                .map_err(pg)?,
+            &[&now, &node],
+        )
         .await
         .map_err(pg)?
         .iter()
@@ -668,7 +688,12 @@ async fn put_back(
     tasks.sort_unstable();
     let ids: Vec<i64> = tasks.iter().map(|&(id, _)| id).collect();
     let running: Vec<Running> = tx
-        .query(include_str!("sql/running_lock.sql"), &[&ids])
+        .query(
+            &tx.prepare_cached(include_str!("sql/running_lock.sql"))
+                .await
+                .map_err(pg)?,
+            &[&ids],
+        )
         .await
         .map_err(pg)?
         .iter()
@@ -699,7 +724,9 @@ async fn put_back(
     }
     if !cancelled.is_empty() {
         tx.execute(
-            include_str!("sql/hand_back_cancelled.sql"),
+            &tx.prepare_cached(include_str!("sql/hand_back_cancelled.sql"))
+                .await
+                .map_err(pg)?,
             &[&now, &cancelled],
         )
         .await
@@ -716,9 +743,14 @@ async fn put_back(
     for &batch in &gates {
         gate::lock(tx, batch).await?;
     }
-    tx.execute(include_str!("sql/hand_back.sql"), &[&back])
-        .await
-        .map_err(pg)?;
+    tx.execute(
+        &tx.prepare_cached(include_str!("sql/hand_back.sql"))
+            .await
+            .map_err(pg)?,
+        &[&back],
+    )
+    .await
+    .map_err(pg)?;
     back.extend(&cancelled);
     let (_, tenant_held, closed) = tokio::try_join!(
         drop_leases(tx, &back),
@@ -743,7 +775,11 @@ async fn halted(tx: &impl GenericClient, task: &Running) -> StoreResult<bool> {
     }
     Ok(tx
         .query_one(
-            "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
+            &tx.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
+            )
+            .await
+            .map_err(pg)?,
             &[&task.batch],
         )
         .await

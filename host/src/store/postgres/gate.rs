@@ -134,14 +134,21 @@ pub(super) async fn close(
 /// Drops the closed orders of `batches` and makes the waiting tasks at their gates ready.
 async fn promote(tx: &impl GenericClient, batches: &[BatchId]) -> StoreResult<()> {
     tx.execute(
-        "DELETE FROM batch_orders WHERE batch_id = ANY($1) AND open <= 0",
+        &tx.prepare_cached("DELETE FROM batch_orders WHERE batch_id = ANY($1) AND open <= 0")
+            .await
+            .map_err(pg)?,
         &[&batches],
     )
     .await
     .map_err(pg)?;
-    tx.execute(include_str!("sql/gate_promote.sql"), &[&batches])
-        .await
-        .map_err(pg)?;
+    tx.execute(
+        &tx.prepare_cached(include_str!("sql/gate_promote.sql"))
+            .await
+            .map_err(pg)?,
+        &[&batches],
+    )
+    .await
+    .map_err(pg)?;
     Ok(())
 }
 
@@ -155,19 +162,31 @@ pub(super) async fn cancel_pending(
     lock(tx, batch).await?;
     let cancelled = tx
         .query_one(
-            include_str!("sql/gate_cancel_pending.sql"),
+            &tx.prepare_cached(include_str!("sql/gate_cancel_pending.sql"))
+                .await
+                .map_err(pg)?,
             &[&now, &reason, &batch],
         )
         .await
         .map_err(pg)?
         .get::<_, i64>(0) as u64;
     if cancelled > 0 {
-        tx.execute("DELETE FROM batch_orders WHERE batch_id = $1", &[&batch])
-            .await
-            .map_err(pg)?;
-        tx.execute(include_str!("sql/gate_recount.sql"), &[&batch])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached("DELETE FROM batch_orders WHERE batch_id = $1")
+                .await
+                .map_err(pg)?,
+            &[&batch],
+        )
+        .await
+        .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached(include_str!("sql/gate_recount.sql"))
+                .await
+                .map_err(pg)?,
+            &[&batch],
+        )
+        .await
+        .map_err(pg)?;
     }
     Ok(cancelled)
 }

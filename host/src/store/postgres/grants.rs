@@ -16,7 +16,9 @@ pub(super) async fn insert(
         return Ok(());
     };
     tx.execute(
-        include_str!("sql/grant_insert.sql"),
+        &tx.prepare_cached(include_str!("sql/grant_insert.sql"))
+            .await
+            .map_err(pg)?,
         &[&batch, &kept.allow_http, &kept.settings, &kept.has_secret],
     )
     .await
@@ -28,7 +30,13 @@ pub(super) async fn insert(
 pub(super) async fn get(store: &PostgresStore, batch: BatchId) -> StoreResult<Grant> {
     let client = store.client(Commit::Durable).await?;
     let row = client
-        .query_opt(include_str!("sql/grant_get.sql"), &[&batch])
+        .query_opt(
+            &client
+                .prepare_cached(include_str!("sql/grant_get.sql"))
+                .await
+                .map_err(pg)?,
+            &[&batch],
+        )
         .await
         .map_err(pg)?;
     Ok(row
@@ -40,7 +48,13 @@ pub(super) async fn get(store: &PostgresStore, batch: BatchId) -> StoreResult<Gr
 pub(super) async fn secret_sample(store: &PostgresStore) -> StoreResult<Option<Setting>> {
     let client = store.client(Commit::Durable).await?;
     let row = client
-        .query_opt(include_str!("sql/grant_secret_sample.sql"), &[])
+        .query_opt(
+            &client
+                .prepare_cached(include_str!("sql/grant_secret_sample.sql"))
+                .await
+                .map_err(pg)?,
+            &[],
+        )
         .await
         .map_err(pg)?;
     Ok(row.and_then(|r| first_secret(r.get(0))))

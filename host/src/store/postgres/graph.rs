@@ -142,8 +142,12 @@ pub(super) async fn write(
         .map(|e| e.on_failure.code() as i32)
         .collect();
     tx.execute(
-        "INSERT INTO task_edges (dep_id, task_id, on_failure)
+        &tx.prepare_cached(
+            "INSERT INTO task_edges (dep_id, task_id, on_failure)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[])",
+        )
+        .await
+        .map_err(pg)?,
         &[&deps, &dependents, &policies],
     )
     .await
@@ -152,7 +156,11 @@ pub(super) async fn write(
     leading.sort_unstable();
     leading.dedup();
     tx.execute(
-        "UPDATE tasks SET dependents = TRUE WHERE id = ANY($1) AND NOT dependents",
+        &tx.prepare_cached(
+            "UPDATE tasks SET dependents = TRUE WHERE id = ANY($1) AND NOT dependents",
+        )
+        .await
+        .map_err(pg)?,
         &[&leading],
     )
     .await
@@ -165,8 +173,12 @@ pub(super) async fn write(
         .unzip();
     if !fan_ins.is_empty() {
         tx.execute(
-            "INSERT INTO batch_fan_ins (batch_id, task_id, on_failure)
+            &tx.prepare_cached(
+                "INSERT INTO batch_fan_ins (batch_id, task_id, on_failure)
              SELECT $1, * FROM unnest($2::bigint[], $3::int[])",
+            )
+            .await
+            .map_err(pg)?,
             &[&batch, &fan_ins, &fan_in_policies],
         )
         .await
@@ -175,10 +187,14 @@ pub(super) async fn write(
     // A stored fan-in waits for the new tasks: back to waiting, out of the ready queue.
     for &(fan_in, more) in &graph.reopened {
         tx.execute(
-            "WITH held AS (
+            &tx.prepare_cached(
+                "WITH held AS (
                  UPDATE tasks SET deps_open = deps_open + $1, state = 0
                  WHERE id = $2 AND state IN (0, 1) RETURNING id)
              DELETE FROM ready WHERE task_id IN (SELECT id FROM held)",
+            )
+            .await
+            .map_err(pg)?,
             &[&(more as i32), &fan_in],
         )
         .await
@@ -266,7 +282,9 @@ async fn settle_edges(
         .collect();
     let mut batches: Vec<i64> = tx
         .query(
-            "SELECT DISTINCT batch_id FROM tasks WHERE id = ANY($1)",
+            &tx.prepare_cached("SELECT DISTINCT batch_id FROM tasks WHERE id = ANY($1)")
+                .await
+                .map_err(pg)?,
             &[&tasks],
         )
         .await
@@ -280,9 +298,14 @@ async fn settle_edges(
     }
     if !down.is_empty() {
         let (ids, counts): (Vec<i64>, Vec<i32>) = down.into_iter().unzip();
-        tx.execute(include_str!("sql/graph_count_down.sql"), &[&ids, &counts])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached(include_str!("sql/graph_count_down.sql"))
+                .await
+                .map_err(pg)?,
+            &[&ids, &counts],
+        )
+        .await
+        .map_err(pg)?;
     }
     let mut next: Vec<(TaskId, bool)> = Vec::new();
     let mut closed = Vec::new();
@@ -294,9 +317,13 @@ async fn settle_edges(
         };
         let row = tx
             .query_opt(
-                "UPDATE tasks SET state = 5, ended_at = $1, outcome = $2, error = $3,
+                &tx.prepare_cached(
+                    "UPDATE tasks SET state = 5, ended_at = $1, outcome = $2, error = $3,
                      deps_open = 0
                  WHERE id = $4 AND state = 0 RETURNING batch_id, ord",
+                )
+                .await
+                .map_err(pg)?,
                 &[&now, &outcome.as_str(), &graph::ended_by(dep, skip), &task],
             )
             .await
@@ -315,9 +342,14 @@ async fn settle_edges(
 /// Counts the dependencies of tasks run again (`redriven`) anew, and makes the tasks not
 /// started after them wait for them again. The caller holds their batches' gate locks.
 pub(super) async fn redrive(tx: &impl GenericClient, redriven: &[TaskId]) -> StoreResult<()> {
-    tx.execute(include_str!("sql/graph_redrive.sql"), &[&redriven])
-        .await
-        .map_err(pg)?;
+    tx.execute(
+        &tx.prepare_cached(include_str!("sql/graph_redrive.sql"))
+            .await
+            .map_err(pg)?,
+        &[&redriven],
+    )
+    .await
+    .map_err(pg)?;
     Ok(())
 }
 
@@ -339,8 +371,13 @@ pub(super) async fn inputs(store: &super::PostgresStore, task: TaskId) -> StoreR
     let client = store.client(super::Commit::Durable).await?;
     let sizes = client
         .query_one(
-            "SELECT COUNT(*), COALESCE(SUM(length(t.output)), 0)::bigint
+            &client
+                .prepare_cached(
+                    "SELECT COUNT(*), COALESCE(SUM(length(t.output)), 0)::bigint
              FROM task_edges e JOIN tasks t ON t.id = e.dep_id WHERE e.task_id = $1",
+                )
+                .await
+                .map_err(pg)?,
             &[&task],
         )
         .await
@@ -349,9 +386,14 @@ pub(super) async fn inputs(store: &super::PostgresStore, task: TaskId) -> StoreR
     graph::check_inputs(task, count as usize, total)?;
     let rows = client
         .query(
-            "SELECT t.id, t.task_key, t.state, t.outcome, t.error, t.output
+            &client
+                .prepare_cached(
+                    "SELECT t.id, t.task_key, t.state, t.outcome, t.error, t.output
              FROM task_edges e JOIN tasks t ON t.id = e.dep_id
              WHERE e.task_id = $1 ORDER BY t.id",
+                )
+                .await
+                .map_err(pg)?,
             &[&task],
         )
         .await
@@ -378,8 +420,13 @@ pub(super) async fn edges(
     let client = store.client(super::Commit::Durable).await?;
     let rows = client
         .query(
-            "SELECT e.dep_id, e.task_id FROM tasks t JOIN task_edges e ON e.task_id = t.id
+            &client
+                .prepare_cached(
+                    "SELECT e.dep_id, e.task_id FROM tasks t JOIN task_edges e ON e.task_id = t.id
              WHERE t.batch_id = $1 ORDER BY e.task_id, e.dep_id LIMIT $2",
+                )
+                .await
+                .map_err(pg)?,
             &[&batch, &(limit as i64)],
         )
         .await

@@ -77,7 +77,9 @@ pub(super) async fn claim(
     transaction!(store, Commit::Bookkeeping, |tx| {
         let rows = tx
             .query(
-                include_str!("sql/hook_claim.sql"),
+                &tx.prepare_cached(include_str!("sql/hook_claim.sql"))
+                    .await
+                    .map_err(pg)?,
                 &[&now, &hold_until, &max, &server],
             )
             .await
@@ -107,7 +109,11 @@ pub(super) async fn claim(
             .collect();
         let next_due: Option<Micros> = tx
             .query_one(
-                "SELECT MIN(due_at) FROM webhook_events WHERE url IS NOT NULL OR $1",
+                &tx.prepare_cached(
+                    "SELECT MIN(due_at) FROM webhook_events WHERE url IS NOT NULL OR $1",
+                )
+                .await
+                .map_err(pg)?,
                 &[&server],
             )
             .await
@@ -122,9 +128,14 @@ pub(super) async fn claim(
 
 pub(super) async fn done(store: &PostgresStore, id: i64) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
-        tx.execute("DELETE FROM webhook_events WHERE id = $1", &[&id])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached("DELETE FROM webhook_events WHERE id = $1")
+                .await
+                .map_err(pg)?,
+            &[&id],
+        )
+        .await
+        .map_err(pg)?;
         Ok(())
     })
 }
@@ -138,7 +149,9 @@ pub(super) async fn retry(
     let due = store.db_time(due);
     transaction!(store, Commit::Durable, |tx| {
         tx.execute(
-            "UPDATE webhook_events SET due_at = $1, body = $2 WHERE id = $3",
+            &tx.prepare_cached("UPDATE webhook_events SET due_at = $1, body = $2 WHERE id = $3")
+                .await
+                .map_err(pg)?,
             &[&due, &body, &id],
         )
         .await

@@ -23,7 +23,9 @@ async fn find(
 ) -> StoreResult<Option<Kept>> {
     Ok(tx
         .query_opt(
-            include_str!("sql/key_find.sql"),
+            &tx.prepare_cached(include_str!("sql/key_find.sql"))
+                .await
+                .map_err(pg)?,
             &[&batch, &kind, &&key.key_hash[..]],
         )
         .await
@@ -40,7 +42,9 @@ async fn insert(
     now: Micros,
 ) -> StoreResult<()> {
     tx.execute(
-        include_str!("sql/key_insert.sql"),
+        &tx.prepare_cached(include_str!("sql/key_insert.sql"))
+            .await
+            .map_err(pg)?,
         &[
             &batch,
             &kind,
@@ -61,7 +65,9 @@ async fn insert(
 async fn lock_key(tx: &impl GenericClient, key: &RequestKey) -> StoreResult<()> {
     let lock = i32::from_le_bytes(key.key_hash[..4].try_into().expect("four bytes"));
     tx.execute(
-        "SELECT pg_advisory_xact_lock('request_keys'::regclass::oid::int, $1)",
+        &tx.prepare_cached("SELECT pg_advisory_xact_lock('request_keys'::regclass::oid::int, $1)")
+            .await
+            .map_err(pg)?,
         &[&lock],
     )
     .await
@@ -88,7 +94,9 @@ pub(super) async fn create(
         let id = batches::insert(tx, &new.spec, &new.handle.secret, now).await?;
         let hash = (new.handle.hash)(id, &new.handle.secret);
         tx.execute(
-            "UPDATE batches SET handle_hash = $1 WHERE id = $2",
+            &tx.prepare_cached("UPDATE batches SET handle_hash = $1 WHERE id = $2")
+                .await
+                .map_err(pg)?,
             &[&&hash[..], &id],
         )
         .await
@@ -126,7 +134,9 @@ pub(super) async fn submit(
         }
         let kept: i64 = tx
             .query_one(
-                "SELECT COUNT(*) FROM request_keys WHERE batch_id = $1",
+                &tx.prepare_cached("SELECT COUNT(*) FROM request_keys WHERE batch_id = $1")
+                    .await
+                    .map_err(pg)?,
                 &[&batch],
             )
             .await
@@ -149,7 +159,12 @@ pub(super) async fn prune(
     chunk: i64,
 ) -> StoreResult<usize> {
     let deleted = tx
-        .execute(include_str!("sql/prune_keys.sql"), &[&before, &chunk])
+        .execute(
+            &tx.prepare_cached(include_str!("sql/prune_keys.sql"))
+                .await
+                .map_err(pg)?,
+            &[&before, &chunk],
+        )
         .await
         .map_err(pg)?;
     Ok(deleted as usize)

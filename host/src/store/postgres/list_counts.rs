@@ -154,7 +154,13 @@ async fn count_ready(
     let first: [&(dyn ToSql + Sync); 2] = [&args.now, &args.codes];
     let params = [&first[..], &args.filters(), &[&cap]].concat();
     let rows = client
-        .query(include_str!("sql/task_count_ready.sql"), &params)
+        .query(
+            &client
+                .prepare_cached(include_str!("sql/task_count_ready.sql"))
+                .await
+                .map_err(pg)?,
+            &params,
+        )
         .await
         .map_err(pg)?;
     Ok(add_counts(&rows, counts))
@@ -166,7 +172,13 @@ async fn count_gates(client: &impl GenericClient, args: &ListArgs) -> StoreResul
     let cap = COUNT_CAP as i64;
     let params = [&args.filters()[..], &[&cap]].concat();
     let row = client
-        .query_one(include_str!("sql/task_count_gates.sql"), &params)
+        .query_one(
+            &client
+                .prepare_cached(include_str!("sql/task_count_gates.sql"))
+                .await
+                .map_err(pg)?,
+            &params,
+        )
         .await
         .map_err(pg)?;
     Ok(row.get::<_, i64>(0).max(0) as u64)

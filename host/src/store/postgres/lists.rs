@@ -29,7 +29,10 @@ pub(super) async fn batches(
     let limit = filter.limit as i64 + 1;
     let rows = client
         .query(
-            include_str!("sql/batch_list.sql"),
+            &client
+                .prepare_cached(include_str!("sql/batch_list.sql"))
+                .await
+                .map_err(pg)?,
             &[
                 &states,
                 &filter.created_after.unwrap_or(Micros::MIN),
@@ -336,8 +339,13 @@ pub(super) async fn hold(store: &PostgresStore, ids: &[TaskId]) -> StoreResult<V
     for fact in facts.iter_mut().filter(|f| f.deps_open > 0) {
         let rows = client
             .query(
-                "SELECT d.id, d.task_key FROM task_edges e JOIN tasks d ON d.id = e.dep_id
+                &client
+                    .prepare_cached(
+                        "SELECT d.id, d.task_key FROM task_edges e JOIN tasks d ON d.id = e.dep_id
                  WHERE e.task_id = $1 AND d.state < 3 ORDER BY d.id LIMIT $2",
+                    )
+                    .await
+                    .map_err(pg)?,
                 &[&fact.task, &(OPEN_DEPS_SHOWN as i64)],
             )
             .await

@@ -56,7 +56,10 @@ pub(super) async fn attempt_list(
         } else {
             client
                 .query_one(
-                    include_str!("sql/attempt_range_count.sql"),
+                    &client
+                        .prepare_cached(include_str!("sql/attempt_range_count.sql"))
+                        .await
+                        .map_err(pg)?,
                     &[&since, &until, &(AttemptFilter::LONG_RANGE + 1)],
                 )
                 .await
@@ -127,7 +130,13 @@ pub(super) async fn attempt_list(
 pub(super) async fn batch_usage(store: &PostgresStore, batch: BatchId) -> StoreResult<BatchUsage> {
     let client = store.client(Commit::Durable).await?;
     let r = client
-        .query_one(include_str!("sql/batch_usage.sql"), &[&batch])
+        .query_one(
+            &client
+                .prepare_cached(include_str!("sql/batch_usage.sql"))
+                .await
+                .map_err(pg)?,
+            &[&batch],
+        )
         .await
         .map_err(pg)?;
     Ok(BatchUsage {
@@ -143,7 +152,13 @@ pub(super) async fn batch_usage(store: &PostgresStore, batch: BatchId) -> StoreR
 pub(super) async fn running_list(store: &PostgresStore) -> StoreResult<Vec<RunningTask>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(include_str!("sql/running_list.sql"), &[])
+        .query(
+            &client
+                .prepare_cached(include_str!("sql/running_list.sql"))
+                .await
+                .map_err(pg)?,
+            &[],
+        )
         .await
         .map_err(pg)?;
     Ok(rows
@@ -173,19 +188,34 @@ pub(super) async fn prune(
     let chunk = chunk as i64;
     transaction!(store, Commit::Durable, |tx| {
         let ids: Vec<i64> = tx
-            .query(include_str!("sql/prune_pick.sql"), &[&before, &chunk])
+            .query(
+                &tx.prepare_cached(include_str!("sql/prune_pick.sql"))
+                    .await
+                    .map_err(pg)?,
+                &[&before, &chunk],
+            )
             .await
             .map_err(pg)?
             .iter()
             .map(|r| r.get(0))
             .collect();
         super::quotas::prune(tx, &ids).await?;
-        tx.execute("DELETE FROM attempts WHERE task_id = ANY($1)", &[&ids])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached("DELETE FROM attempts WHERE task_id = ANY($1)")
+                .await
+                .map_err(pg)?,
+            &[&ids],
+        )
+        .await
+        .map_err(pg)?;
         super::graph::prune(tx, &ids).await?;
         let deleted = tx
-            .execute("DELETE FROM tasks WHERE id = ANY($1)", &[&ids])
+            .execute(
+                &tx.prepare_cached("DELETE FROM tasks WHERE id = ANY($1)")
+                    .await
+                    .map_err(pg)?,
+                &[&ids],
+            )
             .await
             .map_err(pg)?;
         let keys = super::keys::prune(tx, before, chunk).await?;

@@ -130,6 +130,8 @@ mod nodes;
 mod notifier;
 mod open_tx;
 mod pause;
+#[cfg(test)]
+mod prepared;
 mod quotas;
 mod redrive;
 mod schedules;

@@ -23,7 +23,9 @@ pub(super) async fn put(
     transaction!(store, Commit::Durable, |tx| {
         let row = tx
             .query_one(
-                include_str!("sql/module_put.sql"),
+                &tx.prepare_cached(include_str!("sql/module_put.sql"))
+                    .await
+                    .map_err(pg)?,
                 &[
                     &hex,
                     &name,
@@ -43,7 +45,12 @@ pub(super) async fn put(
         };
         // The shown name as it is after the name was given.
         let shown = tx
-            .query_one("SELECT name FROM modules WHERE digest = $1", &[&hex])
+            .query_one(
+                &tx.prepare_cached("SELECT name FROM modules WHERE digest = $1")
+                    .await
+                    .map_err(pg)?,
+                &[&hex],
+            )
             .await
             .map_err(pg)?;
         Ok(ModuleAdded {
@@ -71,14 +78,18 @@ async fn give_name(
 ) -> StoreResult<Option<Digest>> {
     let before: Option<String> = tx
         .query_opt(
-            "SELECT digest FROM module_names WHERE name = $1 FOR UPDATE",
+            &tx.prepare_cached("SELECT digest FROM module_names WHERE name = $1 FOR UPDATE")
+                .await
+                .map_err(pg)?,
             &[&name],
         )
         .await
         .map_err(pg)?
         .map(|r| r.get(0));
     tx.execute(
-        include_str!("sql/module_name_give.sql"),
+        &tx.prepare_cached(include_str!("sql/module_name_give.sql"))
+            .await
+            .map_err(pg)?,
         &[&name, &hex, &now],
     )
     .await
@@ -94,9 +105,14 @@ async fn give_name(
 
 /// Sets the name the module `hex` is shown with after its names changed.
 async fn shown_name(tx: &impl GenericClient, hex: &str) -> StoreResult<()> {
-    tx.execute(include_str!("sql/module_name_shown.sql"), &[&hex])
-        .await
-        .map_err(pg)?;
+    tx.execute(
+        &tx.prepare_cached(include_str!("sql/module_name_shown.sql"))
+            .await
+            .map_err(pg)?,
+        &[&hex],
+    )
+    .await
+    .map_err(pg)?;
     Ok(())
 }
 
@@ -104,7 +120,11 @@ async fn shown_name(tx: &impl GenericClient, hex: &str) -> StoreResult<()> {
 async fn names_of(tx: &impl GenericClient, hex: &str) -> StoreResult<Vec<String>> {
     let rows = tx
         .query(
-            "SELECT name FROM module_names WHERE digest = $1 ORDER BY named_at, name",
+            &tx.prepare_cached(
+                "SELECT name FROM module_names WHERE digest = $1 ORDER BY named_at, name",
+            )
+            .await
+            .map_err(pg)?,
             &[&hex],
         )
         .await
@@ -117,7 +137,9 @@ pub(super) async fn unname(store: &PostgresStore, name: String) -> StoreResult<D
     transaction!(store, Commit::Durable, |tx| {
         let hex: String = tx
             .query_opt(
-                "DELETE FROM module_names WHERE name = $1 RETURNING digest",
+                &tx.prepare_cached("DELETE FROM module_names WHERE name = $1 RETURNING digest")
+                    .await
+                    .map_err(pg)?,
                 &[&name],
             )
             .await
@@ -133,7 +155,10 @@ pub(super) async fn bytes(store: &PostgresStore, digest: Digest) -> StoreResult<
     let client = store.client(Commit::Durable).await?;
     client
         .query_opt(
-            "SELECT bytes FROM modules WHERE digest = $1",
+            &client
+                .prepare_cached("SELECT bytes FROM modules WHERE digest = $1")
+                .await
+                .map_err(pg)?,
             &[&digest.to_hex()],
         )
         .await
@@ -145,16 +170,18 @@ pub(super) async fn bytes(store: &PostgresStore, digest: Digest) -> StoreResult<
 pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<ModuleInfo>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(
-            "SELECT digest, name, tag, size, added_at, languages, processed_by FROM modules \
-             ORDER BY added_at, digest",
+        .query(&client.prepare_cached("SELECT digest, name, tag, size, added_at, languages, processed_by FROM modules \
+             ORDER BY added_at, digest").await.map_err(pg)?,
             &[],
         )
         .await
         .map_err(pg)?;
     let names = client
         .query(
-            "SELECT digest, name FROM module_names ORDER BY named_at, name",
+            &client
+                .prepare_cached("SELECT digest, name FROM module_names ORDER BY named_at, name")
+                .await
+                .map_err(pg)?,
             &[],
         )
         .await
@@ -188,7 +215,9 @@ pub(super) async fn delete(store: &PostgresStore, digest: Digest) -> StoreResult
         // Locks the module first, so that no submission can start using it meanwhile.
         let exists = tx
             .query_opt(
-                "SELECT 1 FROM modules WHERE digest = $1 FOR UPDATE",
+                &tx.prepare_cached("SELECT 1 FROM modules WHERE digest = $1 FOR UPDATE")
+                    .await
+                    .map_err(pg)?,
                 &[&hex],
             )
             .await
@@ -198,7 +227,9 @@ pub(super) async fn delete(store: &PostgresStore, digest: Digest) -> StoreResult
         }
         let in_use: i64 = tx
             .query_one(
-                "SELECT COUNT(*) FROM tasks WHERE module = $1 AND state < 3",
+                &tx.prepare_cached("SELECT COUNT(*) FROM tasks WHERE module = $1 AND state < 3")
+                    .await
+                    .map_err(pg)?,
                 &[&hex],
             )
             .await
@@ -207,12 +238,22 @@ pub(super) async fn delete(store: &PostgresStore, digest: Digest) -> StoreResult
         if in_use > 0 {
             return Err(errors::module_in_use(&hex, in_use));
         }
-        tx.execute("DELETE FROM module_names WHERE digest = $1", &[&hex])
-            .await
-            .map_err(pg)?;
-        tx.execute("DELETE FROM modules WHERE digest = $1", &[&hex])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached("DELETE FROM module_names WHERE digest = $1")
+                .await
+                .map_err(pg)?,
+            &[&hex],
+        )
+        .await
+        .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached("DELETE FROM modules WHERE digest = $1")
+                .await
+                .map_err(pg)?,
+            &[&hex],
+        )
+        .await
+        .map_err(pg)?;
         Ok(())
     })
 }

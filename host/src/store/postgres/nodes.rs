@@ -21,7 +21,9 @@ pub(super) async fn beat(store: &PostgresStore, beat: NodeBeat) -> StoreResult<(
     let workers = beat.workers as i32;
     transaction!(store, Commit::Bookkeeping, |tx| {
         tx.execute(
-            include_str!("sql/node_beat.sql"),
+            &tx.prepare_cached(include_str!("sql/node_beat.sql"))
+                .await
+                .map_err(pg)?,
             &[&beat.node, &workers, &started_at, &now, &offset],
         )
         .await
@@ -33,8 +35,7 @@ pub(super) async fn beat(store: &PostgresStore, beat: NodeBeat) -> StoreResult<(
 pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<NodeInfo>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(
-            "SELECT name, workers, started_at, heartbeat_at, clock_offset FROM nodes ORDER BY name",
+        .query(&client.prepare_cached("SELECT name, workers, started_at, heartbeat_at, clock_offset FROM nodes ORDER BY name").await.map_err(pg)?,
             &[],
         )
         .await
@@ -54,9 +55,14 @@ pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<NodeInfo>> {
 
 pub(super) async fn remove(store: &PostgresStore, node: String) -> StoreResult<()> {
     transaction!(store, Commit::Bookkeeping, |tx| {
-        tx.execute("DELETE FROM nodes WHERE name = $1", &[&node])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached("DELETE FROM nodes WHERE name = $1")
+                .await
+                .map_err(pg)?,
+            &[&node],
+        )
+        .await
+        .map_err(pg)?;
         Ok(())
     })
 }

@@ -29,10 +29,15 @@ where
 {
     transaction!(store, Commit::Durable, |tx| {
         gate::lock(tx, batch).await?;
-        tx.query_opt("SELECT 1 FROM batches WHERE id = $1 FOR UPDATE", &[&batch])
-            .await
-            .map_err(pg)?
-            .ok_or_else(|| not_found("batch", batch))?;
+        tx.query_opt(
+            &tx.prepare_cached("SELECT 1 FROM batches WHERE id = $1 FOR UPDATE")
+                .await
+                .map_err(pg)?,
+            &[&batch],
+        )
+        .await
+        .map_err(pg)?
+        .ok_or_else(|| not_found("batch", batch))?;
         tx.execute(sql, &[&value, &batch]).await.map_err(pg)?;
         store.notify(tx, "r").await?;
         Ok(())
@@ -71,9 +76,14 @@ pub(super) async fn group_set_limit(
 ) -> StoreResult<()> {
     let limit = to_i32(limit);
     transaction!(store, Commit::Durable, |tx| {
-        tx.execute(include_str!("sql/group_set_limit.sql"), &[&key, &limit])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached(include_str!("sql/group_set_limit.sql"))
+                .await
+                .map_err(pg)?,
+            &[&key, &limit],
+        )
+        .await
+        .map_err(pg)?;
         store.notify(tx, "r").await?;
         Ok(())
     })
@@ -85,9 +95,14 @@ pub(super) async fn group_set_paused(
     paused: bool,
 ) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
-        tx.execute(include_str!("sql/group_set_paused.sql"), &[&key, &paused])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached(include_str!("sql/group_set_paused.sql"))
+                .await
+                .map_err(pg)?,
+            &[&key, &paused],
+        )
+        .await
+        .map_err(pg)?;
         store.notify(tx, "r").await?;
         Ok(())
     })
@@ -104,7 +119,9 @@ pub(super) async fn group_set_rate(
     let (limit, burst) = (limit.map(|l| l as i32), burst.map(|b| b as i32));
     transaction!(store, Commit::Durable, |tx| {
         tx.execute(
-            include_str!("sql/group_set_rate.sql"),
+            &tx.prepare_cached(include_str!("sql/group_set_rate.sql"))
+                .await
+                .map_err(pg)?,
             &[&key, &limit, &period, &burst],
         )
         .await

@@ -44,10 +44,9 @@ pub(super) async fn insert(
     quotas: Quotas,
 ) -> StoreResult<()> {
     let [tasks, input, output, text, children, depth] = quotas.columns();
-    tx.execute(
-        "INSERT INTO batch_quotas (batch_id, quota_tasks, quota_input, quota_output, quota_text,
+    tx.execute(&tx.prepare_cached("INSERT INTO batch_quotas (batch_id, quota_tasks, quota_input, quota_output, quota_text,
              quota_children, quota_depth)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7)").await.map_err(pg)?,
         &[&batch, &tasks, &input, &output, &text, &children, &depth],
     )
     .await
@@ -124,9 +123,13 @@ pub(super) async fn add(
     text: i64,
 ) -> StoreResult<()> {
     tx.execute(
-        "UPDATE batch_quotas SET used_output = greatest(used_output + $1, 0),
+        &tx.prepare_cached(
+            "UPDATE batch_quotas SET used_output = greatest(used_output + $1, 0),
                                  used_text = greatest(used_text + $2, 0)
          WHERE batch_id = $3",
+        )
+        .await
+        .map_err(pg)?,
         &[&output, &text, &batch],
     )
     .await
@@ -147,9 +150,13 @@ pub(super) async fn set(
         .ok_or_else(|| not_found("batch", batch))?;
     let [tasks, input, output, text, children, depth] = from_row(&row).0.changed(change).columns();
     tx.execute(
-        "UPDATE batch_quotas SET quota_tasks = $1, quota_input = $2, quota_output = $3,
+        &tx.prepare_cached(
+            "UPDATE batch_quotas SET quota_tasks = $1, quota_input = $2, quota_output = $3,
              quota_text = $4, quota_children = $5, quota_depth = $6
          WHERE batch_id = $7",
+        )
+        .await
+        .map_err(pg)?,
         &[&tasks, &input, &output, &text, &children, &depth, &batch],
     )
     .await
@@ -159,8 +166,13 @@ pub(super) async fn set(
 
 /// Takes out of their batches' usage what the tasks `ids`, pruned next, store.
 pub(super) async fn prune(tx: &impl GenericClient, ids: &[i64]) -> StoreResult<()> {
-    tx.execute(include_str!("sql/quota_prune.sql"), &[&ids])
-        .await
-        .map_err(pg)?;
+    tx.execute(
+        &tx.prepare_cached(include_str!("sql/quota_prune.sql"))
+            .await
+            .map_err(pg)?,
+        &[&ids],
+    )
+    .await
+    .map_err(pg)?;
     Ok(())
 }

@@ -41,7 +41,9 @@ async fn select(
     let states: Vec<i32> = which.codes(&action).into_iter().map(|s| s as i32).collect();
     let rows = tx
         .query(
-            include_str!("sql/select_tasks.sql"),
+            &tx.prepare_cached(include_str!("sql/select_tasks.sql"))
+                .await
+                .map_err(pg)?,
             &[
                 &which.task,
                 &which.batch,
@@ -97,7 +99,9 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
         modules.dedup();
         let known: HashSet<String> = tx
             .query(
-                "SELECT digest FROM modules WHERE digest = ANY($1)",
+                &tx.prepare_cached("SELECT digest FROM modules WHERE digest = ANY($1)")
+                    .await
+                    .map_err(pg)?,
                 &[&modules],
             )
             .await
@@ -116,7 +120,9 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
         let batches: Vec<BatchId> = by_batch.keys().copied().collect();
         let tenants: BTreeMap<BatchId, Option<TenantId>> = tx
             .query(
-                "SELECT id, tenant_id FROM batches WHERE id = ANY($1)",
+                &tx.prepare_cached("SELECT id, tenant_id FROM batches WHERE id = ANY($1)")
+                    .await
+                    .map_err(pg)?,
                 &[&batches],
             )
             .await
@@ -132,7 +138,12 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
         }
         super::tenants::check_open_many(tx, &adds).await?;
         let vtime: i64 = tx
-            .query_one("SELECT vtime FROM scheduler", &[])
+            .query_one(
+                &tx.prepare_cached("SELECT vtime FROM scheduler")
+                    .await
+                    .map_err(pg)?,
+                &[],
+            )
             .await
             .map_err(pg)?
             .get(0);
@@ -159,7 +170,9 @@ async fn again(
 ) -> StoreResult<()> {
     let next_vseq: i64 = tx
         .query_one(
-            "SELECT next_vseq FROM batches WHERE id = $1 FOR UPDATE",
+            &tx.prepare_cached("SELECT next_vseq FROM batches WHERE id = $1 FOR UPDATE")
+                .await
+                .map_err(pg)?,
             &[&batch],
         )
         .await
@@ -171,9 +184,14 @@ async fn again(
     if let (Some(old), Some(new)) = (old_gate, new_gate)
         && new < old
     {
-        tx.execute(include_str!("sql/submit_hold.sql"), &[&batch, &old])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached(include_str!("sql/submit_hold.sql"))
+                .await
+                .map_err(pg)?,
+            &[&batch, &old],
+        )
+        .await
+        .map_err(pg)?;
     }
     gate::open(tx, batch, tenant, tasks.iter().map(|t| t.order)).await?;
     let ids: Vec<i64> = tasks.iter().map(|t| t.id).collect();
@@ -182,11 +200,18 @@ async fn again(
         .map(|t| admit::first_state(t.order, new_gate).code() as i32)
         .collect();
     let vseqs: Vec<i64> = (0..tasks.len() as i64).map(|i| first_vseq + i).collect();
-    tx.execute(include_str!("sql/task_retry.sql"), &[&ids, &states, &vseqs])
-        .await
-        .map_err(pg)?;
     tx.execute(
-        "UPDATE batches SET next_vseq = $1 WHERE id = $2",
+        &tx.prepare_cached(include_str!("sql/task_retry.sql"))
+            .await
+            .map_err(pg)?,
+        &[&ids, &states, &vseqs],
+    )
+    .await
+    .map_err(pg)?;
+    tx.execute(
+        &tx.prepare_cached("UPDATE batches SET next_vseq = $1 WHERE id = $2")
+            .await
+            .map_err(pg)?,
         &[&(first_vseq + tasks.len() as i64), &batch],
     )
     .await
@@ -210,7 +235,9 @@ pub(super) async fn cancel(
         let claimed_ids: Vec<i64> = claimed.iter().map(|t| t.id).collect();
         if !pending.is_empty() {
             tx.execute(
-                include_str!("sql/task_cancel_many.sql"),
+                &tx.prepare_cached(include_str!("sql/task_cancel_many.sql"))
+                    .await
+                    .map_err(pg)?,
                 &[&now, &pending_ids],
             )
             .await
@@ -232,7 +259,9 @@ pub(super) async fn cancel(
         }
         if !claimed.is_empty() {
             tx.execute(
-                "UPDATE tasks SET cancel_requested = TRUE WHERE id = ANY($1)",
+                &tx.prepare_cached("UPDATE tasks SET cancel_requested = TRUE WHERE id = ANY($1)")
+                    .await
+                    .map_err(pg)?,
                 &[&claimed_ids],
             )
             .await
@@ -263,7 +292,9 @@ pub(super) async fn set_priority(
             .collect();
         if !ids.is_empty() {
             tx.execute(
-                include_str!("sql/task_set_priority_many.sql"),
+                &tx.prepare_cached(include_str!("sql/task_set_priority_many.sql"))
+                    .await
+                    .map_err(pg)?,
                 &[&priority, &ids],
             )
             .await

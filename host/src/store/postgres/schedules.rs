@@ -32,7 +32,13 @@ async fn find(
     name: &str,
 ) -> StoreResult<ScheduleInfo> {
     let row = client
-        .query_opt(include_str!("sql/schedule_get.sql"), &[&name])
+        .query_opt(
+            &client
+                .prepare_cached(include_str!("sql/schedule_get.sql"))
+                .await
+                .map_err(pg)?,
+            &[&name],
+        )
         .await
         .map_err(pg)?
         .ok_or_else(|| not_found("schedule", name))?;
@@ -51,7 +57,9 @@ pub(super) async fn create(
     transaction!(store, Commit::Durable, |tx| {
         let created = tx
             .query_opt(
-                include_str!("sql/schedule_insert.sql"),
+                &tx.prepare_cached(include_str!("sql/schedule_insert.sql"))
+                    .await
+                    .map_err(pg)?,
                 &[
                     &spec.name,
                     &spec.cron,
@@ -75,7 +83,13 @@ pub(super) async fn create(
 pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<ScheduleInfo>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(include_str!("sql/schedule_list.sql"), &[])
+        .query(
+            &client
+                .prepare_cached(include_str!("sql/schedule_list.sql"))
+                .await
+                .map_err(pg)?,
+            &[],
+        )
         .await
         .map_err(pg)?;
     Ok(rows.iter().map(|r| read(store, r)).collect())
@@ -94,7 +108,10 @@ pub(super) async fn ticks(
     let client = store.client(Commit::Durable).await?;
     let rows = client
         .query(
-            include_str!("sql/schedule_ticks.sql"),
+            &client
+                .prepare_cached(include_str!("sql/schedule_ticks.sql"))
+                .await
+                .map_err(pg)?,
             &[&schedule, &(limit as i64)],
         )
         .await
@@ -121,7 +138,9 @@ pub(super) async fn set_paused(
     transaction!(store, Commit::Durable, |tx| {
         let changed = tx
             .execute(
-                include_str!("sql/schedule_pause.sql"),
+                &tx.prepare_cached(include_str!("sql/schedule_pause.sql"))
+                    .await
+                    .map_err(pg)?,
                 &[&name, &paused, &next_due],
             )
             .await
@@ -136,7 +155,13 @@ pub(super) async fn set_paused(
 pub(super) async fn delete(store: &PostgresStore, name: &str) -> StoreResult<()> {
     let client = store.client(Commit::Durable).await?;
     let deleted = client
-        .execute(include_str!("sql/schedule_delete.sql"), &[&name])
+        .execute(
+            &client
+                .prepare_cached(include_str!("sql/schedule_delete.sql"))
+                .await
+                .map_err(pg)?,
+            &[&name],
+        )
         .await
         .map_err(pg)?;
     match deleted {
@@ -152,11 +177,23 @@ pub(super) async fn due(
     let now = store.db_time(now);
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(include_str!("sql/schedule_due.sql"), &[&now])
+        .query(
+            &client
+                .prepare_cached(include_str!("sql/schedule_due.sql"))
+                .await
+                .map_err(pg)?,
+            &[&now],
+        )
         .await
         .map_err(pg)?;
     let next: Option<i64> = client
-        .query_one(include_str!("sql/schedule_next_due.sql"), &[&now])
+        .query_one(
+            &client
+                .prepare_cached(include_str!("sql/schedule_next_due.sql"))
+                .await
+                .map_err(pg)?,
+            &[&now],
+        )
         .await
         .map_err(pg)?
         .get(0);
@@ -180,7 +217,9 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
             Some(cursor) => {
                 let moved = tx
                     .execute(
-                        include_str!("sql/schedule_advance.sql"),
+                        &tx.prepare_cached(include_str!("sql/schedule_advance.sql"))
+                            .await
+                            .map_err(pg)?,
                         &[&fire.schedule, &cursor, &next_due, &missed],
                     )
                     .await
@@ -190,10 +229,15 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
                 }
             }
             None => {
-                tx.query_opt(include_str!("sql/schedule_lock.sql"), &[&fire.schedule])
-                    .await
-                    .map_err(pg)?
-                    .ok_or_else(|| not_found("schedule", fire.schedule))?;
+                tx.query_opt(
+                    &tx.prepare_cached(include_str!("sql/schedule_lock.sql"))
+                        .await
+                        .map_err(pg)?,
+                    &[&fire.schedule],
+                )
+                .await
+                .map_err(pg)?
+                .ok_or_else(|| not_found("schedule", fire.schedule))?;
             }
         }
         let batch = match &fire.batch {
@@ -203,7 +247,9 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
                     .id;
                 tasks::submit_in(store, tx, batch, &open.tasks, now).await?;
                 tx.execute(
-                    include_str!("sql/schedule_last_batch.sql"),
+                    &tx.prepare_cached(include_str!("sql/schedule_last_batch.sql"))
+                        .await
+                        .map_err(pg)?,
                     &[&fire.schedule, &batch],
                 )
                 .await
@@ -213,7 +259,9 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
             None => None,
         };
         tx.execute(
-            include_str!("sql/schedule_tick_insert.sql"),
+            &tx.prepare_cached(include_str!("sql/schedule_tick_insert.sql"))
+                .await
+                .map_err(pg)?,
             &[
                 &fire.schedule,
                 &tick,
@@ -226,7 +274,9 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
         .await
         .map_err(pg)?;
         tx.execute(
-            include_str!("sql/schedule_ticks_prune.sql"),
+            &tx.prepare_cached(include_str!("sql/schedule_ticks_prune.sql"))
+                .await
+                .map_err(pg)?,
             &[&fire.schedule],
         )
         .await

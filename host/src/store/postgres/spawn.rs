@@ -22,7 +22,12 @@ pub(super) async fn submit(
     transaction!(store, Commit::Bookkeeping, |tx| {
         let spec = child.tasks()[0].clone();
         let row = tx
-            .query_opt(include_str!("sql/spawn_parent.sql"), &[&parent])
+            .query_opt(
+                &tx.prepare_cached(include_str!("sql/spawn_parent.sql"))
+                    .await
+                    .map_err(pg)?,
+                &[&parent],
+            )
             .await
             .map_err(pg)?
             .ok_or_else(|| not_found("task", parent))?;
@@ -37,7 +42,12 @@ pub(super) async fn submit(
         };
         let key = spec.key.clone().unwrap_or_default();
         let existing = tx
-            .query_opt(include_str!("sql/spawn_existing.sql"), &[&read.batch, &key])
+            .query_opt(
+                &tx.prepare_cached(include_str!("sql/spawn_existing.sql"))
+                    .await
+                    .map_err(pg)?,
+                &[&read.batch, &key],
+            )
             .await
             .map_err(pg)?
             .map(|r| Existing {
@@ -50,7 +60,12 @@ pub(super) async fn submit(
         let named = spawn::named_tasks(&spec);
         if !named.is_empty()
             && let Some(r) = tx
-                .query_opt(include_str!("sql/spawn_strangers.sql"), &[&named, &parent])
+                .query_opt(
+                    &tx.prepare_cached(include_str!("sql/spawn_strangers.sql"))
+                        .await
+                        .map_err(pg)?,
+                    &[&named, &parent],
+                )
                 .await
                 .map_err(pg)?
         {
@@ -58,9 +73,14 @@ pub(super) async fn submit(
         }
         let id = tasks::submit_in(store, tx, read.batch, &child, now).await?[0];
         let depth = (read.depth + 1) as i32;
-        tx.execute(include_str!("sql/spawn_link.sql"), &[&id, &parent, &depth])
-            .await
-            .map_err(pg)?;
+        tx.execute(
+            &tx.prepare_cached(include_str!("sql/spawn_link.sql"))
+                .await
+                .map_err(pg)?,
+            &[&id, &parent, &depth],
+        )
+        .await
+        .map_err(pg)?;
         Ok(id)
     })
 }
@@ -73,9 +93,14 @@ pub(super) async fn suspend(
     batch: BatchId,
     state: &[u8],
 ) -> StoreResult<()> {
-    tx.query(include_str!("sql/spawn_lock_children.sql"), &[&task])
-        .await
-        .map_err(pg)?;
+    tx.query(
+        &tx.prepare_cached(include_str!("sql/spawn_lock_children.sql"))
+            .await
+            .map_err(pg)?,
+        &[&task],
+    )
+    .await
+    .map_err(pg)?;
     gate::lock(tx, batch).await?;
     let stmt = tx
         .prepare_cached(include_str!("sql/complete_suspended.sql"))
@@ -89,7 +114,13 @@ pub(super) async fn suspend(
 pub(super) async fn saved(store: &PostgresStore, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt("SELECT saved_state FROM tasks WHERE id = $1", &[&task])
+        .query_opt(
+            &client
+                .prepare_cached("SELECT saved_state FROM tasks WHERE id = $1")
+                .await
+                .map_err(pg)?,
+            &[&task],
+        )
         .await
         .map_err(pg)?
         .map(|r| r.get(0))

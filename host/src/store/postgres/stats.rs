@@ -34,7 +34,13 @@ pub(super) async fn ended_counters(
     client: &impl GenericClient,
 ) -> StoreResult<Vec<(i32, u64, u64)>> {
     let rows = client
-        .query(include_str!("sql/stats_totals.sql"), &[])
+        .query(
+            &client
+                .prepare_cached(include_str!("sql/stats_totals.sql"))
+                .await
+                .map_err(pg)?,
+            &[],
+        )
         .await
         .map_err(pg)?;
     Ok(rows
@@ -60,7 +66,12 @@ async fn counts(tx: &impl GenericClient) -> StoreResult<(Progress, EndedTotals)>
         }
     }
     let row = tx
-        .query_one(include_str!("sql/stats_open.sql"), &[])
+        .query_one(
+            &tx.prepare_cached(include_str!("sql/stats_open.sql"))
+                .await
+                .map_err(pg)?,
+            &[],
+        )
         .await
         .map_err(pg)?;
     let count = |i: usize| row.get::<_, i64>(i).max(0) as u64;
@@ -80,7 +91,9 @@ pub(super) async fn queue_stats(store: &PostgresStore, now: Micros) -> StoreResu
     let (counts, ended_total) = counts(&tx).await?;
     let oldest_ready = tx
         .query_opt(
-            include_str!("sql/stats_oldest_ready.sql"),
+            &tx.prepare_cached(include_str!("sql/stats_oldest_ready.sql"))
+                .await
+                .map_err(pg)?,
             &[&store.db_time(now)],
         )
         .await
@@ -88,7 +101,9 @@ pub(super) async fn queue_stats(store: &PostgresStore, now: Micros) -> StoreResu
         .map(|r| store.local_time(r.get(0)));
     let groups = tx
         .query(
-            include_str!("sql/stats_groups.sql"),
+            &tx.prepare_cached(include_str!("sql/stats_groups.sql"))
+                .await
+                .map_err(pg)?,
             &[&(MAX_LISTED as i64), &store.db_time(now)],
         )
         .await
@@ -127,7 +142,10 @@ pub(super) async fn batch_depths(
     let client = store.client(Commit::Durable).await?;
     let rows = client
         .query(
-            include_str!("sql/stats_batches.sql"),
+            &client
+                .prepare_cached(include_str!("sql/stats_batches.sql"))
+                .await
+                .map_err(pg)?,
             &[&(limit.min(MAX_LISTED) as i64)],
         )
         .await

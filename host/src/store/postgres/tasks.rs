@@ -294,7 +294,12 @@ pub(super) async fn get(store: &PostgresStore, task: TaskId) -> StoreResult<Task
 
 pub(super) async fn info(tx: &impl GenericClient, task: TaskId) -> StoreResult<TaskInfo> {
     let r = tx
-        .query_opt(include_str!("sql/task_get.sql"), &[&task])
+        .query_opt(
+            &tx.prepare_cached(include_str!("sql/task_get.sql"))
+                .await
+                .map_err(pg)?,
+            &[&task],
+        )
         .await
         .map_err(pg)?
         .ok_or_else(|| not_found("task", task))?;
@@ -330,7 +335,13 @@ pub(super) fn row(r: &tokio_postgres::Row) -> TaskInfo {
 pub(super) async fn output(store: &PostgresStore, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt("SELECT output FROM tasks WHERE id = $1", &[&task])
+        .query_opt(
+            &client
+                .prepare_cached("SELECT output FROM tasks WHERE id = $1")
+                .await
+                .map_err(pg)?,
+            &[&task],
+        )
         .await
         .map_err(pg)?
         .map(|r| r.get(0))
@@ -341,7 +352,13 @@ pub(super) async fn output(store: &PostgresStore, task: TaskId) -> StoreResult<O
 pub(super) async fn input(store: &PostgresStore, task: TaskId) -> StoreResult<Vec<u8>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt("SELECT input FROM tasks WHERE id = $1", &[&task])
+        .query_opt(
+            &client
+                .prepare_cached("SELECT input FROM tasks WHERE id = $1")
+                .await
+                .map_err(pg)?,
+            &[&task],
+        )
         .await
         .map_err(pg)?
         .map(|r| r.get(0))
@@ -393,15 +410,25 @@ pub(super) async fn cancel(
         let info = info(tx, task).await?;
         gate::lock(tx, info.batch).await?;
         let state: i32 = tx
-            .query_one("SELECT state FROM tasks WHERE id = $1 FOR UPDATE", &[&task])
+            .query_one(
+                &tx.prepare_cached("SELECT state FROM tasks WHERE id = $1 FOR UPDATE")
+                    .await
+                    .map_err(pg)?,
+                &[&task],
+            )
             .await
             .map_err(pg)?
             .get(0);
         match TaskState::from_code(state.into()) {
             Some(TaskState::Waiting | TaskState::Ready) => {
-                tx.execute(include_str!("sql/task_cancel.sql"), &[&now, &task])
-                    .await
-                    .map_err(pg)?;
+                tx.execute(
+                    &tx.prepare_cached(include_str!("sql/task_cancel.sql"))
+                        .await
+                        .map_err(pg)?,
+                    &[&now, &task],
+                )
+                .await
+                .map_err(pg)?;
                 let closed = gate::close(tx, &[(info.batch, info.order, 1)]).await?;
                 super::hooks::batch_ends(tx, &closed, store.server_hook(), now).await?;
                 let mut settled = CompleteResult::default();
@@ -412,7 +439,9 @@ pub(super) async fn cancel(
             }
             Some(TaskState::Running) => {
                 tx.execute(
-                    "UPDATE tasks SET cancel_requested = TRUE WHERE id = $1",
+                    &tx.prepare_cached("UPDATE tasks SET cancel_requested = TRUE WHERE id = $1")
+                        .await
+                        .map_err(pg)?,
                     &[&task],
                 )
                 .await
@@ -428,20 +457,28 @@ pub(super) async fn cancel(
 /// A group's limit, its claimed tasks, and its pending ones (state 0 waiting, 1 ready).
 pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult<GroupInfo> {
     let client = store.client(Commit::Durable).await?;
-    let row = client
-        // A paused group's limit is the one it gets back on resume.
-        .query_opt(
+    // A paused group's limit is the one it gets back on resume.
+    let stmt = client
+        .prepare_cached(
             "SELECT CASE WHEN paused THEN resume_lim ELSE lim END, running, paused,
                     rate_limit, rate_period, rate_burst
              FROM groups WHERE key = $1",
-            &[&key],
         )
+        .await
+        .map_err(pg)?;
+    let row = client
+        .query_opt(&stmt, &[&key])
         .await
         .map_err(pg)?
         .ok_or_else(|| not_found("group", &key))?;
     let waiting: i64 = client
         .query_one(
-            "SELECT COUNT(*) FROM tasks WHERE group_key = $1 AND state IN (0, 1)",
+            &client
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM tasks WHERE group_key = $1 AND state IN (0, 1)",
+                )
+                .await
+                .map_err(pg)?,
             &[&key],
         )
         .await
@@ -468,7 +505,10 @@ pub(super) async fn group_list(
     let client = store.client(Commit::Durable).await?;
     let rows = client
         .query(
-            include_str!("sql/group_list.sql"),
+            &client
+                .prepare_cached(include_str!("sql/group_list.sql"))
+                .await
+                .map_err(pg)?,
             &[&after, &batch, &(limit as i64)],
         )
         .await

@@ -76,8 +76,13 @@ pub(super) async fn add(
     let client = store.client(Commit::Durable).await?;
     let added = client
         .query_opt(
-            "INSERT INTO tenants (name, created_at) VALUES ($1, $2)
+            &client
+                .prepare_cached(
+                    "INSERT INTO tenants (name, created_at) VALUES ($1, $2)
              ON CONFLICT (name) DO NOTHING RETURNING id",
+                )
+                .await
+                .map_err(pg)?,
             &[&name, &now],
         )
         .await
@@ -97,7 +102,13 @@ async fn tenants(
 ) -> StoreResult<Vec<TenantInfo>> {
     let now = store.db_time(now_micros());
     let rows = client
-        .query(include_str!("sql/tenant_list.sql"), &[&only])
+        .query(
+            &client
+                .prepare_cached(include_str!("sql/tenant_list.sql"))
+                .await
+                .map_err(pg)?,
+            &[&only],
+        )
         .await
         .map_err(pg)?;
     Ok(rows.iter().map(|r| tenant(r, now)).collect())
@@ -125,7 +136,13 @@ pub(super) async fn rules(
 ) -> StoreResult<TenantRules> {
     let client = store.client(Commit::Durable).await?;
     let row = client
-        .query_opt(include_str!("sql/tenant_rules.sql"), &[&id])
+        .query_opt(
+            &client
+                .prepare_cached(include_str!("sql/tenant_rules.sql"))
+                .await
+                .map_err(pg)?,
+            &[&id],
+        )
         .await
         .map_err(pg)?
         .ok_or_else(|| no_tenant(&id.to_string()))?;
@@ -176,7 +193,9 @@ pub(super) async fn set(
     transaction!(store, Commit::Durable, |tx| {
         let id = tenant_id(tx, &name).await?;
         tx.execute(
-            include_str!("sql/tenant_set.sql"),
+            &tx.prepare_cached(include_str!("sql/tenant_set.sql"))
+                .await
+                .map_err(pg)?,
             &[
                 &id,
                 &change.max_priority.is_some(),
@@ -241,7 +260,12 @@ async fn lower_in(
     ceiling: i32,
 ) -> StoreResult<u64> {
     let changed: i64 = tx
-        .query_one(include_str!("sql/tenant_lower.sql"), &[&ceiling, &id])
+        .query_one(
+            &tx.prepare_cached(include_str!("sql/tenant_lower.sql"))
+                .await
+                .map_err(pg)?,
+            &[&ceiling, &id],
+        )
         .await
         .map_err(pg)?
         .get(0);
@@ -307,7 +331,13 @@ pub(super) async fn check_open_many(
 
 async fn tenant_id(client: &impl GenericClient, name: &str) -> StoreResult<TenantId> {
     client
-        .query_opt("SELECT id FROM tenants WHERE name = $1", &[&name])
+        .query_opt(
+            &client
+                .prepare_cached("SELECT id FROM tenants WHERE name = $1")
+                .await
+                .map_err(pg)?,
+            &[&name],
+        )
         .await
         .map_err(pg)?
         .map(|r| r.get(0))
@@ -323,9 +353,8 @@ pub(super) async fn token_add(
     let client = store.client(Commit::Durable).await?;
     let id = tenant_id(&client, &tenant).await?;
     let row = client
-        .query_one(
-            "INSERT INTO tenant_tokens (tenant_id, secret_hash, created_at) VALUES ($1, $2, $3)
-             RETURNING id",
+        .query_one(&client.prepare_cached("INSERT INTO tenant_tokens (tenant_id, secret_hash, created_at) VALUES ($1, $2, $3)
+             RETURNING id").await.map_err(pg)?,
             &[&id, &&secret_hash[..], &now],
         )
         .await
@@ -341,7 +370,13 @@ pub(super) async fn token_add(
 async fn tokens(client: &impl GenericClient, tenant: &str) -> StoreResult<Vec<TokenInfo>> {
     tenant_id(client, tenant).await?;
     let rows = client
-        .query(include_str!("sql/token_list.sql"), &[&tenant])
+        .query(
+            &client
+                .prepare_cached(include_str!("sql/token_list.sql"))
+                .await
+                .map_err(pg)?,
+            &[&tenant],
+        )
         .await
         .map_err(pg)?;
     Ok(rows.iter().map(token).collect())
@@ -365,8 +400,13 @@ pub(super) async fn token_revoke(
     let id = tenant_id(&client, &tenant).await?;
     client
         .execute(
-            "UPDATE tenant_tokens SET revoked_at = coalesce(revoked_at, $1)
+            &client
+                .prepare_cached(
+                    "UPDATE tenant_tokens SET revoked_at = coalesce(revoked_at, $1)
              WHERE id = $2 AND tenant_id = $3",
+                )
+                .await
+                .map_err(pg)?,
             &[&now, &token_id, &id],
         )
         .await
@@ -386,8 +426,13 @@ pub(super) async fn token_check(
     let client = store.client(Commit::Durable).await?;
     let found = client
         .query_opt(
-            "SELECT tenant_id, secret_hash FROM tenant_tokens
+            &client
+                .prepare_cached(
+                    "SELECT tenant_id, secret_hash FROM tenant_tokens
              WHERE id = $1 AND revoked_at IS NULL",
+                )
+                .await
+                .map_err(pg)?,
             &[&token_id],
         )
         .await
