@@ -1,11 +1,12 @@
 //! The dashboard's details in a real browser (see `browser/`): the overview's last hour
 //! against `/v1/status/history`, the modules' languages against `/v1/modules`, and a
-//! task's input size, output, log lines, stdout and stderr against the API.
+//! task's input size, output, log lines, stdout and stderr against the API; and a busy
+//! batch's page redrawn one read at a time, never over the page that follows it.
 
 mod browser;
 
 use browser::*;
-use qhost_tests::server::Server;
+use qhost_tests::server::{Server, call};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -178,6 +179,103 @@ async fn the_pages_show_the_last_hour_the_modules_languages_and_a_tasks_input_an
         .unwrap();
     assert_eq!(cells[4], "unknown", "{cells}");
     assert_eq!(cells[5], "unknown", "{cells}");
+    browser.close().await.unwrap();
+    assert!(server.stop().success());
+}
+
+/// Holds the page's reads of a batch's graph until `window.qhostRelease()`: counts them
+/// (`qhostGraphs`), and counts in `qhostRead` those whose answer the page has read, once
+/// the page's own steps after it have run.
+const HOLD_GRAPH_READS: &str = r#"
+const real = window.fetch;
+window.qhostGraphs = 0;
+window.qhostRead = 0;
+const held = [];
+window.qhostRelease = () => held.splice(0).forEach((go) => go());
+window.fetch = (url, options) => {
+  if (!String(url).endsWith('/graph')) return real(url, options);
+  window.qhostGraphs += 1;
+  return new Promise((resolve) => held.push(() => resolve(real(url, options).then((r) => {
+    const text = r.text.bind(r);
+    r.text = () => text().then((body) => {
+      setTimeout(() => { window.qhostRead += 1; }, 0);
+      return body;
+    });
+    return r;
+  }))));
+};
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_busy_batch_draws_one_page_at_a_time_and_a_page_left_draws_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), 2);
+    server.upload("misbehave");
+    let ok = json!({ "module": "misbehave", "input": "ok" });
+    let (batch, _) = open(&server, json!({ "max_parallel": 0 }), json!(vec![ok; 20]));
+    let driver = Driver::start();
+    let browser = driver.browser().await;
+    sign_in(&browser, &server).await;
+    visit(&browser, &server, &format!("/batch/{batch}"), "Batch").await;
+    until(
+        &browser,
+        "the batch's events followed",
+        "return document.getElementById('live').textContent === 'live';",
+    )
+    .await;
+
+    // Every task starts and ends while the page's first redraw waits on its reads: the
+    // events ask for one more redraw, not one each.
+    browser.execute(HOLD_GRAPH_READS, vec![]).await.unwrap();
+    let (status, body) = call(
+        "PUT",
+        &format!("{}/v1/batches/{batch}/max_parallel", server.url),
+        Some(&server.token),
+        Some(json!({ "max_parallel": null })),
+    );
+    assert_eq!(status, 200, "{body}");
+    until(
+        &browser,
+        "the batch's end",
+        "return document.getElementById('live').textContent === 'all tasks ended';",
+    )
+    .await;
+    let graphs = browser
+        .execute("return window.qhostGraphs;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(graphs, json!(1), "redraws under way at once");
+
+    // Left for the tasks page, the batch's page draws nothing when its reads come back,
+    // and asks for no more.
+    browser
+        .execute("location.hash = '#/tasks';", vec![])
+        .await
+        .unwrap();
+    until(
+        &browser,
+        "the tasks page",
+        "return document.querySelector('main h1')?.textContent === 'Tasks';",
+    )
+    .await;
+    browser
+        .execute("window.qhostRelease();", vec![])
+        .await
+        .unwrap();
+    until(
+        &browser,
+        "the held read answered",
+        "return window.qhostRead === 1;",
+    )
+    .await;
+    let shown = browser
+        .execute(
+            "return [document.querySelector('main h1').textContent, window.qhostGraphs];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(shown, json!(["Tasks", 1]));
     browser.close().await.unwrap();
     assert!(server.stop().success());
 }

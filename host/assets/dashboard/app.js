@@ -52,12 +52,13 @@ async function show() {
     view.replaceChildren(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Overview")));
     return;
   }
-  if (!(await render(target, true))) return;
+  if (!(await render(target, stop.signal, true))) return;
   view.focus({ preventScroll: true });
+  const redraw = oneAtATime(() => render(target, stop.signal), stop.signal);
   if (target.page === pages.batch) {
     follow(target.params.id, (name) => {
       if (name === "end") live.textContent = "all tasks ended";
-      render(target);
+      redraw();
     }, stop.signal, (state) => {
       live.textContent = state === "live" ? "live" : "reconnecting…";
     }).catch(() => {});
@@ -65,9 +66,36 @@ async function show() {
   while (!stop.signal.aborted) {
     await new Promise((r) => setTimeout(r, REFRESH_MS));
     if (!stop.signal.aborted && document.visibilityState === "visible" && !busy()) {
-      await render(target);
+      await redraw();
     }
   }
+}
+
+/**
+ * `draw`, never two at once: asked while one runs, it runs once more after it, however
+ * often it was asked (a busy batch sends thousands of events a second). Nothing once
+ * `signal` is aborted.
+ */
+function oneAtATime(draw, signal) {
+  let running = null;
+  let again = false;
+  return () => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      try {
+        do {
+          again = false;
+          await draw();
+        } while (again && !signal.aborted);
+      } finally {
+        running = null; // in the step that checked `again`: no ask falls between
+      }
+    })();
+    return running;
+  };
 }
 
 /** While a dialog is open or the user types in a field, the page is not redrawn. */
@@ -77,11 +105,14 @@ function busy() {
     (active && ["INPUT", "SELECT"].includes(active.tagName) && view.contains(active));
 }
 
-/** Draws the page; false if the user must sign in first. */
-async function render(target, first = false) {
+/**
+ * Draws the page; false if the user must sign in first, or left the page (`signal`
+ * aborted) while its reads were under way: a page left never draws over the next one.
+ */
+async function render(target, signal, first = false) {
   try {
     const content = await target.page(target.params);
-    if (current?.stop.signal.aborted) return false;
+    if (signal.aborted) return false;
     const focused = document.activeElement?.id;
     // A page is a list of elements, lists of them among it (a task's attempts) at any depth.
     view.replaceChildren(...[content].flat(Infinity).filter(Boolean));
@@ -89,6 +120,7 @@ async function render(target, first = false) {
     view.dataset.loaded = String(Date.now());
     return true;
   } catch (e) {
+    if (signal.aborted) return false;
     if (e instanceof ApiError && e.status === 401) {
       signIn();
       return false;
