@@ -83,7 +83,7 @@ pub async fn observe(State(state): State<AppState>, mut request: Request, next: 
         method = %method,
         route = template,
         status,
-        ms = started.elapsed().as_secs_f64() * 1e3,
+        ms = crate::telemetry::millis(started.elapsed()),
         credential,
         "request"
     );

@@ -161,8 +161,23 @@ pub fn cut(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// A duration in milliseconds to the microsecond, as log lines give it: `1.198`, not
+/// `1.1987619999999999`.
+pub fn millis(duration: std::time::Duration) -> f64 {
+    duration.as_micros() as f64 / 1e3
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn millis_read_as_written() {
+        use std::time::Duration;
+        let shown = |d: Duration| super::millis(d).to_string();
+        assert_eq!(shown(Duration::from_nanos(1_198_762)), "1.198");
+        assert_eq!(shown(Duration::from_nanos(5_418)), "0.005");
+        assert_eq!(shown(Duration::from_secs(2)), "2000");
+    }
+
     #[test]
     fn cut_keeps_characters_whole() {
         assert_eq!(super::cut("héllo", 2), "h");

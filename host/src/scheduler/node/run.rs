@@ -280,7 +280,7 @@ fn ended_as(
         attempt = task.attempt,
         module = &*shown.name,
         outcome = outcome.as_str(),
-        ms = took.as_secs_f64() * 1e3,
+        ms = telemetry::millis(took),
         node,
         slot,
         error,
