@@ -6,6 +6,7 @@
 //! Python `KeyError`, a JavaScript `TypeError`) must end the attempt as `guest-error`
 //! with its message, not trap. The JavaScript SDK is held to the same under SpiderMonkey
 //! (componentize-js), whose ids are BigInts and which traps on a thrown `Error` by itself.
+//! The Rust SDK's children, inputs, settings and HTTP run through a server.
 //!
 //! The toolchains are those of scripts/guest-toolchains.sh: componentize-py from the
 //! examples' virtualenv, npm (the project installs componentize-qjs itself), clang,
@@ -359,4 +360,101 @@ export function run(input, info) {
         stderr.contains("task ended with outcome `guest-error`: TypeError: "),
         "{stderr}"
     );
+}
+
+/// The Rust SDK's imports beyond the plain task, through a server: a task submits a child
+/// per word with `spawn`, suspends, and merges the children's outputs from
+/// `graph::inputs`; another reads its batch's setting with `config::setting` and sends it
+/// with `http::get` to an origin its batch was granted, which echoes it back.
+#[test]
+fn rust_sdk_spawns_reads_inputs_settings_and_sends_http() {
+    let built = new_and_build("imports-rust", "rust");
+    std::fs::write(
+        built.project.join("src/lib.rs"),
+        r#"
+use qhost_guest::{TaskInfo, config, graph, http, spawn};
+
+#[qhost_guest::task]
+fn run(input: &[u8], _info: &TaskInfo) -> Result<String, String> {
+    let input = std::str::from_utf8(input).map_err(|_| "the input is not UTF-8")?;
+    if let Some(word) = input.strip_prefix("shout:") {
+        return Ok(word.to_uppercase());
+    }
+    if let Some(url) = input.strip_prefix("fetch:") {
+        let token = config::setting("TOKEN")?.ok_or("no TOKEN setting")?;
+        let response = http::get(url).header("authorization", token).send()?;
+        return Ok(format!("{} {}", response.status, response.text()?));
+    }
+    match spawn::saved()? {
+        None => {
+            let words: Vec<&str> = input.split_whitespace().collect();
+            for (n, word) in words.iter().enumerate() {
+                spawn::child(format!("word-{n}"), format!("shout:{word}")).submit()?;
+            }
+            spawn::suspend(words.len().to_string().as_bytes())?;
+            Ok(String::new())
+        }
+        Some(count) => {
+            let mut shouted = Vec::new();
+            for dependency in graph::inputs()? {
+                shouted.push(String::from_utf8_lossy(dependency.output()?).into_owned());
+            }
+            let count = String::from_utf8_lossy(&count).into_owned();
+            Ok(format!("{} of {count}: {}", shouted.len(), shouted.join(" ")))
+        }
+    }
+}
+"#,
+    )
+    .unwrap();
+    check(
+        &build(&built.project, "rust", &built.printed)
+            .output()
+            .unwrap(),
+        "the build of the rewritten task",
+    );
+
+    let origin = qhost_tests::origin_server::OriginServer::start();
+    let data = tempfile::tempdir().unwrap();
+    let server = origin.allowed_by_server(data.path());
+    let component = built.component.to_str().unwrap();
+    check(
+        &server.run(&["module", "add", component, "--name", "sdk"]),
+        "qhost module add",
+    );
+    let task = |input: String| serde_json::json!({ "module": "sdk", "input": input });
+    let opened = server.open_batch(serde_json::json!({
+        "allow_http": [origin.origin()],
+        "settings": { "TOKEN": "Bearer sdk-token" },
+        "tasks": [
+            task("three short words".into()),
+            task(format!("fetch:{}", origin.url("/authorization"))),
+        ],
+    }));
+    let (status, waited) = qhost_tests::server::call(
+        "GET",
+        &format!("{}/v1/batches/{}/wait?timeout=60s", server.url, opened.id),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 200, "{waited}");
+    let outputs: Vec<String> = opened
+        .tasks
+        .iter()
+        .map(|id| {
+            let (status, output) = qhost_tests::server::call(
+                "GET",
+                &format!("{}/v1/tasks/{id}/output", server.url),
+                Some(&server.token),
+                None,
+            );
+            assert_eq!(status, 200, "task {id}: {output} ({waited})");
+            output.as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        outputs,
+        ["3 of 3: THREE SHORT WORDS", "200 Bearer sdk-token"]
+    );
+    assert!(server.stop().success());
 }

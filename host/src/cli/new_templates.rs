@@ -107,7 +107,7 @@ pub fn rust() -> Vec<File> {
 }
 
 /// The Rust SDK's crates, as they are in `sdk/rust/` (their WIT aside).
-fn rust_sdk() -> [File; 8] {
+fn rust_sdk() -> [File; 12] {
     [
         text!(
             "qhost-sdk/qhost-guest/Cargo.toml",
@@ -132,6 +132,22 @@ fn rust_sdk() -> [File; 8] {
         text!(
             "qhost-sdk/qhost-guest/src/defer.rs",
             "../../../sdk/rust/qhost-guest/src/defer.rs"
+        ),
+        text!(
+            "qhost-sdk/qhost-guest/src/config.rs",
+            "../../../sdk/rust/qhost-guest/src/config.rs"
+        ),
+        text!(
+            "qhost-sdk/qhost-guest/src/graph.rs",
+            "../../../sdk/rust/qhost-guest/src/graph.rs"
+        ),
+        text!(
+            "qhost-sdk/qhost-guest/src/http.rs",
+            "../../../sdk/rust/qhost-guest/src/http.rs"
+        ),
+        text!(
+            "qhost-sdk/qhost-guest/src/spawn.rs",
+            "../../../sdk/rust/qhost-guest/src/spawn.rs"
         ),
         text!(
             "qhost-sdk/qhost-guest-macros/Cargo.toml",

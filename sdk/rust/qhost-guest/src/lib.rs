@@ -16,6 +16,13 @@
 //! `guest-error` and that text, and is retried while attempts are left. A panic traps
 //! (outcome `trap`, the panic message in the error).
 //!
+//! Beyond logging ([`info!`] and its kin) and JSON ([`json`], [`Json`]), a task may read
+//! its batch's settings ([`config::setting`]), make HTTP requests its batch was granted
+//! ([`http::get`]), read the outputs of the tasks it runs after ([`graph::inputs`]),
+//! submit children and wait for them ([`spawn`]), and ask to run again later
+//! ([`retry_after`]). A component imports only what its task calls: one that calls none
+//! of these runs as a plain `qhost:task/task` component.
+//!
 //! The crate carries the `qhost:task` WIT package (`wit/`, version 0.1.0, which this
 //! crate's version follows) and generates its bindings; a task crate needs no
 //! `wit-bindgen` of its own. Build it as a `cdylib` for `wasm32-wasip2`.
@@ -23,9 +30,13 @@
 // The generated bindings name this crate by its path, as a task crate does.
 extern crate self as qhost_guest;
 
+pub mod config;
 mod defer;
+pub mod graph;
+pub mod http;
 mod log;
 mod output;
+pub mod spawn;
 
 #[cfg(feature = "json")]
 mod json;
@@ -67,7 +78,17 @@ pub mod __private {
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "qhost:task/task",
+        // Every world's imports: a component keeps only those its task calls.
+        inline: "
+            package qhost:guest-sdk;
+            world sdk {
+                include qhost:task/task-spawn@0.1.0;
+                import wasi:http/outgoing-handler@0.2.12;
+                import wasi:config/store@0.2.0-rc.1;
+            }
+        ",
+        world: "qhost:guest-sdk/sdk",
+        generate_all,
         pub_export_macro: true,
         export_macro_name: "__export",
         default_bindings_module: "::qhost_guest::__private::bindings",
