@@ -87,11 +87,13 @@ async fn time_pages(server: &Server, title: &str) {
         ("/batches".to_owned(), "Batches"),
         (format!("/batch/{batch}"), "Batch"),
         ("/tasks".to_owned(), "Tasks"),
+        ("/tasks?state=failed".to_owned(), "Tasks"),
         (format!("/task/{task}"), "Task"),
         ("/groups".to_owned(), "Groups"),
         ("/nodes".to_owned(), "Nodes"),
         ("/modules".to_owned(), "Modules"),
         ("/schedules".to_owned(), "Schedules"),
+        ("/tenants".to_owned(), "Tenants"),
     ];
 
     let driver = Driver::start();
