@@ -356,6 +356,13 @@ async fn every_page_fits_a_phone_and_reads_in_either_scheme() {
                      "plan": { "tasks": [{ "module": "misbehave", "input": "ok" }] } }),
         ),
     );
+    let (status, body) = call(
+        "POST",
+        &format!("{}/v1/tenants", server.url),
+        Some(&server.token),
+        Some(json!({ "name": "acme" })),
+    );
+    assert_eq!(status, 201, "{body}");
     let driver = Driver::start();
     let browser = driver.browser().await;
     sign_in(&browser, &server).await;
@@ -369,6 +376,7 @@ async fn every_page_fits_a_phone_and_reads_in_either_scheme() {
         ("/nodes".to_owned(), "Nodes", "nodes"),
         ("/modules".to_owned(), "Modules", "modules"),
         ("/schedules".to_owned(), "Schedules", "schedules"),
+        ("/tenants".to_owned(), "Tenants", "tenants"),
     ];
     for (width, dark) in [(1400, false), (1400, true), (390, false), (390, true)] {
         driver.emulate(&browser, width, dark).await;
