@@ -365,7 +365,8 @@ export function run(input, info) {
 /// The Rust SDK's imports beyond the plain task, through a server: a task submits a child
 /// per word with `spawn`, suspends, and merges the children's outputs from
 /// `graph::inputs`; another reads its batch's setting with `config::setting` and sends it
-/// with `http::get` to an origin its batch was granted, which echoes it back.
+/// with `http::get` to an origin its batch was granted, which echoes it back; a request to
+/// an origin not granted fails the task with the SDK's error.
 #[test]
 fn rust_sdk_spawns_reads_inputs_settings_and_sends_http() {
     let built = new_and_build("imports-rust", "rust");
@@ -429,6 +430,9 @@ fn run(input: &[u8], _info: &TaskInfo) -> Result<String, String> {
         "tasks": [
             task("three short words".into()),
             task(format!("fetch:{}", origin.url("/authorization"))),
+            // Not granted: refused before it leaves the host.
+            serde_json::json!({ "module": "sdk", "input": "fetch:http://127.0.0.1:9/",
+                                "max_attempts": 1 }),
         ],
     }));
     let (status, waited) = qhost_tests::server::call(
@@ -438,8 +442,8 @@ fn run(input: &[u8], _info: &TaskInfo) -> Result<String, String> {
         None,
     );
     assert_eq!(status, 200, "{waited}");
-    let outputs: Vec<String> = opened
-        .tasks
+    let (granted, refused) = opened.tasks.split_at(2);
+    let outputs: Vec<String> = granted
         .iter()
         .map(|id| {
             let (status, output) = qhost_tests::server::call(
@@ -455,6 +459,17 @@ fn run(input: &[u8], _info: &TaskInfo) -> Result<String, String> {
     assert_eq!(
         outputs,
         ["3 of 3: THREE SHORT WORDS", "200 Bearer sdk-token"]
+    );
+    let (_, view) = qhost_tests::server::call(
+        "GET",
+        &format!("{}/v1/tasks/{}", server.url, refused[0]),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(view["outcome"], "guest-error", "{view}");
+    assert_eq!(
+        view["error"], "http://127.0.0.1:9/: HttpRequestDenied",
+        "{view}"
     );
     assert!(server.stop().success());
 }

@@ -1,6 +1,7 @@
 //! Outbound HTTP through `wasi:http`: a request is sent only when the task's batch was
-//! granted its origin (`allow_http`) within the operator's list; any other is refused with
-//! `HTTP-request-denied`, and the attempt's log says why. Redirects are not followed: a
+//! granted its origin (`allow_http`) within the operator's list; any other is refused
+//! (wasi:http's `HTTP-request-denied`: the error reads `HttpRequestDenied`), and the
+//! attempt's log says why. Redirects are not followed: a
 //! `3xx` is a response like any other.
 //!
 //! ```ignore
@@ -14,7 +15,8 @@
 
 use crate::bindings::wasi::http::outgoing_handler;
 use crate::bindings::wasi::http::types::{
-    Fields, IncomingBody, IncomingResponse, Method, OutgoingBody, OutgoingRequest, Scheme,
+    ErrorCode, Fields, IncomingBody, IncomingResponse, Method, OutgoingBody, OutgoingRequest,
+    Scheme,
 };
 use crate::bindings::wasi::io::streams::StreamError;
 
@@ -72,7 +74,7 @@ impl Request {
     }
 
     /// Sends the request and reads the whole response. The error names the URL and what
-    /// failed: a refused origin reads `HTTP-request-denied`.
+    /// failed: `http://example.com/: HttpRequestDenied` for an origin not granted.
     pub fn send(self) -> Result<Response, String> {
         let url = &self.url;
         let fail = |what: &str| format!("{url}: {what}");
@@ -97,8 +99,7 @@ impl Request {
             .set_path_with_query(Some(&path))
             .map_err(|()| fail("invalid path"))?;
         let body = request.body().map_err(|()| fail("the body was taken"))?;
-        let pending =
-            outgoing_handler::handle(request, None).map_err(|e| fail(&format!("{e:?}")))?;
+        let pending = outgoing_handler::handle(request, None).map_err(|e| fail(&code(&e)))?;
         {
             let stream = body.write().map_err(|()| fail("the body was taken"))?;
             for chunk in self.body.chunks(CHUNK) {
@@ -113,7 +114,7 @@ impl Request {
             .get()
             .ok_or_else(|| fail("no response"))?
             .map_err(|()| fail("the response was taken"))?
-            .map_err(|e| fail(&format!("{e:?}")))?;
+            .map_err(|e| fail(&code(&e)))?;
         read(&response).map_err(|e| fail(&e))
     }
 }
@@ -138,6 +139,12 @@ impl Response {
         serde_json::from_slice(&self.body)
             .map_err(|e| format!("the response body is not the JSON expected: {e}"))
     }
+}
+
+/// A wasi:http error as its case's name (`HttpRequestDenied`), with its details if any.
+fn code(error: &ErrorCode) -> String {
+    let shown = format!("{error:?}");
+    shown.trim_start_matches("ErrorCode::").to_owned()
 }
 
 /// A URL's scheme, authority and path with its query.
