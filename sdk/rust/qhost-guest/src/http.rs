@@ -1,8 +1,8 @@
 //! Outbound HTTP through `wasi:http`: a request is sent only when the task's batch was
 //! granted its origin (`allow_http`) within the operator's list; any other is refused
 //! (wasi:http's `HTTP-request-denied`: the error reads `HttpRequestDenied`), and the
-//! attempt's log says why. Redirects are not followed: a
-//! `3xx` is a response like any other.
+//! attempt's log says why. Redirects are not followed: a `3xx` is a response like any
+//! other.
 //!
 //! ```ignore
 //! let page = qhost_guest::http::get("https://example.com/data.json")
