@@ -3,6 +3,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::tasks::set_pending_priority;
 use super::{Commit, PostgresStore, gate, not_found, pg, to_i32};
 use crate::store::*;
@@ -41,10 +42,9 @@ pub(super) async fn insert(
     let max_parallel = spec.max_parallel.map(to_i32);
     let halt = spec.failure_policy == FailurePolicy::Halt;
     let id: BatchId = tx
-        .query_one(&tx.prepare_cached("INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at,
+        .row("INSERT INTO batches (handle_hash, name, priority, max_parallel, halt_on_failure, created_at,
                                   webhook_url, webhook_secret, tenant_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id").await.map_err(pg)?,
-            &[
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id", &[
                 &&handle_hash[..],
                 &spec.name,
                 &spec.priority,
@@ -54,10 +54,8 @@ pub(super) async fn insert(
                 &spec.webhook.as_ref().map(|h| &h.url),
                 &spec.webhook.as_ref().map(|h| &h.sealed_secret),
                 &spec.tenant,
-            ],
-        )
-        .await
-        .map_err(pg)?
+            ])
+.await?
         .get(0);
     super::grants::insert(tx, id, spec).await?;
     super::quotas::insert(tx, id, spec.quotas).await?;
@@ -71,14 +69,11 @@ pub(super) async fn set_handle(
 ) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
         match tx
-            .execute(
-                &tx.prepare_cached("UPDATE batches SET handle_hash = $1 WHERE id = $2")
-                    .await
-                    .map_err(pg)?,
+            .run(
+                "UPDATE batches SET handle_hash = $1 WHERE id = $2",
                 &[&&handle_hash[..], &batch],
             )
-            .await
-            .map_err(pg)?
+            .await?
         {
             0 => Err(not_found("batch", batch)),
             _ => Ok(()),
@@ -111,15 +106,11 @@ pub(super) async fn authorize(
 ) -> StoreResult<Option<TenantId>> {
     let client = store.client(Commit::Durable).await?;
     let stored: Option<(Vec<u8>, Option<TenantId>)> = client
-        .query_opt(
-            &client
-                .prepare_cached("SELECT handle_hash, tenant_id FROM batches WHERE id = $1")
-                .await
-                .map_err(pg)?,
+        .row_opt(
+            "SELECT handle_hash, tenant_id FROM batches WHERE id = $1",
             &[&batch],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .map(|r| (r.get(0), r.get(1)));
     match stored {
         None => Err(not_found("batch", batch)),
@@ -131,15 +122,8 @@ pub(super) async fn authorize(
 pub(super) async fn tenant(store: &PostgresStore, batch: BatchId) -> StoreResult<Option<TenantId>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt(
-            &client
-                .prepare_cached("SELECT tenant_id FROM batches WHERE id = $1")
-                .await
-                .map_err(pg)?,
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?
+        .row_opt("SELECT tenant_id FROM batches WHERE id = $1", &[&batch])
+        .await?
         .map(|r| r.get(0))
         .ok_or_else(|| not_found("batch", batch))
 }
@@ -147,14 +131,8 @@ pub(super) async fn tenant(store: &PostgresStore, batch: BatchId) -> StoreResult
 pub(super) async fn seal(store: &PostgresStore, batch: BatchId) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
         match tx
-            .execute(
-                &tx.prepare_cached("UPDATE batches SET sealed = TRUE WHERE id = $1")
-                    .await
-                    .map_err(pg)?,
-                &[&batch],
-            )
-            .await
-            .map_err(pg)?
+            .run("UPDATE batches SET sealed = TRUE WHERE id = $1", &[&batch])
+            .await?
         {
             0 => Err(not_found("batch", batch)),
             _ => Ok(()),
@@ -170,14 +148,11 @@ pub(super) async fn set_priority(
 ) -> StoreResult<u64> {
     transaction!(store, Commit::Durable, |tx| {
         if tx
-            .execute(
-                &tx.prepare_cached("UPDATE batches SET priority = $1 WHERE id = $2")
-                    .await
-                    .map_err(pg)?,
+            .run(
+                "UPDATE batches SET priority = $1 WHERE id = $2",
                 &[&priority, &batch],
             )
-            .await
-            .map_err(pg)?
+            .await?
             == 0
         {
             return Err(not_found("batch", batch));
@@ -199,16 +174,11 @@ pub(super) async fn cancel(store: &PostgresStore, batch: BatchId, now: Micros) -
             super::hooks::batch_ends(tx, &[batch], store.server_hook(), now).await?;
         }
         let running = tx
-            .execute(
-                &tx.prepare_cached(
-                    "UPDATE tasks SET cancel_requested = TRUE WHERE batch_id = $1 AND state = 2",
-                )
-                .await
-                .map_err(pg)?,
+            .run(
+                "UPDATE tasks SET cancel_requested = TRUE WHERE batch_id = $1 AND state = 2",
                 &[&batch],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
         if cancelled > 0 {
             store.notify_batches(tx, &[(0, batch)]).await?;
         }
@@ -257,15 +227,7 @@ pub(super) async fn info(tx: &impl GenericClient, batch: BatchId) -> StoreResult
 /// The batches `ids` that exist, in that order, each with its progress
 /// (`sql/batch_info.sql`).
 pub(super) async fn infos(tx: &impl GenericClient, ids: &[BatchId]) -> StoreResult<Vec<BatchInfo>> {
-    let rows = tx
-        .query(
-            &tx.prepare_cached(include_str!("sql/batch_info.sql"))
-                .await
-                .map_err(pg)?,
-            &[&ids],
-        )
-        .await
-        .map_err(pg)?;
+    let rows = tx.rows(include_str!("sql/batch_info.sql"), &[&ids]).await?;
     let mut found = std::collections::HashMap::<BatchId, BatchInfo>::with_capacity(ids.len());
     for row in &rows {
         let batch = found.entry(row.get(0)).or_insert_with(|| settings(row));

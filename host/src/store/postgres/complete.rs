@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::log::AttemptRows;
 use super::{Commit, PostgresStore, gate, graph, hooks, pg};
 use crate::runtime::Outcome;
@@ -63,14 +64,8 @@ pub(super) async fn renew(
     let until = store.db_time(until);
     transaction!(store, Commit::Bookkeeping, |tx| {
         let rows = tx
-            .query(
-                &tx.prepare_cached(include_str!("sql/lease_renew.sql"))
-                    .await
-                    .map_err(pg)?,
-                &[&until, &node],
-            )
-            .await
-            .map_err(pg)?;
+            .rows(include_str!("sql/lease_renew.sql"), &[&until, &node])
+            .await?;
         Ok(rows
             .iter()
             .filter(|r| r.get::<_, bool>(1))
@@ -469,14 +464,8 @@ async fn end_attempts(
     if !others.is_empty() {
         let ids: Vec<i64> = others.iter().map(|c| c.task).collect();
         let running: HashMap<TaskId, Running> = tx
-            .query(
-                &tx.prepare_cached(include_str!("sql/running_lock.sql"))
-                    .await
-                    .map_err(pg)?,
-                &[&ids],
-            )
-            .await
-            .map_err(pg)?
+            .rows(include_str!("sql/running_lock.sql"), &[&ids])
+            .await?
             .iter()
             .map(|r| {
                 let task = running_row(r);
@@ -625,25 +614,13 @@ async fn end_lost(
 ) -> StoreResult<CompleteResult> {
     if let Some(node) = node {
         // Locked by this transaction, they are not skipped below.
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/running_lock_node.sql"))
-                .await
-                .map_err(pg)?,
-            &[&node],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run(include_str!("sql/running_lock_node.sql"), &[&node])
+            .await?;
     }
     let mut result = CompleteResult::default();
     let lost: Vec<Running> = tx
-        .query(
-            &tx.prepare_cached(include_str!("sql/running_lost.sql"))
-                .await
-                .map_err(pg)?,
-            &[&now, &node],
-        )
-        .await
-        .map_err(pg)?
+        .rows(include_str!("sql/running_lost.sql"), &[&now, &node])
+        .await?
         .iter()
         .map(running_row)
         .collect();
@@ -688,14 +665,8 @@ async fn put_back(
     tasks.sort_unstable();
     let ids: Vec<i64> = tasks.iter().map(|&(id, _)| id).collect();
     let running: Vec<Running> = tx
-        .query(
-            &tx.prepare_cached(include_str!("sql/running_lock.sql"))
-                .await
-                .map_err(pg)?,
-            &[&ids],
-        )
-        .await
-        .map_err(pg)?
+        .rows(include_str!("sql/running_lock.sql"), &[&ids])
+        .await?
         .iter()
         .map(running_row)
         .collect();
@@ -723,14 +694,11 @@ async fn put_back(
         }
     }
     if !cancelled.is_empty() {
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/hand_back_cancelled.sql"))
-                .await
-                .map_err(pg)?,
+        tx.run(
+            include_str!("sql/hand_back_cancelled.sql"),
             &[&now, &cancelled],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     }
     // Whether each goes back ready or waiting depends on its batch's gate: hold it still.
     let mut gates: Vec<BatchId> = running
@@ -743,14 +711,7 @@ async fn put_back(
     for &batch in &gates {
         gate::lock(tx, batch).await?;
     }
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/hand_back.sql"))
-            .await
-            .map_err(pg)?,
-        &[&back],
-    )
-    .await
-    .map_err(pg)?;
+    tx.run(include_str!("sql/hand_back.sql"), &[&back]).await?;
     back.extend(&cancelled);
     let (_, tenant_held, closed) = tokio::try_join!(
         drop_leases(tx, &back),
@@ -774,15 +735,10 @@ async fn halted(tx: &impl GenericClient, task: &Running) -> StoreResult<bool> {
         return Ok(false);
     }
     Ok(tx
-        .query_one(
-            &tx.prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
-            )
-            .await
-            .map_err(pg)?,
+        .row(
+            "SELECT EXISTS (SELECT 1 FROM tasks WHERE batch_id = $1 AND state = 4)",
             &[&task.batch],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .get::<_, bool>(0))
 }

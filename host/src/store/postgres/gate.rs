@@ -9,6 +9,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::pg;
 use crate::store::{BatchId, Micros, StoreResult, TenantId};
 
@@ -133,22 +134,13 @@ pub(super) async fn close(
 
 /// Drops the closed orders of `batches` and makes the waiting tasks at their gates ready.
 async fn promote(tx: &impl GenericClient, batches: &[BatchId]) -> StoreResult<()> {
-    tx.execute(
-        &tx.prepare_cached("DELETE FROM batch_orders WHERE batch_id = ANY($1) AND open <= 0")
-            .await
-            .map_err(pg)?,
+    tx.run(
+        "DELETE FROM batch_orders WHERE batch_id = ANY($1) AND open <= 0",
         &[&batches],
     )
-    .await
-    .map_err(pg)?;
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/gate_promote.sql"))
-            .await
-            .map_err(pg)?,
-        &[&batches],
-    )
-    .await
-    .map_err(pg)?;
+    .await?;
+    tx.run(include_str!("sql/gate_promote.sql"), &[&batches])
+        .await?;
     Ok(())
 }
 
@@ -161,32 +153,17 @@ pub(super) async fn cancel_pending(
 ) -> StoreResult<u64> {
     lock(tx, batch).await?;
     let cancelled = tx
-        .query_one(
-            &tx.prepare_cached(include_str!("sql/gate_cancel_pending.sql"))
-                .await
-                .map_err(pg)?,
+        .row(
+            include_str!("sql/gate_cancel_pending.sql"),
             &[&now, &reason, &batch],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .get::<_, i64>(0) as u64;
     if cancelled > 0 {
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM batch_orders WHERE batch_id = $1")
-                .await
-                .map_err(pg)?,
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?;
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/gate_recount.sql"))
-                .await
-                .map_err(pg)?,
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run("DELETE FROM batch_orders WHERE batch_id = $1", &[&batch])
+            .await?;
+        tx.run(include_str!("sql/gate_recount.sql"), &[&batch])
+            .await?;
     }
     Ok(cancelled)
 }

@@ -3,7 +3,8 @@
 
 use deadpool_postgres::GenericClient;
 
-use super::{Commit, PostgresStore, pg};
+use super::cached::Cached;
+use super::{Commit, PostgresStore};
 use crate::store::*;
 
 /// Keeps the grant of the batch `batch`, opened in `tx`; nothing for an empty grant.
@@ -15,14 +16,11 @@ pub(super) async fn insert(
     let Some(kept) = Grant::stored(&spec.allow_http, &spec.settings) else {
         return Ok(());
     };
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/grant_insert.sql"))
-            .await
-            .map_err(pg)?,
+    tx.run(
+        include_str!("sql/grant_insert.sql"),
         &[&batch, &kept.allow_http, &kept.settings, &kept.has_secret],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     Ok(())
 }
 
@@ -30,15 +28,8 @@ pub(super) async fn insert(
 pub(super) async fn get(store: &PostgresStore, batch: BatchId) -> StoreResult<Grant> {
     let client = store.client(Commit::Durable).await?;
     let row = client
-        .query_opt(
-            &client
-                .prepare_cached(include_str!("sql/grant_get.sql"))
-                .await
-                .map_err(pg)?,
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?;
+        .row_opt(include_str!("sql/grant_get.sql"), &[&batch])
+        .await?;
     Ok(row
         .map(|r| Grant::from_stored(r.get(0), r.get(1)))
         .unwrap_or_default())
@@ -48,14 +39,7 @@ pub(super) async fn get(store: &PostgresStore, batch: BatchId) -> StoreResult<Gr
 pub(super) async fn secret_sample(store: &PostgresStore) -> StoreResult<Option<Setting>> {
     let client = store.client(Commit::Durable).await?;
     let row = client
-        .query_opt(
-            &client
-                .prepare_cached(include_str!("sql/grant_secret_sample.sql"))
-                .await
-                .map_err(pg)?,
-            &[],
-        )
-        .await
-        .map_err(pg)?;
+        .row_opt(include_str!("sql/grant_secret_sample.sql"), &[])
+        .await?;
     Ok(row.and_then(|r| first_secret(r.get(0))))
 }

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::{gate, hooks, pg};
 use crate::runtime::Outcome;
 use crate::store::graph::{self, Graph, Node, Reads, Stored, StoredTasks};
@@ -141,30 +142,20 @@ pub(super) async fn write(
         .iter()
         .map(|e| e.on_failure.code() as i32)
         .collect();
-    tx.execute(
-        &tx.prepare_cached(
-            "INSERT INTO task_edges (dep_id, task_id, on_failure)
+    tx.run(
+        "INSERT INTO task_edges (dep_id, task_id, on_failure)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[])",
-        )
-        .await
-        .map_err(pg)?,
         &[&deps, &dependents, &policies],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     let mut leading = deps.clone();
     leading.sort_unstable();
     leading.dedup();
-    tx.execute(
-        &tx.prepare_cached(
-            "UPDATE tasks SET dependents = TRUE WHERE id = ANY($1) AND NOT dependents",
-        )
-        .await
-        .map_err(pg)?,
+    tx.run(
+        "UPDATE tasks SET dependents = TRUE WHERE id = ANY($1) AND NOT dependents",
         &[&leading],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     let (fan_ins, fan_in_policies): (Vec<i64>, Vec<i32>) = specs
         .iter()
         .enumerate()
@@ -172,33 +163,23 @@ pub(super) async fn write(
         .map(|(index, s)| (ids[index], s.on_failure.code() as i32))
         .unzip();
     if !fan_ins.is_empty() {
-        tx.execute(
-            &tx.prepare_cached(
-                "INSERT INTO batch_fan_ins (batch_id, task_id, on_failure)
+        tx.run(
+            "INSERT INTO batch_fan_ins (batch_id, task_id, on_failure)
              SELECT $1, * FROM unnest($2::bigint[], $3::int[])",
-            )
-            .await
-            .map_err(pg)?,
             &[&batch, &fan_ins, &fan_in_policies],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     }
     // A stored fan-in waits for the new tasks: back to waiting, out of the ready queue.
     for &(fan_in, more) in &graph.reopened {
-        tx.execute(
-            &tx.prepare_cached(
-                "WITH held AS (
+        tx.run(
+            "WITH held AS (
                  UPDATE tasks SET deps_open = deps_open + $1, state = 0
                  WHERE id = $2 AND state IN (0, 1) RETURNING id)
              DELETE FROM ready WHERE task_id IN (SELECT id FROM held)",
-            )
-            .await
-            .map_err(pg)?,
             &[&(more as i32), &fan_in],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     }
     // As if the dependencies that had ended ended now, one after another in id order,
     // each with all it ends in turn (the order in which a task after two of them that
@@ -281,14 +262,11 @@ async fn settle_edges(
         .chain(doomed.iter().map(|d| d.0))
         .collect();
     let mut batches: Vec<i64> = tx
-        .query(
-            &tx.prepare_cached("SELECT DISTINCT batch_id FROM tasks WHERE id = ANY($1)")
-                .await
-                .map_err(pg)?,
+        .rows(
+            "SELECT DISTINCT batch_id FROM tasks WHERE id = ANY($1)",
             &[&tasks],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .iter()
         .map(|r| r.get(0))
         .collect();
@@ -298,14 +276,8 @@ async fn settle_edges(
     }
     if !down.is_empty() {
         let (ids, counts): (Vec<i64>, Vec<i32>) = down.into_iter().unzip();
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/graph_count_down.sql"))
-                .await
-                .map_err(pg)?,
-            &[&ids, &counts],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run(include_str!("sql/graph_count_down.sql"), &[&ids, &counts])
+            .await?;
     }
     let mut next: Vec<(TaskId, bool)> = Vec::new();
     let mut closed = Vec::new();
@@ -316,18 +288,13 @@ async fn settle_edges(
             Outcome::Cancelled
         };
         let row = tx
-            .query_opt(
-                &tx.prepare_cached(
-                    "UPDATE tasks SET state = 5, ended_at = $1, outcome = $2, error = $3,
+            .row_opt(
+                "UPDATE tasks SET state = 5, ended_at = $1, outcome = $2, error = $3,
                      deps_open = 0
                  WHERE id = $4 AND state = 0 RETURNING batch_id, ord",
-                )
-                .await
-                .map_err(pg)?,
                 &[&now, &outcome.as_str(), &graph::ended_by(dep, skip), &task],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
         if let Some(row) = row {
             let batch: i64 = row.get(0);
             closed.push((batch, row.get::<_, i64>(1), 1));
@@ -342,14 +309,8 @@ async fn settle_edges(
 /// Counts the dependencies of tasks run again (`redriven`) anew, and makes the tasks not
 /// started after them wait for them again. The caller holds their batches' gate locks.
 pub(super) async fn redrive(tx: &impl GenericClient, redriven: &[TaskId]) -> StoreResult<()> {
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/graph_redrive.sql"))
-            .await
-            .map_err(pg)?,
-        &[&redriven],
-    )
-    .await
-    .map_err(pg)?;
+    tx.run(include_str!("sql/graph_redrive.sql"), &[&redriven])
+        .await?;
     Ok(())
 }
 
@@ -370,34 +331,22 @@ pub(super) async fn prune(tx: &impl GenericClient, ids: &[TaskId]) -> StoreResul
 pub(super) async fn inputs(store: &super::PostgresStore, task: TaskId) -> StoreResult<Vec<Input>> {
     let client = store.client(super::Commit::Durable).await?;
     let sizes = client
-        .query_one(
-            &client
-                .prepare_cached(
-                    "SELECT COUNT(*), COALESCE(SUM(length(t.output)), 0)::bigint
+        .row(
+            "SELECT COUNT(*), COALESCE(SUM(length(t.output)), 0)::bigint
              FROM task_edges e JOIN tasks t ON t.id = e.dep_id WHERE e.task_id = $1",
-                )
-                .await
-                .map_err(pg)?,
             &[&task],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     let (count, total): (i64, i64) = (sizes.get(0), sizes.get(1));
     graph::check_inputs(task, count as usize, total)?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(
-                    "SELECT t.id, t.task_key, t.state, t.outcome, t.error, t.output
+        .rows(
+            "SELECT t.id, t.task_key, t.state, t.outcome, t.error, t.output
              FROM task_edges e JOIN tasks t ON t.id = e.dep_id
              WHERE e.task_id = $1 ORDER BY t.id",
-                )
-                .await
-                .map_err(pg)?,
             &[&task],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(rows
         .iter()
         .map(|r| Input {
@@ -419,17 +368,11 @@ pub(super) async fn edges(
 ) -> StoreResult<Vec<(TaskId, TaskId)>> {
     let client = store.client(super::Commit::Durable).await?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(
-                    "SELECT e.dep_id, e.task_id FROM tasks t JOIN task_edges e ON e.task_id = t.id
+        .rows(
+            "SELECT e.dep_id, e.task_id FROM tasks t JOIN task_edges e ON e.task_id = t.id
              WHERE t.batch_id = $1 ORDER BY e.task_id, e.dep_id LIMIT $2",
-                )
-                .await
-                .map_err(pg)?,
             &[&batch, &(limit as i64)],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }

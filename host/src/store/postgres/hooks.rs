@@ -4,6 +4,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::{Commit, PostgresStore, pg};
 use crate::store::*;
 
@@ -76,14 +77,11 @@ pub(super) async fn claim(
     let max = max as i64;
     transaction!(store, Commit::Bookkeeping, |tx| {
         let rows = tx
-            .query(
-                &tx.prepare_cached(include_str!("sql/hook_claim.sql"))
-                    .await
-                    .map_err(pg)?,
+            .rows(
+                include_str!("sql/hook_claim.sql"),
                 &[&now, &hold_until, &max, &server],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
         let events = rows
             .iter()
             .filter_map(|r| {
@@ -108,16 +106,11 @@ pub(super) async fn claim(
             })
             .collect();
         let next_due: Option<Micros> = tx
-            .query_one(
-                &tx.prepare_cached(
-                    "SELECT MIN(due_at) FROM webhook_events WHERE url IS NOT NULL OR $1",
-                )
-                .await
-                .map_err(pg)?,
+            .row(
+                "SELECT MIN(due_at) FROM webhook_events WHERE url IS NOT NULL OR $1",
                 &[&server],
             )
-            .await
-            .map_err(pg)?
+            .await?
             .get(0);
         Ok(HookClaim {
             events,
@@ -128,14 +121,8 @@ pub(super) async fn claim(
 
 pub(super) async fn done(store: &PostgresStore, id: i64) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM webhook_events WHERE id = $1")
-                .await
-                .map_err(pg)?,
-            &[&id],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run("DELETE FROM webhook_events WHERE id = $1", &[&id])
+            .await?;
         Ok(())
     })
 }
@@ -148,14 +135,11 @@ pub(super) async fn retry(
 ) -> StoreResult<()> {
     let due = store.db_time(due);
     transaction!(store, Commit::Durable, |tx| {
-        tx.execute(
-            &tx.prepare_cached("UPDATE webhook_events SET due_at = $1, body = $2 WHERE id = $3")
-                .await
-                .map_err(pg)?,
+        tx.run(
+            "UPDATE webhook_events SET due_at = $1, body = $2 WHERE id = $3",
             &[&due, &body, &id],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
         Ok(())
     })
 }

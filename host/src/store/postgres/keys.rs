@@ -8,7 +8,8 @@
 
 use deadpool_postgres::GenericClient;
 
-use super::{Commit, PostgresStore, batches, pg, tasks};
+use super::cached::Cached;
+use super::{Commit, PostgresStore, batches, tasks};
 use crate::store::keys::{self, OPEN, SUBMIT};
 use crate::store::*;
 
@@ -22,14 +23,11 @@ async fn find(
     key: &RequestKey,
 ) -> StoreResult<Option<Kept>> {
     Ok(tx
-        .query_opt(
-            &tx.prepare_cached(include_str!("sql/key_find.sql"))
-                .await
-                .map_err(pg)?,
+        .row_opt(
+            include_str!("sql/key_find.sql"),
             &[&batch, &kind, &&key.key_hash[..]],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .map(|r| (r.get(0), r.get(1), r.get(2))))
 }
 
@@ -41,10 +39,8 @@ async fn insert(
     answer: Vec<u8>,
     now: Micros,
 ) -> StoreResult<()> {
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/key_insert.sql"))
-            .await
-            .map_err(pg)?,
+    tx.run(
+        include_str!("sql/key_insert.sql"),
         &[
             &batch,
             &kind,
@@ -55,8 +51,7 @@ async fn insert(
             &now,
         ],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     Ok(())
 }
 
@@ -64,14 +59,11 @@ async fn insert(
 /// of the schema's `request_keys` table, as the gates' is that of `tasks`.
 async fn lock_key(tx: &impl GenericClient, key: &RequestKey) -> StoreResult<()> {
     let lock = i32::from_le_bytes(key.key_hash[..4].try_into().expect("four bytes"));
-    tx.execute(
-        &tx.prepare_cached("SELECT pg_advisory_xact_lock('request_keys'::regclass::oid::int, $1)")
-            .await
-            .map_err(pg)?,
+    tx.run(
+        "SELECT pg_advisory_xact_lock('request_keys'::regclass::oid::int, $1)",
         &[&lock],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     Ok(())
 }
 
@@ -93,14 +85,11 @@ pub(super) async fn create(
         // The secret stands in for the hash until the id is known: both are unique.
         let id = batches::insert(tx, &new.spec, &new.handle.secret, now).await?;
         let hash = (new.handle.hash)(id, &new.handle.secret);
-        tx.execute(
-            &tx.prepare_cached("UPDATE batches SET handle_hash = $1 WHERE id = $2")
-                .await
-                .map_err(pg)?,
+        tx.run(
+            "UPDATE batches SET handle_hash = $1 WHERE id = $2",
             &[&&hash[..], &id],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
         let tasks = if new.tasks.is_empty() {
             Vec::new()
         } else {
@@ -133,14 +122,11 @@ pub(super) async fn submit(
             return keys::repeat(&key, &body_hash, &answer, sealed);
         }
         let kept: i64 = tx
-            .query_one(
-                &tx.prepare_cached("SELECT COUNT(*) FROM request_keys WHERE batch_id = $1")
-                    .await
-                    .map_err(pg)?,
+            .row(
+                "SELECT COUNT(*) FROM request_keys WHERE batch_id = $1",
                 &[&batch],
             )
-            .await
-            .map_err(pg)?
+            .await?
             .get(0);
         if kept as u64 >= MAX_KEYS_PER_BATCH {
             return Err(keys::too_many_keys(batch));
@@ -159,13 +145,7 @@ pub(super) async fn prune(
     chunk: i64,
 ) -> StoreResult<usize> {
     let deleted = tx
-        .execute(
-            &tx.prepare_cached(include_str!("sql/prune_keys.sql"))
-                .await
-                .map_err(pg)?,
-            &[&before, &chunk],
-        )
-        .await
-        .map_err(pg)?;
+        .run(include_str!("sql/prune_keys.sql"), &[&before, &chunk])
+        .await?;
     Ok(deleted as usize)
 }

@@ -4,6 +4,7 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
+use super::cached::Cached;
 use super::lists::{ListArgs, Source};
 use super::{pg, stats};
 use crate::runtime::Outcome;
@@ -154,15 +155,8 @@ async fn count_ready(
     let first: [&(dyn ToSql + Sync); 2] = [&args.now, &args.codes];
     let params = [&first[..], &args.filters(), &[&cap]].concat();
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/task_count_ready.sql"))
-                .await
-                .map_err(pg)?,
-            &params,
-        )
-        .await
-        .map_err(pg)?;
+        .rows(include_str!("sql/task_count_ready.sql"), &params)
+        .await?;
     Ok(add_counts(&rows, counts))
 }
 
@@ -172,15 +166,8 @@ async fn count_gates(client: &impl GenericClient, args: &ListArgs) -> StoreResul
     let cap = COUNT_CAP as i64;
     let params = [&args.filters()[..], &[&cap]].concat();
     let row = client
-        .query_one(
-            &client
-                .prepare_cached(include_str!("sql/task_count_gates.sql"))
-                .await
-                .map_err(pg)?,
-            &params,
-        )
-        .await
-        .map_err(pg)?;
+        .row(include_str!("sql/task_count_gates.sql"), &params)
+        .await?;
     Ok(row.get::<_, i64>(0).max(0) as u64)
 }
 

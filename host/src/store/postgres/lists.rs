@@ -7,6 +7,7 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
+use super::cached::Cached;
 use super::{Commit, PostgresStore, batches, list_counts, pg, stats, tasks};
 use crate::store::*;
 
@@ -28,11 +29,8 @@ pub(super) async fn batches(
     });
     let limit = filter.limit as i64 + 1;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/batch_list.sql"))
-                .await
-                .map_err(pg)?,
+        .rows(
+            include_str!("sql/batch_list.sql"),
             &[
                 &states,
                 &filter.created_after.unwrap_or(Micros::MIN),
@@ -45,8 +43,7 @@ pub(super) async fn batches(
                 &filter.tenant,
             ],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     let ids: Vec<BatchId> = rows.iter().map(|r| r.get(0)).collect();
     let list = batches::infos(&client, &ids).await?;
     client.commit().await.map_err(pg)?;
@@ -338,18 +335,12 @@ pub(super) async fn hold(store: &PostgresStore, ids: &[TaskId]) -> StoreResult<V
     }
     for fact in facts.iter_mut().filter(|f| f.deps_open > 0) {
         let rows = client
-            .query(
-                &client
-                    .prepare_cached(
-                        "SELECT d.id, d.task_key FROM task_edges e JOIN tasks d ON d.id = e.dep_id
+            .rows(
+                "SELECT d.id, d.task_key FROM task_edges e JOIN tasks d ON d.id = e.dep_id
                  WHERE e.task_id = $1 AND d.state < 3 ORDER BY d.id LIMIT $2",
-                    )
-                    .await
-                    .map_err(pg)?,
                 &[&fact.task, &(OPEN_DEPS_SHOWN as i64)],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
         fact.deps = rows
             .iter()
             .map(|r| OpenDep {

@@ -3,6 +3,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::complete::Running;
 use super::{Commit, PostgresStore, digest_of, pg};
 use crate::runtime::Outcome;
@@ -55,15 +56,11 @@ pub(super) async fn attempt_list(
             0
         } else {
             client
-                .query_one(
-                    &client
-                        .prepare_cached(include_str!("sql/attempt_range_count.sql"))
-                        .await
-                        .map_err(pg)?,
+                .row(
+                    include_str!("sql/attempt_range_count.sql"),
                     &[&since, &until, &(AttemptFilter::LONG_RANGE + 1)],
                 )
-                .await
-                .map_err(pg)?
+                .await?
                 .get(0)
         };
         filter.reads_by_time(count)
@@ -130,15 +127,8 @@ pub(super) async fn attempt_list(
 pub(super) async fn batch_usage(store: &PostgresStore, batch: BatchId) -> StoreResult<BatchUsage> {
     let client = store.client(Commit::Durable).await?;
     let r = client
-        .query_one(
-            &client
-                .prepare_cached(include_str!("sql/batch_usage.sql"))
-                .await
-                .map_err(pg)?,
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?;
+        .row(include_str!("sql/batch_usage.sql"), &[&batch])
+        .await?;
     Ok(BatchUsage {
         batch,
         attempts: r.get::<_, i64>(0) as u64,
@@ -152,15 +142,8 @@ pub(super) async fn batch_usage(store: &PostgresStore, batch: BatchId) -> StoreR
 pub(super) async fn running_list(store: &PostgresStore) -> StoreResult<Vec<RunningTask>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/running_list.sql"))
-                .await
-                .map_err(pg)?,
-            &[],
-        )
-        .await
-        .map_err(pg)?;
+        .rows(include_str!("sql/running_list.sql"), &[])
+        .await?;
     Ok(rows
         .iter()
         .map(|r| RunningTask {
@@ -188,36 +171,18 @@ pub(super) async fn prune(
     let chunk = chunk as i64;
     transaction!(store, Commit::Durable, |tx| {
         let ids: Vec<i64> = tx
-            .query(
-                &tx.prepare_cached(include_str!("sql/prune_pick.sql"))
-                    .await
-                    .map_err(pg)?,
-                &[&before, &chunk],
-            )
-            .await
-            .map_err(pg)?
+            .rows(include_str!("sql/prune_pick.sql"), &[&before, &chunk])
+            .await?
             .iter()
             .map(|r| r.get(0))
             .collect();
         super::quotas::prune(tx, &ids).await?;
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM attempts WHERE task_id = ANY($1)")
-                .await
-                .map_err(pg)?,
-            &[&ids],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run("DELETE FROM attempts WHERE task_id = ANY($1)", &[&ids])
+            .await?;
         super::graph::prune(tx, &ids).await?;
         let deleted = tx
-            .execute(
-                &tx.prepare_cached("DELETE FROM tasks WHERE id = ANY($1)")
-                    .await
-                    .map_err(pg)?,
-                &[&ids],
-            )
-            .await
-            .map_err(pg)?;
+            .run("DELETE FROM tasks WHERE id = ANY($1)", &[&ids])
+            .await?;
         let keys = super::keys::prune(tx, before, chunk).await?;
         Ok(deleted as usize + keys)
     })

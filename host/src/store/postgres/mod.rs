@@ -113,6 +113,7 @@ macro_rules! transaction {
 
 // The driver's files, declared after `transaction!` so that they can use it.
 mod batches;
+mod cached;
 mod claim;
 mod complete;
 mod gate;

@@ -2,6 +2,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::{Commit, PostgresStore, digest_of, not_found, pg};
 use crate::runtime::Producers;
 use crate::store::*;
@@ -22,10 +23,8 @@ pub(super) async fn put(
     let producers = Producers::of(&bytes);
     transaction!(store, Commit::Durable, |tx| {
         let row = tx
-            .query_one(
-                &tx.prepare_cached(include_str!("sql/module_put.sql"))
-                    .await
-                    .map_err(pg)?,
+            .row(
+                include_str!("sql/module_put.sql"),
                 &[
                     &hex,
                     &name,
@@ -37,22 +36,15 @@ pub(super) async fn put(
                     &producers.processed_by,
                 ],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
         let name_moved_from = match &name {
             Some(name) => give_name(tx, name, &hex, now).await?,
             None => None,
         };
         // The shown name as it is after the name was given.
         let shown = tx
-            .query_one(
-                &tx.prepare_cached("SELECT name FROM modules WHERE digest = $1")
-                    .await
-                    .map_err(pg)?,
-                &[&hex],
-            )
-            .await
-            .map_err(pg)?;
+            .row("SELECT name FROM modules WHERE digest = $1", &[&hex])
+            .await?;
         Ok(ModuleAdded {
             module: ModuleInfo {
                 digest,
@@ -77,23 +69,17 @@ async fn give_name(
     now: Micros,
 ) -> StoreResult<Option<Digest>> {
     let before: Option<String> = tx
-        .query_opt(
-            &tx.prepare_cached("SELECT digest FROM module_names WHERE name = $1 FOR UPDATE")
-                .await
-                .map_err(pg)?,
+        .row_opt(
+            "SELECT digest FROM module_names WHERE name = $1 FOR UPDATE",
             &[&name],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .map(|r| r.get(0));
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/module_name_give.sql"))
-            .await
-            .map_err(pg)?,
+    tx.run(
+        include_str!("sql/module_name_give.sql"),
         &[&name, &hex, &now],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     match before {
         Some(other) if other != hex => {
             shown_name(tx, &other).await?;
@@ -105,30 +91,19 @@ async fn give_name(
 
 /// Sets the name the module `hex` is shown with after its names changed.
 async fn shown_name(tx: &impl GenericClient, hex: &str) -> StoreResult<()> {
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/module_name_shown.sql"))
-            .await
-            .map_err(pg)?,
-        &[&hex],
-    )
-    .await
-    .map_err(pg)?;
+    tx.run(include_str!("sql/module_name_shown.sql"), &[&hex])
+        .await?;
     Ok(())
 }
 
 /// The names of the module `hex`, in the order they were given.
 async fn names_of(tx: &impl GenericClient, hex: &str) -> StoreResult<Vec<String>> {
     let rows = tx
-        .query(
-            &tx.prepare_cached(
-                "SELECT name FROM module_names WHERE digest = $1 ORDER BY named_at, name",
-            )
-            .await
-            .map_err(pg)?,
+        .rows(
+            "SELECT name FROM module_names WHERE digest = $1 ORDER BY named_at, name",
             &[&hex],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
@@ -136,14 +111,11 @@ async fn names_of(tx: &impl GenericClient, hex: &str) -> StoreResult<Vec<String>
 pub(super) async fn unname(store: &PostgresStore, name: String) -> StoreResult<Digest> {
     transaction!(store, Commit::Durable, |tx| {
         let hex: String = tx
-            .query_opt(
-                &tx.prepare_cached("DELETE FROM module_names WHERE name = $1 RETURNING digest")
-                    .await
-                    .map_err(pg)?,
+            .row_opt(
+                "DELETE FROM module_names WHERE name = $1 RETURNING digest",
                 &[&name],
             )
-            .await
-            .map_err(pg)?
+            .await?
             .map(|r| r.get(0))
             .ok_or_else(|| not_found("module name", &name))?;
         shown_name(tx, &hex).await?;
@@ -154,15 +126,11 @@ pub(super) async fn unname(store: &PostgresStore, name: String) -> StoreResult<D
 pub(super) async fn bytes(store: &PostgresStore, digest: Digest) -> StoreResult<Vec<u8>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt(
-            &client
-                .prepare_cached("SELECT bytes FROM modules WHERE digest = $1")
-                .await
-                .map_err(pg)?,
+        .row_opt(
+            "SELECT bytes FROM modules WHERE digest = $1",
             &[&digest.to_hex()],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .map(|r| r.get(0))
         .ok_or_else(|| not_found("module", digest))
 }
@@ -170,22 +138,18 @@ pub(super) async fn bytes(store: &PostgresStore, digest: Digest) -> StoreResult<
 pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<ModuleInfo>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(&client.prepare_cached("SELECT digest, name, tag, size, added_at, languages, processed_by FROM modules \
-             ORDER BY added_at, digest").await.map_err(pg)?,
+        .rows(
+            "SELECT digest, name, tag, size, added_at, languages, processed_by FROM modules \
+             ORDER BY added_at, digest",
             &[],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     let names = client
-        .query(
-            &client
-                .prepare_cached("SELECT digest, name FROM module_names ORDER BY named_at, name")
-                .await
-                .map_err(pg)?,
+        .rows(
+            "SELECT digest, name FROM module_names ORDER BY named_at, name",
             &[],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     let mut by_digest: std::collections::HashMap<String, Vec<String>> = Default::default();
     for r in &names {
         by_digest.entry(r.get(0)).or_default().push(r.get(1));
@@ -214,46 +178,28 @@ pub(super) async fn delete(store: &PostgresStore, digest: Digest) -> StoreResult
     transaction!(store, Commit::Durable, |tx| {
         // Locks the module first, so that no submission can start using it meanwhile.
         let exists = tx
-            .query_opt(
-                &tx.prepare_cached("SELECT 1 FROM modules WHERE digest = $1 FOR UPDATE")
-                    .await
-                    .map_err(pg)?,
+            .row_opt(
+                "SELECT 1 FROM modules WHERE digest = $1 FOR UPDATE",
                 &[&hex],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
         if exists.is_none() {
             return Err(not_found("module", &hex));
         }
         let in_use: i64 = tx
-            .query_one(
-                &tx.prepare_cached("SELECT COUNT(*) FROM tasks WHERE module = $1 AND state < 3")
-                    .await
-                    .map_err(pg)?,
+            .row(
+                "SELECT COUNT(*) FROM tasks WHERE module = $1 AND state < 3",
                 &[&hex],
             )
-            .await
-            .map_err(pg)?
+            .await?
             .get(0);
         if in_use > 0 {
             return Err(errors::module_in_use(&hex, in_use));
         }
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM module_names WHERE digest = $1")
-                .await
-                .map_err(pg)?,
-            &[&hex],
-        )
-        .await
-        .map_err(pg)?;
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM modules WHERE digest = $1")
-                .await
-                .map_err(pg)?,
-            &[&hex],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run("DELETE FROM module_names WHERE digest = $1", &[&hex])
+            .await?;
+        tx.run("DELETE FROM modules WHERE digest = $1", &[&hex])
+            .await?;
         Ok(())
     })
 }

@@ -3,8 +3,9 @@
 
 use std::sync::atomic::Ordering;
 
+use super::cached::Cached;
 use super::schema::measure_clock_offset;
-use super::{Commit, PostgresStore, pg};
+use super::{Commit, PostgresStore};
 use crate::store::*;
 
 pub(super) async fn beat(store: &PostgresStore, beat: NodeBeat) -> StoreResult<()> {
@@ -20,14 +21,11 @@ pub(super) async fn beat(store: &PostgresStore, beat: NodeBeat) -> StoreResult<(
     let offset = store.clock_offset.load(Ordering::Relaxed);
     let workers = beat.workers as i32;
     transaction!(store, Commit::Bookkeeping, |tx| {
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/node_beat.sql"))
-                .await
-                .map_err(pg)?,
+        tx.run(
+            include_str!("sql/node_beat.sql"),
             &[&beat.node, &workers, &started_at, &now, &offset],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
         Ok(())
     })
 }
@@ -35,11 +33,11 @@ pub(super) async fn beat(store: &PostgresStore, beat: NodeBeat) -> StoreResult<(
 pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<NodeInfo>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(&client.prepare_cached("SELECT name, workers, started_at, heartbeat_at, clock_offset FROM nodes ORDER BY name").await.map_err(pg)?,
+        .rows(
+            "SELECT name, workers, started_at, heartbeat_at, clock_offset FROM nodes ORDER BY name",
             &[],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(rows
         .iter()
         .map(|r| NodeInfo {
@@ -55,14 +53,8 @@ pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<NodeInfo>> {
 
 pub(super) async fn remove(store: &PostgresStore, node: String) -> StoreResult<()> {
     transaction!(store, Commit::Bookkeeping, |tx| {
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM nodes WHERE name = $1")
-                .await
-                .map_err(pg)?,
-            &[&node],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run("DELETE FROM nodes WHERE name = $1", &[&node])
+            .await?;
         Ok(())
     })
 }

@@ -13,6 +13,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::{Commit, PostgresStore, gate, not_found, pg, to_i32};
 use crate::store::*;
 
@@ -29,15 +30,9 @@ where
 {
     transaction!(store, Commit::Durable, |tx| {
         gate::lock(tx, batch).await?;
-        tx.query_opt(
-            &tx.prepare_cached("SELECT 1 FROM batches WHERE id = $1 FOR UPDATE")
-                .await
-                .map_err(pg)?,
-            &[&batch],
-        )
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| not_found("batch", batch))?;
+        tx.row_opt("SELECT 1 FROM batches WHERE id = $1 FOR UPDATE", &[&batch])
+            .await?
+            .ok_or_else(|| not_found("batch", batch))?;
         tx.execute(sql, &[&value, &batch]).await.map_err(pg)?;
         store.notify(tx, "r").await?;
         Ok(())
@@ -76,14 +71,8 @@ pub(super) async fn group_set_limit(
 ) -> StoreResult<()> {
     let limit = to_i32(limit);
     transaction!(store, Commit::Durable, |tx| {
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/group_set_limit.sql"))
-                .await
-                .map_err(pg)?,
-            &[&key, &limit],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run(include_str!("sql/group_set_limit.sql"), &[&key, &limit])
+            .await?;
         store.notify(tx, "r").await?;
         Ok(())
     })
@@ -95,14 +84,8 @@ pub(super) async fn group_set_paused(
     paused: bool,
 ) -> StoreResult<()> {
     transaction!(store, Commit::Durable, |tx| {
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/group_set_paused.sql"))
-                .await
-                .map_err(pg)?,
-            &[&key, &paused],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run(include_str!("sql/group_set_paused.sql"), &[&key, &paused])
+            .await?;
         store.notify(tx, "r").await?;
         Ok(())
     })
@@ -118,14 +101,11 @@ pub(super) async fn group_set_rate(
     let (limit, period, burst) = GroupRate::columns(rate);
     let (limit, burst) = (limit.map(|l| l as i32), burst.map(|b| b as i32));
     transaction!(store, Commit::Durable, |tx| {
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/group_set_rate.sql"))
-                .await
-                .map_err(pg)?,
+        tx.run(
+            include_str!("sql/group_set_rate.sql"),
             &[&key, &limit, &period, &burst],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
         store.notify(tx, "w").await?;
         Ok(())
     })

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::{not_found, pg};
 use crate::store::quota::{self, Room};
 use crate::store::*;
@@ -44,13 +45,13 @@ pub(super) async fn insert(
     quotas: Quotas,
 ) -> StoreResult<()> {
     let [tasks, input, output, text, children, depth] = quotas.columns();
-    tx.execute(&tx.prepare_cached("INSERT INTO batch_quotas (batch_id, quota_tasks, quota_input, quota_output, quota_text,
+    tx.run(
+        "INSERT INTO batch_quotas (batch_id, quota_tasks, quota_input, quota_output, quota_text,
              quota_children, quota_depth)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)").await.map_err(pg)?,
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
         &[&batch, &tasks, &input, &output, &text, &children, &depth],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     Ok(())
 }
 
@@ -122,18 +123,13 @@ pub(super) async fn add(
     output: i64,
     text: i64,
 ) -> StoreResult<()> {
-    tx.execute(
-        &tx.prepare_cached(
-            "UPDATE batch_quotas SET used_output = greatest(used_output + $1, 0),
+    tx.run(
+        "UPDATE batch_quotas SET used_output = greatest(used_output + $1, 0),
                                  used_text = greatest(used_text + $2, 0)
          WHERE batch_id = $3",
-        )
-        .await
-        .map_err(pg)?,
         &[&output, &text, &batch],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     Ok(())
 }
 
@@ -149,30 +145,18 @@ pub(super) async fn set(
         .map_err(pg)?
         .ok_or_else(|| not_found("batch", batch))?;
     let [tasks, input, output, text, children, depth] = from_row(&row).0.changed(change).columns();
-    tx.execute(
-        &tx.prepare_cached(
-            "UPDATE batch_quotas SET quota_tasks = $1, quota_input = $2, quota_output = $3,
+    tx.run(
+        "UPDATE batch_quotas SET quota_tasks = $1, quota_input = $2, quota_output = $3,
              quota_text = $4, quota_children = $5, quota_depth = $6
          WHERE batch_id = $7",
-        )
-        .await
-        .map_err(pg)?,
         &[&tasks, &input, &output, &text, &children, &depth, &batch],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     Ok(())
 }
 
 /// Takes out of their batches' usage what the tasks `ids`, pruned next, store.
 pub(super) async fn prune(tx: &impl GenericClient, ids: &[i64]) -> StoreResult<()> {
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/quota_prune.sql"))
-            .await
-            .map_err(pg)?,
-        &[&ids],
-    )
-    .await
-    .map_err(pg)?;
+    tx.run(include_str!("sql/quota_prune.sql"), &[&ids]).await?;
     Ok(())
 }

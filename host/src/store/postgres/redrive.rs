@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use deadpool_postgres::GenericClient;
 
-use super::{Commit, PostgresStore, gate, pg};
+use super::cached::Cached;
+use super::{Commit, PostgresStore, gate};
 use crate::store::*;
 
 /// A selected task, as `sql/select_tasks.sql` reads it.
@@ -40,10 +41,8 @@ async fn select(
     let action: Vec<i64> = states.iter().map(|&s| i64::from(s)).collect();
     let states: Vec<i32> = which.codes(&action).into_iter().map(|s| s as i32).collect();
     let rows = tx
-        .query(
-            &tx.prepare_cached(include_str!("sql/select_tasks.sql"))
-                .await
-                .map_err(pg)?,
+        .rows(
+            include_str!("sql/select_tasks.sql"),
             &[
                 &which.task,
                 &which.batch,
@@ -54,8 +53,7 @@ async fn select(
                 &ids,
             ],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(rows
         .iter()
         .map(|r| Selected {
@@ -98,14 +96,11 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
         modules.sort_unstable();
         modules.dedup();
         let known: HashSet<String> = tx
-            .query(
-                &tx.prepare_cached("SELECT digest FROM modules WHERE digest = ANY($1)")
-                    .await
-                    .map_err(pg)?,
+            .rows(
+                "SELECT digest FROM modules WHERE digest = ANY($1)",
                 &[&modules],
             )
-            .await
-            .map_err(pg)?
+            .await?
             .iter()
             .map(|r| r.get(0))
             .collect();
@@ -119,14 +114,11 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
         }
         let batches: Vec<BatchId> = by_batch.keys().copied().collect();
         let tenants: BTreeMap<BatchId, Option<TenantId>> = tx
-            .query(
-                &tx.prepare_cached("SELECT id, tenant_id FROM batches WHERE id = ANY($1)")
-                    .await
-                    .map_err(pg)?,
+            .rows(
+                "SELECT id, tenant_id FROM batches WHERE id = ANY($1)",
                 &[&batches],
             )
-            .await
-            .map_err(pg)?
+            .await?
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
@@ -137,16 +129,7 @@ pub(super) async fn retry(store: &PostgresStore, which: TaskSelect) -> StoreResu
             }
         }
         super::tenants::check_open_many(tx, &adds).await?;
-        let vtime: i64 = tx
-            .query_one(
-                &tx.prepare_cached("SELECT vtime FROM scheduler")
-                    .await
-                    .map_err(pg)?,
-                &[],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
+        let vtime: i64 = tx.row("SELECT vtime FROM scheduler", &[]).await?.get(0);
         for (batch, tasks) in by_batch {
             let tenant = tenants.get(&batch).copied().flatten();
             again(tx, batch, tenant, &tasks, vtime).await?;
@@ -169,14 +152,11 @@ async fn again(
     vtime: i64,
 ) -> StoreResult<()> {
     let next_vseq: i64 = tx
-        .query_one(
-            &tx.prepare_cached("SELECT next_vseq FROM batches WHERE id = $1 FOR UPDATE")
-                .await
-                .map_err(pg)?,
+        .row(
+            "SELECT next_vseq FROM batches WHERE id = $1 FOR UPDATE",
             &[&batch],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .get(0);
     let first_vseq = next_vseq.max(vtime);
     let old_gate = gate::current(tx, batch).await?;
@@ -184,14 +164,8 @@ async fn again(
     if let (Some(old), Some(new)) = (old_gate, new_gate)
         && new < old
     {
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/submit_hold.sql"))
-                .await
-                .map_err(pg)?,
-            &[&batch, &old],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run(include_str!("sql/submit_hold.sql"), &[&batch, &old])
+            .await?;
     }
     gate::open(tx, batch, tenant, tasks.iter().map(|t| t.order)).await?;
     let ids: Vec<i64> = tasks.iter().map(|t| t.id).collect();
@@ -200,22 +174,13 @@ async fn again(
         .map(|t| admit::first_state(t.order, new_gate).code() as i32)
         .collect();
     let vseqs: Vec<i64> = (0..tasks.len() as i64).map(|i| first_vseq + i).collect();
-    tx.execute(
-        &tx.prepare_cached(include_str!("sql/task_retry.sql"))
-            .await
-            .map_err(pg)?,
-        &[&ids, &states, &vseqs],
-    )
-    .await
-    .map_err(pg)?;
-    tx.execute(
-        &tx.prepare_cached("UPDATE batches SET next_vseq = $1 WHERE id = $2")
-            .await
-            .map_err(pg)?,
+    tx.run(include_str!("sql/task_retry.sql"), &[&ids, &states, &vseqs])
+        .await?;
+    tx.run(
+        "UPDATE batches SET next_vseq = $1 WHERE id = $2",
         &[&(first_vseq + tasks.len() as i64), &batch],
     )
-    .await
-    .map_err(pg)?;
+    .await?;
     Ok(())
 }
 
@@ -234,14 +199,11 @@ pub(super) async fn cancel(
         let pending_ids: Vec<i64> = pending.iter().map(|t| t.id).collect();
         let claimed_ids: Vec<i64> = claimed.iter().map(|t| t.id).collect();
         if !pending.is_empty() {
-            tx.execute(
-                &tx.prepare_cached(include_str!("sql/task_cancel_many.sql"))
-                    .await
-                    .map_err(pg)?,
+            tx.run(
+                include_str!("sql/task_cancel_many.sql"),
                 &[&now, &pending_ids],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
             let closed: Vec<(BatchId, i64, i64)> =
                 pending.iter().map(|t| (t.batch, t.order, 1)).collect();
             let closed = gate::close(tx, &closed).await?;
@@ -258,14 +220,11 @@ pub(super) async fn cancel(
             store.notify_batches(tx, &ended).await?;
         }
         if !claimed.is_empty() {
-            tx.execute(
-                &tx.prepare_cached("UPDATE tasks SET cancel_requested = TRUE WHERE id = ANY($1)")
-                    .await
-                    .map_err(pg)?,
+            tx.run(
+                "UPDATE tasks SET cancel_requested = TRUE WHERE id = ANY($1)",
                 &[&claimed_ids],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
             store.notify(tx, "c").await?;
         }
         Ok(BulkCancel {
@@ -291,14 +250,11 @@ pub(super) async fn set_priority(
             .map(|t| t.id)
             .collect();
         if !ids.is_empty() {
-            tx.execute(
-                &tx.prepare_cached(include_str!("sql/task_set_priority_many.sql"))
-                    .await
-                    .map_err(pg)?,
+            tx.run(
+                include_str!("sql/task_set_priority_many.sql"),
                 &[&priority, &ids],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
             store.notify(tx, "r").await?;
         }
         Ok(ids.len() as u64)

@@ -5,7 +5,8 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::{Commit, PostgresStore, batches, not_found, pg, tasks};
+use super::cached::Cached;
+use super::{Commit, PostgresStore, batches, not_found, tasks};
 use crate::store::*;
 
 fn read(store: &PostgresStore, r: &Row) -> ScheduleInfo {
@@ -32,15 +33,8 @@ async fn find(
     name: &str,
 ) -> StoreResult<ScheduleInfo> {
     let row = client
-        .query_opt(
-            &client
-                .prepare_cached(include_str!("sql/schedule_get.sql"))
-                .await
-                .map_err(pg)?,
-            &[&name],
-        )
-        .await
-        .map_err(pg)?
+        .row_opt(include_str!("sql/schedule_get.sql"), &[&name])
+        .await?
         .ok_or_else(|| not_found("schedule", name))?;
     Ok(read(store, &row))
 }
@@ -56,10 +50,8 @@ pub(super) async fn create(
     let plan = spec.plan.to_string();
     transaction!(store, Commit::Durable, |tx| {
         let created = tx
-            .query_opt(
-                &tx.prepare_cached(include_str!("sql/schedule_insert.sql"))
-                    .await
-                    .map_err(pg)?,
+            .row_opt(
+                include_str!("sql/schedule_insert.sql"),
                 &[
                     &spec.name,
                     &spec.cron,
@@ -71,8 +63,7 @@ pub(super) async fn create(
                     &now,
                 ],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
         if created.is_none() {
             return Err(errors::schedule_exists(&spec.name));
         }
@@ -83,15 +74,8 @@ pub(super) async fn create(
 pub(super) async fn list(store: &PostgresStore) -> StoreResult<Vec<ScheduleInfo>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/schedule_list.sql"))
-                .await
-                .map_err(pg)?,
-            &[],
-        )
-        .await
-        .map_err(pg)?;
+        .rows(include_str!("sql/schedule_list.sql"), &[])
+        .await?;
     Ok(rows.iter().map(|r| read(store, r)).collect())
 }
 
@@ -107,15 +91,11 @@ pub(super) async fn ticks(
 ) -> StoreResult<Vec<Tick>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/schedule_ticks.sql"))
-                .await
-                .map_err(pg)?,
+        .rows(
+            include_str!("sql/schedule_ticks.sql"),
             &[&schedule, &(limit as i64)],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(rows
         .iter()
         .map(|r| Tick {
@@ -137,14 +117,11 @@ pub(super) async fn set_paused(
     let next_due = next_due.map(|t| store.db_time(t));
     transaction!(store, Commit::Durable, |tx| {
         let changed = tx
-            .execute(
-                &tx.prepare_cached(include_str!("sql/schedule_pause.sql"))
-                    .await
-                    .map_err(pg)?,
+            .run(
+                include_str!("sql/schedule_pause.sql"),
                 &[&name, &paused, &next_due],
             )
-            .await
-            .map_err(pg)?;
+            .await?;
         if changed == 0 {
             return Err(not_found("schedule", name));
         }
@@ -155,15 +132,8 @@ pub(super) async fn set_paused(
 pub(super) async fn delete(store: &PostgresStore, name: &str) -> StoreResult<()> {
     let client = store.client(Commit::Durable).await?;
     let deleted = client
-        .execute(
-            &client
-                .prepare_cached(include_str!("sql/schedule_delete.sql"))
-                .await
-                .map_err(pg)?,
-            &[&name],
-        )
-        .await
-        .map_err(pg)?;
+        .run(include_str!("sql/schedule_delete.sql"), &[&name])
+        .await?;
     match deleted {
         0 => Err(not_found("schedule", name)),
         _ => Ok(()),
@@ -177,25 +147,11 @@ pub(super) async fn due(
     let now = store.db_time(now);
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/schedule_due.sql"))
-                .await
-                .map_err(pg)?,
-            &[&now],
-        )
-        .await
-        .map_err(pg)?;
+        .rows(include_str!("sql/schedule_due.sql"), &[&now])
+        .await?;
     let next: Option<i64> = client
-        .query_one(
-            &client
-                .prepare_cached(include_str!("sql/schedule_next_due.sql"))
-                .await
-                .map_err(pg)?,
-            &[&now],
-        )
-        .await
-        .map_err(pg)?
+        .row(include_str!("sql/schedule_next_due.sql"), &[&now])
+        .await?
         .get(0);
     Ok((
         rows.iter().map(|r| read(store, r)).collect(),
@@ -216,28 +172,19 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
         match cursor {
             Some(cursor) => {
                 let moved = tx
-                    .execute(
-                        &tx.prepare_cached(include_str!("sql/schedule_advance.sql"))
-                            .await
-                            .map_err(pg)?,
+                    .run(
+                        include_str!("sql/schedule_advance.sql"),
                         &[&fire.schedule, &cursor, &next_due, &missed],
                     )
-                    .await
-                    .map_err(pg)?;
+                    .await?;
                 if moved == 0 {
                     return Ok(None);
                 }
             }
             None => {
-                tx.query_opt(
-                    &tx.prepare_cached(include_str!("sql/schedule_lock.sql"))
-                        .await
-                        .map_err(pg)?,
-                    &[&fire.schedule],
-                )
-                .await
-                .map_err(pg)?
-                .ok_or_else(|| not_found("schedule", fire.schedule))?;
+                tx.row_opt(include_str!("sql/schedule_lock.sql"), &[&fire.schedule])
+                    .await?
+                    .ok_or_else(|| not_found("schedule", fire.schedule))?;
             }
         }
         let batch = match &fire.batch {
@@ -246,22 +193,17 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
                     .await?
                     .id;
                 tasks::submit_in(store, tx, batch, &open.tasks, now).await?;
-                tx.execute(
-                    &tx.prepare_cached(include_str!("sql/schedule_last_batch.sql"))
-                        .await
-                        .map_err(pg)?,
+                tx.run(
+                    include_str!("sql/schedule_last_batch.sql"),
                     &[&fire.schedule, &batch],
                 )
-                .await
-                .map_err(pg)?;
+                .await?;
                 Some(batch)
             }
             None => None,
         };
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/schedule_tick_insert.sql"))
-                .await
-                .map_err(pg)?,
+        tx.run(
+            include_str!("sql/schedule_tick_insert.sql"),
             &[
                 &fire.schedule,
                 &tick,
@@ -271,16 +213,12 @@ pub(super) async fn fire(store: &PostgresStore, fire: Fire) -> StoreResult<Optio
                 &fire.detail,
             ],
         )
-        .await
-        .map_err(pg)?;
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/schedule_ticks_prune.sql"))
-                .await
-                .map_err(pg)?,
+        .await?;
+        tx.run(
+            include_str!("sql/schedule_ticks_prune.sql"),
             &[&fire.schedule],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
         Ok(Some(Tick {
             due_at: fire.tick,
             fired_at: fire.now,

@@ -4,6 +4,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::{Commit, PostgresStore, gate, not_found, pg, tasks};
 use crate::store::quota;
 use crate::store::spawn::{self, Existing, Parent};
@@ -22,14 +23,8 @@ pub(super) async fn submit(
     transaction!(store, Commit::Bookkeeping, |tx| {
         let spec = child.tasks()[0].clone();
         let row = tx
-            .query_opt(
-                &tx.prepare_cached(include_str!("sql/spawn_parent.sql"))
-                    .await
-                    .map_err(pg)?,
-                &[&parent],
-            )
-            .await
-            .map_err(pg)?
+            .row_opt(include_str!("sql/spawn_parent.sql"), &[&parent])
+            .await?
             .ok_or_else(|| not_found("task", parent))?;
         let read = Parent {
             batch: row.get(0),
@@ -42,14 +37,8 @@ pub(super) async fn submit(
         };
         let key = spec.key.clone().unwrap_or_default();
         let existing = tx
-            .query_opt(
-                &tx.prepare_cached(include_str!("sql/spawn_existing.sql"))
-                    .await
-                    .map_err(pg)?,
-                &[&read.batch, &key],
-            )
-            .await
-            .map_err(pg)?
+            .row_opt(include_str!("sql/spawn_existing.sql"), &[&read.batch, &key])
+            .await?
             .map(|r| Existing {
                 id: r.get(0),
                 parent: r.get(1),
@@ -60,27 +49,15 @@ pub(super) async fn submit(
         let named = spawn::named_tasks(&spec);
         if !named.is_empty()
             && let Some(r) = tx
-                .query_opt(
-                    &tx.prepare_cached(include_str!("sql/spawn_strangers.sql"))
-                        .await
-                        .map_err(pg)?,
-                    &[&named, &parent],
-                )
-                .await
-                .map_err(pg)?
+                .row_opt(include_str!("sql/spawn_strangers.sql"), &[&named, &parent])
+                .await?
         {
             return Err(spawn::not_a_sibling(parent, r.get(0)));
         }
         let id = tasks::submit_in(store, tx, read.batch, &child, now).await?[0];
         let depth = (read.depth + 1) as i32;
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/spawn_link.sql"))
-                .await
-                .map_err(pg)?,
-            &[&id, &parent, &depth],
-        )
-        .await
-        .map_err(pg)?;
+        tx.run(include_str!("sql/spawn_link.sql"), &[&id, &parent, &depth])
+            .await?;
         Ok(id)
     })
 }
@@ -93,14 +70,8 @@ pub(super) async fn suspend(
     batch: BatchId,
     state: &[u8],
 ) -> StoreResult<()> {
-    tx.query(
-        &tx.prepare_cached(include_str!("sql/spawn_lock_children.sql"))
-            .await
-            .map_err(pg)?,
-        &[&task],
-    )
-    .await
-    .map_err(pg)?;
+    tx.rows(include_str!("sql/spawn_lock_children.sql"), &[&task])
+        .await?;
     gate::lock(tx, batch).await?;
     let stmt = tx
         .prepare_cached(include_str!("sql/complete_suspended.sql"))
@@ -114,15 +85,8 @@ pub(super) async fn suspend(
 pub(super) async fn saved(store: &PostgresStore, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt(
-            &client
-                .prepare_cached("SELECT saved_state FROM tasks WHERE id = $1")
-                .await
-                .map_err(pg)?,
-            &[&task],
-        )
-        .await
-        .map_err(pg)?
+        .row_opt("SELECT saved_state FROM tasks WHERE id = $1", &[&task])
+        .await?
         .map(|r| r.get(0))
         .ok_or_else(|| not_found("task", task))
 }

@@ -6,6 +6,7 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::IsolationLevel;
 
+use super::cached::Cached;
 use super::{Commit, PostgresStore, pg};
 use crate::store::*;
 
@@ -34,15 +35,8 @@ pub(super) async fn ended_counters(
     client: &impl GenericClient,
 ) -> StoreResult<Vec<(i32, u64, u64)>> {
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/stats_totals.sql"))
-                .await
-                .map_err(pg)?,
-            &[],
-        )
-        .await
-        .map_err(pg)?;
+        .rows(include_str!("sql/stats_totals.sql"), &[])
+        .await?;
     Ok(rows
         .iter()
         .map(|row| {
@@ -65,15 +59,7 @@ async fn counts(tx: &impl GenericClient) -> StoreResult<(Progress, EndedTotals)>
             _ => {}
         }
     }
-    let row = tx
-        .query_one(
-            &tx.prepare_cached(include_str!("sql/stats_open.sql"))
-                .await
-                .map_err(pg)?,
-            &[],
-        )
-        .await
-        .map_err(pg)?;
+    let row = tx.row(include_str!("sql/stats_open.sql"), &[]).await?;
     let count = |i: usize| row.get::<_, i64>(i).max(0) as u64;
     let (open, ready, held, reserved, running) = (count(0), count(1), count(2), count(3), count(4));
     let delayed = count(5);
@@ -90,24 +76,18 @@ pub(super) async fn queue_stats(store: &PostgresStore, now: Micros) -> StoreResu
     let tx = snapshot(&mut client).await?;
     let (counts, ended_total) = counts(&tx).await?;
     let oldest_ready = tx
-        .query_opt(
-            &tx.prepare_cached(include_str!("sql/stats_oldest_ready.sql"))
-                .await
-                .map_err(pg)?,
+        .row_opt(
+            include_str!("sql/stats_oldest_ready.sql"),
             &[&store.db_time(now)],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .map(|r| store.local_time(r.get(0)));
     let groups = tx
-        .query(
-            &tx.prepare_cached(include_str!("sql/stats_groups.sql"))
-                .await
-                .map_err(pg)?,
+        .rows(
+            include_str!("sql/stats_groups.sql"),
             &[&(MAX_LISTED as i64), &store.db_time(now)],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .iter()
         .map(|r| {
             let columns = (
@@ -141,15 +121,11 @@ pub(super) async fn batch_depths(
 ) -> StoreResult<Vec<BatchDepth>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/stats_batches.sql"))
-                .await
-                .map_err(pg)?,
+        .rows(
+            include_str!("sql/stats_batches.sql"),
             &[&(limit.min(MAX_LISTED) as i64)],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(rows
         .iter()
         .map(|r| BatchDepth {

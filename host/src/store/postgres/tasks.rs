@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use deadpool_postgres::GenericClient;
 
+use super::cached::Cached;
 use super::{Commit, PostgresStore, digest_of, gate, not_found, pg, to_i32};
 use crate::store::quota;
 use crate::store::*;
@@ -294,14 +295,8 @@ pub(super) async fn get(store: &PostgresStore, task: TaskId) -> StoreResult<Task
 
 pub(super) async fn info(tx: &impl GenericClient, task: TaskId) -> StoreResult<TaskInfo> {
     let r = tx
-        .query_opt(
-            &tx.prepare_cached(include_str!("sql/task_get.sql"))
-                .await
-                .map_err(pg)?,
-            &[&task],
-        )
-        .await
-        .map_err(pg)?
+        .row_opt(include_str!("sql/task_get.sql"), &[&task])
+        .await?
         .ok_or_else(|| not_found("task", task))?;
     Ok(row(&r))
 }
@@ -335,15 +330,8 @@ pub(super) fn row(r: &tokio_postgres::Row) -> TaskInfo {
 pub(super) async fn output(store: &PostgresStore, task: TaskId) -> StoreResult<Option<Vec<u8>>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt(
-            &client
-                .prepare_cached("SELECT output FROM tasks WHERE id = $1")
-                .await
-                .map_err(pg)?,
-            &[&task],
-        )
-        .await
-        .map_err(pg)?
+        .row_opt("SELECT output FROM tasks WHERE id = $1", &[&task])
+        .await?
         .map(|r| r.get(0))
         .ok_or_else(|| not_found("task", task))
 }
@@ -352,15 +340,8 @@ pub(super) async fn output(store: &PostgresStore, task: TaskId) -> StoreResult<O
 pub(super) async fn input(store: &PostgresStore, task: TaskId) -> StoreResult<Vec<u8>> {
     let client = store.client(Commit::Durable).await?;
     client
-        .query_opt(
-            &client
-                .prepare_cached("SELECT input FROM tasks WHERE id = $1")
-                .await
-                .map_err(pg)?,
-            &[&task],
-        )
-        .await
-        .map_err(pg)?
+        .row_opt("SELECT input FROM tasks WHERE id = $1", &[&task])
+        .await?
         .map(|r| r.get(0))
         .ok_or_else(|| not_found("task", task))
 }
@@ -410,25 +391,13 @@ pub(super) async fn cancel(
         let info = info(tx, task).await?;
         gate::lock(tx, info.batch).await?;
         let state: i32 = tx
-            .query_one(
-                &tx.prepare_cached("SELECT state FROM tasks WHERE id = $1 FOR UPDATE")
-                    .await
-                    .map_err(pg)?,
-                &[&task],
-            )
-            .await
-            .map_err(pg)?
+            .row("SELECT state FROM tasks WHERE id = $1 FOR UPDATE", &[&task])
+            .await?
             .get(0);
         match TaskState::from_code(state.into()) {
             Some(TaskState::Waiting | TaskState::Ready) => {
-                tx.execute(
-                    &tx.prepare_cached(include_str!("sql/task_cancel.sql"))
-                        .await
-                        .map_err(pg)?,
-                    &[&now, &task],
-                )
-                .await
-                .map_err(pg)?;
+                tx.run(include_str!("sql/task_cancel.sql"), &[&now, &task])
+                    .await?;
                 let closed = gate::close(tx, &[(info.batch, info.order, 1)]).await?;
                 super::hooks::batch_ends(tx, &closed, store.server_hook(), now).await?;
                 let mut settled = CompleteResult::default();
@@ -438,14 +407,11 @@ pub(super) async fn cancel(
                 Ok(CancelResult::Cancelled)
             }
             Some(TaskState::Running) => {
-                tx.execute(
-                    &tx.prepare_cached("UPDATE tasks SET cancel_requested = TRUE WHERE id = $1")
-                        .await
-                        .map_err(pg)?,
+                tx.run(
+                    "UPDATE tasks SET cancel_requested = TRUE WHERE id = $1",
                     &[&task],
                 )
-                .await
-                .map_err(pg)?;
+                .await?;
                 store.notify(tx, "c").await?;
                 Ok(CancelResult::Requested)
             }
@@ -472,17 +438,11 @@ pub(super) async fn group_get(store: &PostgresStore, key: String) -> StoreResult
         .map_err(pg)?
         .ok_or_else(|| not_found("group", &key))?;
     let waiting: i64 = client
-        .query_one(
-            &client
-                .prepare_cached(
-                    "SELECT COUNT(*) FROM tasks WHERE group_key = $1 AND state IN (0, 1)",
-                )
-                .await
-                .map_err(pg)?,
+        .row(
+            "SELECT COUNT(*) FROM tasks WHERE group_key = $1 AND state IN (0, 1)",
             &[&key],
         )
-        .await
-        .map_err(pg)?
+        .await?
         .get(0);
     Ok(GroupInfo {
         key,
@@ -504,15 +464,11 @@ pub(super) async fn group_list(
 ) -> StoreResult<Vec<GroupRow>> {
     let client = store.client(Commit::Durable).await?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/group_list.sql"))
-                .await
-                .map_err(pg)?,
+        .rows(
+            include_str!("sql/group_list.sql"),
             &[&after, &batch, &(limit as i64)],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(rows
         .iter()
         .map(|r| GroupRow {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
+use super::cached::Cached;
 use super::{Commit, PostgresStore, pg};
 use crate::store::fair;
 use crate::store::*;
@@ -75,18 +76,12 @@ pub(super) async fn add(
     check_tenant_name(&name)?;
     let client = store.client(Commit::Durable).await?;
     let added = client
-        .query_opt(
-            &client
-                .prepare_cached(
-                    "INSERT INTO tenants (name, created_at) VALUES ($1, $2)
+        .row_opt(
+            "INSERT INTO tenants (name, created_at) VALUES ($1, $2)
              ON CONFLICT (name) DO NOTHING RETURNING id",
-                )
-                .await
-                .map_err(pg)?,
             &[&name, &now],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     let Some(row) = added else {
         return Err(tenant_exists(&name));
     };
@@ -102,15 +97,8 @@ async fn tenants(
 ) -> StoreResult<Vec<TenantInfo>> {
     let now = store.db_time(now_micros());
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/tenant_list.sql"))
-                .await
-                .map_err(pg)?,
-            &[&only],
-        )
-        .await
-        .map_err(pg)?;
+        .rows(include_str!("sql/tenant_list.sql"), &[&only])
+        .await?;
     Ok(rows.iter().map(|r| tenant(r, now)).collect())
 }
 
@@ -136,15 +124,8 @@ pub(super) async fn rules(
 ) -> StoreResult<TenantRules> {
     let client = store.client(Commit::Durable).await?;
     let row = client
-        .query_opt(
-            &client
-                .prepare_cached(include_str!("sql/tenant_rules.sql"))
-                .await
-                .map_err(pg)?,
-            &[&id],
-        )
-        .await
-        .map_err(pg)?
+        .row_opt(include_str!("sql/tenant_rules.sql"), &[&id])
+        .await?
         .ok_or_else(|| no_tenant(&id.to_string()))?;
     Ok(TenantRules {
         name: row.get(0),
@@ -192,10 +173,8 @@ pub(super) async fn set(
         .transpose()?;
     transaction!(store, Commit::Durable, |tx| {
         let id = tenant_id(tx, &name).await?;
-        tx.execute(
-            &tx.prepare_cached(include_str!("sql/tenant_set.sql"))
-                .await
-                .map_err(pg)?,
+        tx.run(
+            include_str!("sql/tenant_set.sql"),
             &[
                 &id,
                 &change.max_priority.is_some(),
@@ -220,8 +199,7 @@ pub(super) async fn set(
                 &http,
             ],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
         if let Some(ceiling) = change.ceiling {
             lower_in(store, tx, id, ceiling).await?;
         }
@@ -260,14 +238,8 @@ async fn lower_in(
     ceiling: i32,
 ) -> StoreResult<u64> {
     let changed: i64 = tx
-        .query_one(
-            &tx.prepare_cached(include_str!("sql/tenant_lower.sql"))
-                .await
-                .map_err(pg)?,
-            &[&ceiling, &id],
-        )
-        .await
-        .map_err(pg)?
+        .row(include_str!("sql/tenant_lower.sql"), &[&ceiling, &id])
+        .await?
         .get(0);
     if changed > 0 {
         // Nodes hand back what they reserved, so the next claims take the new order.
@@ -331,15 +303,8 @@ pub(super) async fn check_open_many(
 
 async fn tenant_id(client: &impl GenericClient, name: &str) -> StoreResult<TenantId> {
     client
-        .query_opt(
-            &client
-                .prepare_cached("SELECT id FROM tenants WHERE name = $1")
-                .await
-                .map_err(pg)?,
-            &[&name],
-        )
-        .await
-        .map_err(pg)?
+        .row_opt("SELECT id FROM tenants WHERE name = $1", &[&name])
+        .await?
         .map(|r| r.get(0))
         .ok_or_else(|| no_tenant(name))
 }
@@ -353,12 +318,12 @@ pub(super) async fn token_add(
     let client = store.client(Commit::Durable).await?;
     let id = tenant_id(&client, &tenant).await?;
     let row = client
-        .query_one(&client.prepare_cached("INSERT INTO tenant_tokens (tenant_id, secret_hash, created_at) VALUES ($1, $2, $3)
-             RETURNING id").await.map_err(pg)?,
+        .row(
+            "INSERT INTO tenant_tokens (tenant_id, secret_hash, created_at) VALUES ($1, $2, $3)
+             RETURNING id",
             &[&id, &&secret_hash[..], &now],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     Ok(TokenInfo {
         id: row.get(0),
         tenant,
@@ -370,15 +335,8 @@ pub(super) async fn token_add(
 async fn tokens(client: &impl GenericClient, tenant: &str) -> StoreResult<Vec<TokenInfo>> {
     tenant_id(client, tenant).await?;
     let rows = client
-        .query(
-            &client
-                .prepare_cached(include_str!("sql/token_list.sql"))
-                .await
-                .map_err(pg)?,
-            &[&tenant],
-        )
-        .await
-        .map_err(pg)?;
+        .rows(include_str!("sql/token_list.sql"), &[&tenant])
+        .await?;
     Ok(rows.iter().map(token).collect())
 }
 
@@ -399,18 +357,12 @@ pub(super) async fn token_revoke(
     let client = store.client(Commit::Durable).await?;
     let id = tenant_id(&client, &tenant).await?;
     client
-        .execute(
-            &client
-                .prepare_cached(
-                    "UPDATE tenant_tokens SET revoked_at = coalesce(revoked_at, $1)
+        .run(
+            "UPDATE tenant_tokens SET revoked_at = coalesce(revoked_at, $1)
              WHERE id = $2 AND tenant_id = $3",
-                )
-                .await
-                .map_err(pg)?,
             &[&now, &token_id, &id],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     tokens(&client, &tenant)
         .await?
         .into_iter()
@@ -425,18 +377,12 @@ pub(super) async fn token_check(
 ) -> StoreResult<TenantId> {
     let client = store.client(Commit::Durable).await?;
     let found = client
-        .query_opt(
-            &client
-                .prepare_cached(
-                    "SELECT tenant_id, secret_hash FROM tenant_tokens
+        .row_opt(
+            "SELECT tenant_id, secret_hash FROM tenant_tokens
              WHERE id = $1 AND revoked_at IS NULL",
-                )
-                .await
-                .map_err(pg)?,
             &[&token_id],
         )
-        .await
-        .map_err(pg)?;
+        .await?;
     match found {
         Some(r) if r.get::<_, &[u8]>(1) == secret_hash.as_slice() => Ok(r.get(0)),
         _ => Err(StoreError::NotFound {
