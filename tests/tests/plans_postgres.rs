@@ -119,6 +119,80 @@ async fn every_hot_statement_uses_its_index_before_and_after_analyze() {
     drop(store);
 }
 
+/// Every step of a JSON plan, depth first.
+fn nodes<'a>(node: &'a Value, out: &mut Vec<&'a Value>) {
+    out.push(node);
+    for child in node["Plans"].as_array().into_iter().flatten() {
+        nodes(child, out);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_the_log_until_a_time_passes_over_later_attempts_in_the_key_alone() {
+    let db = TestDb::new().await;
+    let store = PostgresStore::connect(&db.url, "plans").await.unwrap();
+    let now = now_micros();
+    // Attempts over the day before `now`: half of them start after the page's end.
+    qhost::cli::bench_fill::fill_postgres(&db.url, 200_000, now)
+        .await
+        .unwrap();
+    qhost::cli::bench_fill::vacuum_postgres(&db.url)
+        .await
+        .unwrap();
+    let client = db.connect().await;
+    let until = now - 43_200_000_000;
+    let later: i64 = client
+        .query_one(
+            "SELECT count(*) FROM attempts WHERE started_at >= $1",
+            &[&until],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        later > 10_000,
+        "the fill left {later} attempts after the page's end"
+    );
+    let filter = AttemptFilter {
+        until: Some(until),
+        newest_first: true,
+        limit: Some(50),
+        ..AttemptFilter::default()
+    };
+    let sql = qhost::store::postgres::attempt_page_sql(&store, &filter)
+        .await
+        .unwrap();
+    assert_eq!(parameters(&sql), 2, "{sql}");
+    client
+        .batch_execute(&format!("PREPARE page AS {sql}"))
+        .await
+        .unwrap();
+    let plan = explain(
+        &client,
+        &format!("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE page({until}, 50)"),
+    )
+    .await;
+    let top = &plan[0]["Plan"];
+    assert_eq!(top["Actual Rows"].as_i64(), Some(50), "{plan:#}");
+    let mut steps = Vec::new();
+    nodes(top, &mut steps);
+    // The step that passes over the later attempts reads no row of theirs.
+    let passing: Vec<&&Value> = steps
+        .iter()
+        .filter(|step| step["Rows Removed by Filter"].as_i64().unwrap_or(0) > 0)
+        .collect();
+    assert_eq!(passing.len(), 1, "{plan:#}");
+    let step = passing[0];
+    assert_eq!(step["Node Type"], "Index Only Scan", "{plan:#}");
+    assert_eq!(step["Index Name"], "attempts_pkey", "{plan:#}");
+    assert_eq!(step["Heap Fetches"].as_i64(), Some(0), "{plan:#}");
+    assert!(
+        step["Rows Removed by Filter"].as_i64().unwrap() >= later,
+        "{plan:#}"
+    );
+    drop(store);
+}
+
 /// A store with `tasks` ready tasks, the `i`th in group `g{i % 1000}`, 1,000 groups of
 /// limit 1, and the first 900 groups in claim order made full by a claim.
 async fn busy_queue(db: &TestDb, tasks: usize) -> Arc<dyn Store> {

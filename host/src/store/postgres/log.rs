@@ -9,17 +9,17 @@ use super::{Commit, PostgresStore, digest_of, pg};
 use crate::runtime::Outcome;
 use crate::store::*;
 
-/// Attempt records in the order they were written (or newest first), filtered. Each
-/// filter given adds its own clause, so that the plan can use the index of the log for it
+/// A value a page's statement binds.
+pub type Param = Box<dyn tokio_postgres::types::ToSql + Sync + Send>;
+
+/// The statement that reads a page of the log with `filter`, and what it binds; with a
+/// time range, its positions are read `by_time` (see [`by_time`]) or along the primary
+/// key. Each filter given
+/// adds its own clause, so that the plan can use the index of the log for it
 /// (`attempts_task`, `attempts_batch`, `attempts_group`, `attempts_outcome`,
 /// `attempts_started`) whatever the values: a generic plan of `$1 IS NULL OR ...` clauses
 /// would scan the whole log.
-pub(super) async fn attempt_list(
-    store: &PostgresStore,
-    filter: AttemptFilter,
-) -> StoreResult<Vec<(i64, AttemptRecord)>> {
-    type Param = Box<dyn tokio_postgres::types::ToSql + Sync + Send>;
-    let client = store.client(Commit::Durable).await?;
+pub fn attempt_page(filter: &AttemptFilter, by_time: bool) -> (String, Vec<Param>) {
     let mut sql = String::from(include_str!("sql/attempt_list.sql").trim_end());
     let mut args: Vec<Param> = Vec::new();
     let mut add = |clause: &str, value: Param| {
@@ -50,40 +50,100 @@ pub(super) async fn attempt_list(
     if let Some(before) = filter.before {
         add(" AND a.id < ?", Box::new(before));
     }
-    let by_time = if filter.since.is_some() || filter.until.is_some() {
-        let (since, until) = filter.time_range();
-        let count: i64 = if filter.task.is_some() || filter.batch.is_some() {
-            0
-        } else {
-            client
-                .row(
-                    include_str!("sql/attempt_range_count.sql"),
-                    &[&since, &until, &(AttemptFilter::LONG_RANGE + 1)],
-                )
-                .await?
-                .get(0)
-        };
-        filter.reads_by_time(count)
-    } else {
-        false
-    };
     let limit = filter.limit.unwrap_or(1000).min(10_000) as i64;
     args.push(Box::new(limit));
     let order = if filter.newest_first { "DESC" } else { "ASC" };
-    if by_time {
-        // The page's positions from the index of start times alone (`+ 0`: not in the
-        // order of the primary key, which would walk the whole log to the range), then
-        // their records.
+    if filter.since.is_some() || filter.until.is_some() {
+        // The page's positions from an index alone, then their records: from the index of
+        // start times (`+ 0`: not in the order of the primary key, which the planner
+        // would walk), or along the primary key, which carries each start time.
+        let position = if by_time { "a.id + 0" } else { "a.id" };
         let base = include_str!("sql/attempt_list.sql").trim_end();
         let clauses = &sql[base.len()..];
         sql = format!(
             "{base} AND a.id IN (SELECT a.id FROM attempts a WHERE TRUE{clauses} \
-             ORDER BY a.id + 0 {order} LIMIT ${}) ORDER BY a.id {order}",
+             ORDER BY {position} {order} LIMIT ${}) ORDER BY a.id {order}",
             args.len()
         );
     } else {
         sql.push_str(&format!(" ORDER BY a.id {order} LIMIT ${}", args.len()));
     }
+    (sql, args)
+}
+
+/// Whether a page with `filter` reads its positions from the index of start times (the
+/// attempts in its range, sorted), rather than along the primary key from the page's end
+/// (passing over the attempts on that side of the range, from the key alone). The shared
+/// rule ([`AttemptFilter::reads_by_time`]) decides, but for a long range: the key walk
+/// costs half as much per attempt (measured at a million), so the key is walked unless
+/// it passes over more than twice as many attempts as the range holds, by the planner's
+/// estimates (counting them would cost as much as either walk).
+async fn by_time(client: &deadpool_postgres::Client, filter: &AttemptFilter) -> StoreResult<bool> {
+    let timed = filter.since.is_some() || filter.until.is_some();
+    if !timed || filter.task.is_some() || filter.batch.is_some() {
+        return Ok(false);
+    }
+    let (since, until) = filter.time_range();
+    let in_range: i64 = client
+        .row(
+            include_str!("sql/attempt_range_count.sql"),
+            &[&since, &until, &(AttemptFilter::LONG_RANGE + 1)],
+        )
+        .await?
+        .get(0);
+    let shared = filter.reads_by_time(in_range);
+    if !shared || in_range <= AttemptFilter::LONG_RANGE {
+        return Ok(shared);
+    }
+    let passed = match filter.newest_first {
+        true => filter.until.map(|until| (until, Micros::MAX)),
+        false => filter.since.map(|since| (Micros::MIN, since)),
+    };
+    let Some((from, to)) = passed else {
+        // The walk meets the range at once.
+        return Ok(false);
+    };
+    Ok(estimate(client, from, to).await? > 2 * estimate(client, since, until).await?)
+}
+
+/// The planner's estimate of the attempts started in `[from, to)`.
+async fn estimate(
+    client: &deadpool_postgres::Client,
+    from: Micros,
+    to: Micros,
+) -> StoreResult<i64> {
+    let sql = include_str!("sql/attempt_range_estimate.sql")
+        .replace("$1", &from.to_string())
+        .replace("$2", &to.to_string());
+    let answer = client.simple_query(&sql).await.map_err(pg)?;
+    let plan = answer.iter().find_map(|message| match message {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
+        _ => None,
+    });
+    let plan: serde_json::Value = plan
+        .and_then(|plan| serde_json::from_str(plan).ok())
+        .ok_or_else(|| StoreError::Internal(anyhow::anyhow!("no plan for {sql}")))?;
+    Ok(plan[0]["Plan"]["Plan Rows"].as_f64().unwrap_or(0.0) as i64)
+}
+
+/// The statement a page of the log with `filter` reads with on `store`, for the tests of
+/// its plan.
+pub async fn attempt_page_sql(
+    store: &PostgresStore,
+    filter: &AttemptFilter,
+) -> StoreResult<String> {
+    let client = store.client(Commit::Durable).await?;
+    Ok(attempt_page(filter, by_time(&client, filter).await?).0)
+}
+
+/// Attempt records in the order they were written (or newest first), filtered (see
+/// [`attempt_page`]).
+pub(super) async fn attempt_list(
+    store: &PostgresStore,
+    filter: AttemptFilter,
+) -> StoreResult<Vec<(i64, AttemptRecord)>> {
+    let client = store.client(Commit::Durable).await?;
+    let (sql, args) = attempt_page(&filter, by_time(&client, &filter).await?);
     let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
         args.iter().map(|a| a.as_ref() as _).collect();
     let rows = client.query(&sql, &params).await.map_err(pg)?;

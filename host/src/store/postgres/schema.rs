@@ -11,7 +11,7 @@ use crate::store::{Micros, errors, now_micros};
 
 /// The migrations in order. A database records only how many it has applied (the
 /// `qhost_schema` table), so these files never change once released: a change is a new one.
-const MIGRATIONS: [&str; 32] = [
+const MIGRATIONS: [&str; 33] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_claim_indexes.sql"),
     include_str!("migrations/0003_queue_tables.sql"),
@@ -44,6 +44,7 @@ const MIGRATIONS: [&str; 32] = [
     include_str!("migrations/0030_budget_meters.sql"),
     include_str!("migrations/0031_task_cost.sql"),
     include_str!("migrations/0032_batch_costly.sql"),
+    include_str!("migrations/0033_attempts_key_with_start.sql"),
 ];
 
 /// Advisory lock class of schema migrations (one node migrates, the others wait).
