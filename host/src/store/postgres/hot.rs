@@ -1,5 +1,5 @@
 //! The statements every task passes through on PostgreSQL (submit, claim and its look
-//! behind the window, start, complete, hand back, lease renewal), each with the indexes
+//! behind the window, start, complete, hand back, lease renewal, prune), each with the indexes
 //! its plan must use. `tests/tests/plans_postgres.rs` reads each one's generic plan back
 //! on a filled store, before and after `ANALYZE`, and holds it to this list: an index
 //! added for some other read must not take a hot plan over.
@@ -20,6 +20,11 @@ pub struct Hot {
 pub const LARGE_TABLES: &[&str] = &["tasks", "ready", "attempts", "dead_letters"];
 
 pub const HOT: &[Hot] = &[
+    Hot {
+        name: "prune: the ended tasks past their retention",
+        sql: include_str!("sql/prune_pick.sql"),
+        indexes: &["tasks_list_submitted on tasks"],
+    },
     Hot {
         name: "submit: the tasks",
         sql: include_str!("sql/submit_tasks.sql"),
