@@ -14,9 +14,8 @@ pub type Param = Box<dyn tokio_postgres::types::ToSql + Sync + Send>;
 
 /// The statement that reads a page of the log with `filter`, and what it binds; with a
 /// time range, its positions are read `by_time` (see [`by_time`]) or along the primary
-/// key. Each filter given
-/// adds its own clause, so that the plan can use the index of the log for it
-/// (`attempts_task`, `attempts_batch`, `attempts_group`, `attempts_outcome`,
+/// key. Each filter given adds its own clause, so that the plan can use the index of the
+/// log for it (`attempts_task`, `attempts_batch`, `attempts_group`, `attempts_outcome`,
 /// `attempts_started`) whatever the values: a generic plan of `$1 IS NULL OR ...` clauses
 /// would scan the whole log.
 pub fn attempt_page(filter: &AttemptFilter, by_time: bool) -> (String, Vec<Param>) {
