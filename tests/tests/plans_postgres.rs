@@ -25,17 +25,24 @@ fn parameters(sql: &str) -> usize {
     most
 }
 
+/// Every step of a JSON plan, depth first.
+fn nodes<'a>(node: &'a Value, out: &mut Vec<&'a Value>) {
+    out.push(node);
+    for child in node["Plans"].as_array().into_iter().flatten() {
+        nodes(child, out);
+    }
+}
+
 /// Each step of a JSON plan, as `Node Type` and, where it reads one, `index on table`.
 fn steps(node: &Value, out: &mut Vec<(String, Option<String>, Option<String>)>) {
-    let kind = node["Node Type"].as_str().unwrap_or_default().to_owned();
-    let index = node["Index Name"].as_str().map(str::to_owned);
-    let table = node["Relation Name"].as_str().map(str::to_owned);
-    out.push((kind, index, table));
-    if let Some(children) = node["Plans"].as_array() {
-        for child in children {
-            steps(child, out);
-        }
-    }
+    let mut all = Vec::new();
+    nodes(node, &mut all);
+    out.extend(all.into_iter().map(|step| {
+        let kind = step["Node Type"].as_str().unwrap_or_default().to_owned();
+        let index = step["Index Name"].as_str().map(str::to_owned);
+        let table = step["Relation Name"].as_str().map(str::to_owned);
+        (kind, index, table)
+    }));
 }
 
 /// The generic plan of `sql`, the one a prepared statement settles on: what every
@@ -117,14 +124,6 @@ async fn every_hot_statement_uses_its_index_before_and_after_analyze() {
         .unwrap();
     check_plans(&client, "after ANALYZE").await;
     drop(store);
-}
-
-/// Every step of a JSON plan, depth first.
-fn nodes<'a>(node: &'a Value, out: &mut Vec<&'a Value>) {
-    out.push(node);
-    for child in node["Plans"].as_array().into_iter().flatten() {
-        nodes(child, out);
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

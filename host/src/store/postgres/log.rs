@@ -10,7 +10,7 @@ use crate::runtime::Outcome;
 use crate::store::*;
 
 /// A value a page's statement binds.
-pub type Param = Box<dyn tokio_postgres::types::ToSql + Sync + Send>;
+type Param = Box<dyn tokio_postgres::types::ToSql + Sync + Send>;
 
 /// The statement that reads a page of the log with `filter`, and what it binds; with a
 /// time range, its positions are read `by_time` (see [`by_time`]) or along the primary
@@ -18,7 +18,7 @@ pub type Param = Box<dyn tokio_postgres::types::ToSql + Sync + Send>;
 /// log for it (`attempts_task`, `attempts_batch`, `attempts_group`, `attempts_outcome`,
 /// `attempts_started`) whatever the values: a generic plan of `$1 IS NULL OR ...` clauses
 /// would scan the whole log.
-pub fn attempt_page(filter: &AttemptFilter, by_time: bool) -> (String, Vec<Param>) {
+fn attempt_page(filter: &AttemptFilter, by_time: bool) -> (String, Vec<Param>) {
     let mut sql = String::from(include_str!("sql/attempt_list.sql").trim_end());
     let mut args: Vec<Param> = Vec::new();
     let mut add = |clause: &str, value: Param| {

@@ -38,7 +38,7 @@ use tokio::sync::broadcast;
 use tokio_postgres::error::SqlState;
 
 use super::*;
-pub use log::{attempt_page, attempt_page_sql};
+pub use log::attempt_page_sql;
 pub use schema::{MIGRATION_LOCK, create_schema, drop_schema, redact};
 use schema::{measure_clock_offset, migrate, pool};
 
