@@ -26,6 +26,9 @@ use crate::telemetry;
 enum Woke {
     /// A wake-up, a retry or a run's end coming due: the loop claims.
     Due,
+    /// A write of the writer that made work claimable, which no claim has seen: its
+    /// number.
+    Written(u64),
     /// The writer's answer to the standing claim; an error if it claimed nothing.
     Answer(Result<Answer, oneshot::error::RecvError>),
     Stop,
@@ -46,11 +49,19 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
     let mut answered: Option<Answer> = None;
     // Whether this round claims: anything but the writer's answer woke the loop.
     let mut woken = true;
+    // The writer's writes that this loop's claims have seen.
+    let mut seen = 0;
     loop {
         let mut next_due = None;
         // Whether the round's claim took all it asked for: more may be claimable.
         let mut full = false;
-        if let Some((max, claimed)) = answered.take() {
+        if let Some(Answer {
+            max,
+            claimed,
+            seen: saw,
+        }) = answered.take()
+        {
+            seen = seen.max(saw);
             full = claimed.tasks.len() == max;
             woken |= full;
             next_due = claimed.next_due;
@@ -92,6 +103,7 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
         if claims {
             let span = claim_span(ctx, room);
             let asked = tokio::time::Instant::now();
+            let before = ctx.writes.count();
             let claimed = scheduler
                 .store
                 .task_claim(ClaimParams {
@@ -103,6 +115,7 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
                 .instrument(span.clone())
                 .await
                 .context("claiming tasks")?;
+            seen = seen.max(before);
             scheduler.pace.claimed(asked.elapsed());
             contended = match contended {
                 _ if !claimed.contended => None,
@@ -139,6 +152,7 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
             };
             tokio::select! {
                 () = scheduler.wake.notified() => Woke::Due,
+                n = ctx.writes.missed_since(seen) => Woke::Written(n),
                 () = sleep => Woke::Due,
                 got = answer => Woke::Answer(got),
                 () = stop.cancelled() => Woke::Stop,
@@ -154,11 +168,21 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
             (Woke::Due, Some(parked)) if !ctx.standing.withdraw() => {
                 answered = parked.await.ok();
             }
+            // The answer may come from a later write, which saw the one that woke the loop.
+            (Woke::Written(n), Some(parked)) if !ctx.standing.withdraw() => {
+                answered = parked.await.ok();
+                woken = answered
+                    .as_ref()
+                    .is_none_or(|answer| answer.seen.max(seen) < n);
+                seen = seen.max(n);
+            }
+            // Woken once for it, as for any wake-up, whether or not this round claims.
+            (Woke::Written(n), _) => seen = seen.max(n),
             (Woke::Stop, Some(mut parked)) if !ctx.standing.withdraw() => {
                 // What the writer claims from now on it hands back; what it already has
                 // is reserved, and handed back with the rest.
                 parked.close();
-                if let Ok((max, claimed)) = parked.try_recv() {
+                if let Ok(Answer { max, claimed, .. }) = parked.try_recv() {
                     take_in(ctx, claimed.tasks, &claim_span(ctx, max)).await;
                 }
                 return Ok(());

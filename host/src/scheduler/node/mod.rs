@@ -27,6 +27,7 @@ mod standing;
 pub mod ticker;
 mod webhooks;
 mod writer;
+mod writes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,6 +47,7 @@ use maintain::maintain;
 use run::start_in_order;
 use standing::Standing;
 use writer::{Done, write_completions};
+use writes::Writes;
 
 pub use maintain::prune;
 pub(crate) use pace::Pace;
@@ -200,6 +202,8 @@ struct Ctx {
     hand_back: CancellationToken,
     /// The claim the claim loop leaves with the writer while it waits for work.
     standing: Arc<Standing>,
+    /// The writer's writes, as far as claims saw them.
+    writes: Arc<Writes>,
 }
 
 impl Ctx {
@@ -229,6 +233,7 @@ async fn run_node(
     let held = Arc::new(watch::channel(0usize).0);
     let busy = Arc::new(AtomicUsize::new(0));
     let standing = Arc::new(Standing::new(busy.clone()));
+    let writes = Arc::new(Writes::default());
     let ctx = Arc::new(Ctx {
         scheduler: scheduler.clone(),
         reserved: Reserved::default(),
@@ -237,6 +242,7 @@ async fn run_node(
         busy,
         hand_back: CancellationToken::new(),
         standing: standing.clone(),
+        writes: writes.clone(),
     });
     let give_up = CancellationToken::new();
     let mut writer = tokio::spawn(write_completions(
@@ -244,6 +250,7 @@ async fn run_node(
         done_rx,
         held.clone(),
         standing,
+        writes,
         give_up.clone(),
     ));
     let keeper = tokio::spawn(keep_leases(ctx.clone()));

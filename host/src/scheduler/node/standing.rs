@@ -18,8 +18,14 @@ use tokio::sync::oneshot;
 
 use crate::store::Claimed;
 
-/// What the writer claimed for the claim loop, and how many tasks it asked for.
-pub(super) type Answer = (usize, Claimed);
+/// What the writer claimed for the claim loop.
+pub(super) struct Answer {
+    /// How many tasks it asked for.
+    pub max: usize,
+    pub claimed: Claimed,
+    /// The writes the claim saw ([`super::writes::Writes::count`]).
+    pub seen: u64,
+}
 
 pub(super) struct Standing {
     /// A std mutex: held for a put or a take, never across an await.
@@ -36,10 +42,12 @@ struct Ask {
     reply: oneshot::Sender<Answer>,
 }
 
-/// A claim the writer took: at most `max` tasks, answered on `reply`.
+/// A claim the writer took: at most `max` tasks, answered on `reply`, in a write made
+/// after `seen` writes.
 pub(super) struct Taken {
     pub max: usize,
     pub reply: oneshot::Sender<Answer>,
+    pub seen: u64,
 }
 
 /// Whether `room` left of `capacity` is worth a claim now: claims come in large batches,
@@ -79,8 +87,9 @@ impl Standing {
             .is_some()
     }
 
-    /// The writer takes the claim, if one stands and the room is worth claiming now.
-    pub(super) fn take(&self) -> Option<Taken> {
+    /// The writer takes the claim, if one stands and the room is worth claiming now, for
+    /// a write made after `seen` writes.
+    pub(super) fn take(&self, seen: u64) -> Option<Taken> {
         let mut ask = self.ask.lock().expect("standing claim lock");
         let Ask {
             capacity, workers, ..
@@ -93,6 +102,7 @@ impl Standing {
         ask.take().map(|ask| Taken {
             max: room,
             reply: ask.reply,
+            seen,
         })
     }
 }

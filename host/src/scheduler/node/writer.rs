@@ -15,7 +15,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::standing::{Standing, Taken};
+use super::standing::{Answer, Standing, Taken};
+use super::writes::Writes;
 use crate::scheduler::Scheduler;
 use crate::store::*;
 
@@ -110,6 +111,7 @@ pub(super) async fn write_completions(
     mut done: mpsc::UnboundedReceiver<Done>,
     held: Arc<watch::Sender<usize>>,
     standing: Arc<Standing>,
+    writes: Arc<Writes>,
     give_up: CancellationToken,
 ) {
     let mut buffer = Vec::new();
@@ -127,7 +129,7 @@ pub(super) async fn write_completions(
         let ask = if report.completions.is_empty() || !scheduler.store.claims_in_reports() {
             None
         } else {
-            standing.take()
+            standing.take(writes.count())
         };
         let handed_back = !report.handed_back.is_empty();
         let claimed = match write_report(&scheduler, report, ask, &give_up).await {
@@ -146,12 +148,10 @@ pub(super) async fn write_completions(
         };
         if ends > 0 {
             held.send_modify(|n| *n -= ends);
-            // A claim in the same transaction saw what these ends made claimable; tasks
-            // handed back after it, it did not.
-            if !claimed || handed_back {
-                scheduler.wake.notify_one();
-            }
         }
+        // A claim in the same transaction saw what these ends made claimable; tasks
+        // handed back after it, it did not.
+        writes.wrote(ends > 0 && (!claimed || handed_back));
     };
     done.close();
     while let Ok(message) = done.try_recv() {
@@ -292,7 +292,7 @@ async fn write(
                     .task_report(starts, completions, now)
                     .await?
             }
-            Some(Taken { max, reply }) => {
+            Some(Taken { max, reply, seen }) => {
                 let claim = ClaimParams {
                     node: scheduler.config.node.clone(),
                     max,
@@ -303,8 +303,8 @@ async fn write(
                     .store
                     .task_report_claim(starts, completions, claim)
                     .await?;
-                if let Err((_, unwanted)) = reply.send((max, claimed)) {
-                    let tasks = unwanted.tasks.iter().map(|t| (t.id, t.lease_token));
+                if let Err(unwanted) = reply.send(Answer { max, claimed, seen }) {
+                    let tasks = unwanted.claimed.tasks.iter().map(|t| (t.id, t.lease_token));
                     report.handed_back.extend(tasks);
                 }
                 result
