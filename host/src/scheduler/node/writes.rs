@@ -3,9 +3,9 @@
 //! A write that ends tasks may make work claimable: the claim loop claims after it, unless
 //! a claim already saw it. The writer numbers its writes; a claim that starts after write
 //! `n` is committed sees writes up to `n`, and one the writer makes in a write sees those
-//! before it. A wake-up for a write a claim already saw (the claim loop's own claim ran
-//! after it, waiting for the store) is dropped, rather than spent on a claim that finds
-//! nothing and leaves no claim standing for the writes to come.
+//! before it. A wake-up for a write a claim already saw (one the claim loop began after
+//! the write, or the writer's claim in a later write) is dropped, rather than spent on a
+//! claim that finds nothing and leaves no claim standing for the writes to come.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
