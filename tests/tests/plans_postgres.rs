@@ -13,6 +13,10 @@ use qhost_tests::pg::TestDb;
 use serde_json::Value;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
+/// One test of this file at a time: a fill's long transaction in one would hold back what
+/// another's `VACUUM` may mark all-visible, and so the plans and heap fetches it checks.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The highest `$N` in `sql`: how many parameters it takes.
 fn parameters(sql: &str) -> usize {
     let mut most = 0;
@@ -111,6 +115,7 @@ async fn check_plans(client: &Client, when: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_hot_statement_uses_its_index_before_and_after_analyze() {
+    let _serial = SERIAL.lock().await;
     let db = TestDb::new().await;
     // Opening the store migrates the schema.
     let store = PostgresStore::connect(&db.url, "plans").await.unwrap();
@@ -128,6 +133,7 @@ async fn every_hot_statement_uses_its_index_before_and_after_analyze() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_of_the_log_until_a_time_passes_over_later_attempts_in_the_key_alone() {
+    let _serial = SERIAL.lock().await;
     let db = TestDb::new().await;
     let store = PostgresStore::connect(&db.url, "plans").await.unwrap();
     let now = now_micros();
@@ -322,6 +328,7 @@ async fn claim_buffers(tasks: usize) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claims_reads_do_not_grow_with_the_queue() {
+    let _serial = SERIAL.lock().await;
     let small = claim_buffers(2_000).await;
     let large = claim_buffers(50_000).await;
     // Read by the benchmark suite (benches/targets.toml).
