@@ -144,12 +144,12 @@ fn complete_successes(
     let mut batches: HashMap<BatchId, (i64, Used)> = HashMap::new();
     let mut groups: HashMap<String, i64> = HashMap::new();
     let mut orders: HashMap<(BatchId, i64), i64> = HashMap::new();
-    let mut leading: Vec<(TaskId, bool)> = Vec::new();
+    let mut leading: Vec<TaskId> = Vec::new();
     for c in succeeded {
         let ended = end
             .query_row(params![now, c.output, c.task, c.lease_token], |r| {
                 if r.get::<_, bool>(5)? {
-                    leading.push((c.task, true));
+                    leading.push(c.task);
                 }
                 Ok(Running {
                     id: c.task,
@@ -205,7 +205,7 @@ fn complete_successes(
         }
     }
     if !leading.is_empty() {
-        graph::settle(tx, leading, now, server, result)?;
+        graph::settle_well(tx, &leading)?;
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! ends it: a dependent is counted down, and made ready at zero if its order is the gate,
 //! or ended as its edge's `on_failure` says, which settles its own dependents in turn.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -11,6 +11,27 @@ use super::{gate, hooks, internal};
 use crate::runtime::Outcome;
 use crate::store::graph::{self, Graph, Node, Reads, Stored, StoredTasks};
 use crate::store::*;
+
+// The statements that change tasks are `OR FAIL`: no statement journal (see mod.rs).
+
+/// The dependents of a dependency.
+pub(super) const DEPENDENTS_SQL: &str = "SELECT task_id FROM task_edges WHERE dep_id = ?";
+/// A waiting dependent counted down by ?2 of its edges.
+pub(super) const COUNT_DOWN_SQL: &str = "UPDATE OR FAIL tasks SET deps_open = max(deps_open - ?2, 0) \
+    WHERE id = ?1 AND state = 0 AND deps_open > 0 RETURNING deps_open, batch_id, ord";
+/// A waiting dependent whose dependencies have all ended, made ready.
+pub(super) const READY_SQL: &str =
+    "UPDATE OR FAIL tasks SET state = 1, listed = 1 WHERE id = ? AND state = 0";
+/// The dependents of dependency ?1 that its end lets go on (all when it ended well, ?2,
+/// else those whose edge says `run`), counted down in one statement whatever their number.
+/// Looked up by id (`NOT INDEXED`): an index on the state would walk every waiting task.
+pub(super) const COUNT_DOWN_ALL_SQL: &str = "UPDATE OR FAIL tasks NOT INDEXED SET deps_open = deps_open - 1 \
+    WHERE id IN (SELECT task_id FROM task_edges WHERE dep_id = ?1 AND (?2 OR on_failure = 1)) \
+    AND state = 0 AND deps_open > 0 RETURNING deps_open = 0";
+/// Those of them at zero made ready when their order ?3 is the gate.
+pub(super) const READY_ALL_SQL: &str = "UPDATE OR FAIL tasks NOT INDEXED SET state = 1, listed = 1 WHERE id IN \
+    (SELECT task_id FROM task_edges WHERE dep_id = ?1 AND (?2 OR on_failure = 1)) \
+    AND state = 0 AND deps_open = 0 AND ord = ?3";
 
 /// The columns of a stored task as [`stored_row`] reads it, from `tasks` as `t`.
 const STORED: &str = "t.id, t.batch_id, t.ord, t.task_key, t.state, t.outcome, \
@@ -240,6 +261,62 @@ pub(super) fn settle(
     Ok(())
 }
 
+/// Settles the edges from tasks that all ended well (`deps`, of one batch or more): their
+/// dependents are counted down, each once per edge from them, and made ready at zero when
+/// their order is the gate. Count-downs end nothing, so their order does not matter, and a
+/// dependent of many of them (a join) is written once rather than once per edge.
+pub(super) fn settle_well(tx: &Transaction<'_>, deps: &[TaskId]) -> StoreResult<()> {
+    if let [dep] = deps {
+        return count_down(tx, *dep, true);
+    }
+    let mut by_dependent: BTreeMap<TaskId, i64> = BTreeMap::new();
+    {
+        let mut edges = tx.prepare_cached(DEPENDENTS_SQL).map_err(internal)?;
+        for &dep in deps {
+            let rows = edges
+                .query_map([dep], |r| r.get::<_, TaskId>(0))
+                .map_err(internal)?;
+            for task in rows {
+                *by_dependent.entry(task.map_err(internal)?).or_default() += 1;
+            }
+        }
+    }
+    let mut down = tx.prepare_cached(COUNT_DOWN_SQL).map_err(internal)?;
+    let mut gates: HashMap<BatchId, Option<i64>> = HashMap::new();
+    for (task, edges) in by_dependent {
+        let left: Option<(i64, BatchId, i64)> = down
+            .query_row(params![task, edges], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()
+            .map_err(internal)?;
+        let Some((0, batch, order)) = left else {
+            continue;
+        };
+        let gate = match gates.get(&batch) {
+            Some(&gate) => gate,
+            None => {
+                let gate = gate::current(tx, batch)?;
+                gates.insert(batch, gate);
+                gate
+            }
+        };
+        if gate == Some(order) {
+            make_ready(tx, task)?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes a waiting task whose dependencies have all ended ready.
+fn make_ready(tx: &Transaction<'_>, task: TaskId) -> StoreResult<()> {
+    tx.prepare_cached(READY_SQL)
+        .map_err(internal)?
+        .execute([task])
+        .map_err(internal)?;
+    Ok(())
+}
+
 /// Counts down, in one statement whatever their number, the dependents of `dep` that
 /// its end lets go on (all when it ended `well`, else those whose edge says `run`), and
 /// makes those at zero ready (a second) when their order is the gate of their batch (the batch of
@@ -247,13 +324,7 @@ pub(super) fn settle(
 fn count_down(tx: &Transaction<'_>, dep: TaskId, well: bool) -> StoreResult<()> {
     // Whether one reached zero: only then is the gate read.
     let zero = {
-        let mut stmt = tx
-            .prepare_cached(
-                "UPDATE tasks SET deps_open = deps_open - 1 WHERE id IN \
-                     (SELECT task_id FROM task_edges WHERE dep_id = ?1 AND (?2 OR on_failure = 1)) \
-                 AND state = 0 AND deps_open > 0 RETURNING deps_open = 0",
-            )
-            .map_err(internal)?;
+        let mut stmt = tx.prepare_cached(COUNT_DOWN_ALL_SQL).map_err(internal)?;
         let rows = stmt
             .query_map(params![dep, well], |r| r.get::<_, bool>(0))
             .map_err(internal)?;
@@ -274,14 +345,10 @@ fn count_down(tx: &Transaction<'_>, dep: TaskId, well: bool) -> StoreResult<()> 
     let Some(gate) = gate::current(tx, batch)? else {
         return Ok(());
     };
-    tx.prepare_cached(
-        "UPDATE tasks SET state = 1, listed = 1 WHERE id IN \
-             (SELECT task_id FROM task_edges WHERE dep_id = ?1 AND (?2 OR on_failure = 1)) \
-         AND state = 0 AND deps_open = 0 AND ord = ?3",
-    )
-    .map_err(internal)?
-    .execute(params![dep, well, gate])
-    .map_err(internal)?;
+    tx.prepare_cached(READY_ALL_SQL)
+        .map_err(internal)?
+        .execute(params![dep, well, gate])
+        .map_err(internal)?;
     Ok(())
 }
 
@@ -300,21 +367,15 @@ fn settle_edge(
 ) -> StoreResult<Option<bool>> {
     if well || on_failure == OnFailure::Run {
         let left: Option<(i64, BatchId, i64)> = tx
-            .prepare_cached(
-                "UPDATE tasks SET deps_open = deps_open - 1 \
-                 WHERE id = ? AND state = 0 AND deps_open > 0 RETURNING deps_open, batch_id, ord",
-            )
+            .prepare_cached(COUNT_DOWN_SQL)
             .map_err(internal)?
-            .query_row([task], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row(params![task, 1], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()
             .map_err(internal)?;
         if let Some((0, batch, order)) = left
             && gate::current(tx, batch)? == Some(order)
         {
-            tx.prepare_cached("UPDATE tasks SET state = 1, listed = 1 WHERE id = ? AND state = 0")
-                .map_err(internal)?
-                .execute([task])
-                .map_err(internal)?;
+            make_ready(tx, task)?;
         }
         return Ok(None);
     }
@@ -445,4 +506,103 @@ pub(super) fn edges(
         .query_map(params![batch, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(internal)?;
     rows.collect::<Result<_, _>>().map_err(internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rusqlite::StatementStatus;
+
+    use super::*;
+    use crate::runtime::RuntimeConfig;
+    use crate::scheduler::admit::admit;
+    use crate::store::sqlite::SqliteStore;
+
+    /// How many times each statement ran since the last call, in `sqls`' order.
+    fn runs(store: &SqliteStore, sqls: &[&str]) -> Vec<i32> {
+        let conn = store.conn.lock().unwrap();
+        sqls.iter()
+            .map(|sql| {
+                let stmt = conn.conn.prepare_cached(sql).unwrap();
+                let runs = stmt.get_status(StatementStatus::Run);
+                stmt.reset_status(StatementStatus::Run);
+                runs
+            })
+            .collect()
+    }
+
+    fn success(task: &ClaimedTask) -> Completion {
+        Completion {
+            defer: None,
+            task: task.id,
+            batch: task.batch,
+            lease_token: task.lease_token,
+            node: "n1".into(),
+            slot: Some(0),
+            started_at: 2,
+            ended_at: 3,
+            cpu_micros: None,
+            memory_mib_seconds: None,
+            http_bytes: None,
+            outcome: Outcome::Succeeded,
+            error: None,
+            output: None,
+            logs: Vec::new(),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        }
+    }
+
+    /// A join after 20 tasks, 19 of which succeed in one write: the join is counted down
+    /// by 19 in one statement, not once per edge, and made ready by the last one alone.
+    #[tokio::test]
+    async fn a_wave_of_ends_counts_their_join_down_in_one_statement() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("q.db")).unwrap();
+        let module = store.module_put(b"not run".to_vec(), None, None, 0);
+        let module = module.await.unwrap().digest;
+        let batch = store.batch_open(BatchSpec::default(), [7; 32], 0);
+        let batch = batch.await.unwrap().id;
+        let mut specs: Vec<TaskSpec> = (0..20)
+            .map(|i| TaskSpec {
+                key: Some(format!("s{i}")),
+                ..TaskSpec::new(module, "x")
+            })
+            .collect();
+        specs.push(TaskSpec {
+            key: Some("j".into()),
+            after: (0..20).map(|i| Dep::key(format!("s{i}"))).collect(),
+            ..TaskSpec::new(module, "x")
+        });
+        let specs = admit(&RuntimeConfig::with_workers(1), specs).unwrap();
+        let ids = store.task_submit(batch, specs, 1).await.unwrap();
+        let join = ids[20];
+        let claim = ClaimParams {
+            node: "n1".into(),
+            max: 100,
+            now: 2,
+            lease: Duration::from_secs(60),
+        };
+        let mut claimed = store.task_claim(claim.clone()).await.unwrap().tasks;
+        assert_eq!(claimed.len(), 20, "the join waits for the others");
+        let last = claimed.pop().unwrap();
+        let counted = [COUNT_DOWN_SQL, COUNT_DOWN_ALL_SQL];
+        runs(&store, &counted);
+
+        let wave = claimed.iter().map(success).collect();
+        store.task_complete(wave, 3).await.unwrap();
+        assert_eq!(
+            runs(&store, &counted),
+            [1, 0],
+            "19 ends count their join down in one statement"
+        );
+        let waiting = store.task_get(join).await.unwrap();
+        assert_eq!(waiting.state, TaskState::Waiting, "one dependency is open");
+
+        store.task_complete(vec![success(&last)], 4).await.unwrap();
+        assert_eq!(store.task_get(join).await.unwrap().state, TaskState::Ready);
+        let next = store.task_claim(claim).await.unwrap().tasks;
+        assert_eq!(next.iter().map(|t| t.id).collect::<Vec<_>>(), [join]);
+    }
 }

@@ -9,7 +9,7 @@
 
 use rusqlite::{Connection, StatementStatus};
 
-use super::{claim, complete, gate};
+use super::{claim, complete, gate, graph};
 use crate::store::*;
 
 /// A hot statement, and what its plan must show: one fragment per table it reads.
@@ -25,6 +25,7 @@ const GROUP_BY_KEY: &str = "SEARCH groups USING PRIMARY KEY (key=?)";
 const ORDER_BY_KEY: &str = "SEARCH batch_orders USING PRIMARY KEY (batch_id=? AND ord=?)";
 const ORDERS_OF_BATCH: &str = "SEARCH o USING PRIMARY KEY (batch_id=?)";
 const TENANT_OF_BATCH: &str = "SEARCH n USING INTEGER PRIMARY KEY (rowid=?)";
+const EDGES_OF_DEP: &str = "SEARCH task_edges USING PRIMARY KEY (dep_id=?)";
 const TENANT_BY_ID: &str = "SEARCH tenants USING INTEGER PRIMARY KEY (rowid=?)";
 /// Steps that read a statement's own rows, not a table: a recursive walk's.
 const CTES: &[&str] = &["SCAN CONSTANT ROW", "SCAN lanes"];
@@ -215,6 +216,31 @@ const HOT: &[Hot] = &[
         name: "complete: the next order promoted",
         sql: gate::MOVE_SQL,
         plan: &["SEARCH tasks USING INDEX tasks_batch (batch_id=? AND ord=?)"],
+    },
+    Hot {
+        name: "complete: a dependency's dependents",
+        sql: graph::DEPENDENTS_SQL,
+        plan: &[EDGES_OF_DEP],
+    },
+    Hot {
+        name: "complete: a dependent counted down",
+        sql: graph::COUNT_DOWN_SQL,
+        plan: &[TASK_BY_ID],
+    },
+    Hot {
+        name: "complete: a dependent made ready",
+        sql: graph::READY_SQL,
+        plan: &[TASK_BY_ID],
+    },
+    Hot {
+        name: "complete: a dependency's dependents counted down",
+        sql: graph::COUNT_DOWN_ALL_SQL,
+        plan: &[TASK_BY_ID, EDGES_OF_DEP],
+    },
+    Hot {
+        name: "complete: a dependency's dependents made ready",
+        sql: graph::READY_ALL_SQL,
+        plan: &[TASK_BY_ID, EDGES_OF_DEP],
     },
     Hot {
         name: "hand back",
