@@ -168,12 +168,11 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
             (Woke::Due, Some(parked)) if !ctx.standing.withdraw() => {
                 answered = parked.await.ok();
             }
-            // The answer may come from a later write, which saw the one that woke the loop.
+            // The answer may come from a later write, which saw the one that woke the loop
+            // (woken only for an `n` above `seen`).
             (Woke::Written(n), Some(parked)) if !ctx.standing.withdraw() => {
                 answered = parked.await.ok();
-                woken = answered
-                    .as_ref()
-                    .is_none_or(|answer| answer.seen.max(seen) < n);
+                woken = answered.as_ref().is_none_or(|answer| answer.seen < n);
                 seen = seen.max(n);
             }
             // Woken once for it, as for any wake-up, whether or not this round claims.
