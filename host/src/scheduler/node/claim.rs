@@ -134,7 +134,7 @@ pub(super) async fn claim_loop(ctx: &Arc<Ctx>, stop: &CancellationToken) -> anyh
         // and sleep until woken, until a retry becomes due, or until a run comes near its
         // end.
         let stand = stands && contended.is_none();
-        let mut parked = stand.then(|| ctx.standing.park(capacity, workers));
+        let mut parked = stand.then(|| ctx.standing.park(capacity, workers, outlook.ending == 0));
         let woke = {
             let wake_at = next_due.into_iter().chain(outlook.next).min();
             let sleep = async {

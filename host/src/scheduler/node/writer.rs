@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::standing::{Answer, Standing, Taken};
+use super::standing::{Standing, Taken};
 use super::writes::Writes;
 use crate::scheduler::Scheduler;
 use crate::store::*;
@@ -132,7 +132,7 @@ pub(super) async fn write_completions(
             standing.take(writes.count())
         };
         let handed_back = !report.handed_back.is_empty();
-        let claimed = match write_report(&scheduler, report, ask, &give_up).await {
+        let claimed = match write_report(&scheduler, &standing, report, ask, &give_up).await {
             Ok(Written {
                 mut batches,
                 claimed,
@@ -173,6 +173,7 @@ struct Written {
 /// `give_up`; then returns what it did not write.
 async fn write_report(
     scheduler: &Scheduler,
+    standing: &Standing,
     mut report: Report,
     ask: Option<Taken>,
     give_up: &CancellationToken,
@@ -180,7 +181,7 @@ async fn write_report(
     let mut batches = Vec::new();
     let claimed = ask.is_some();
     let err = tokio::select! {
-        written = write(scheduler, &mut report, &mut batches, ask) => match written {
+        written = write(scheduler, &mut report, &mut batches, ask.map(|ask| (ask, standing))) => match written {
             Ok(()) => return Ok(Written { batches, claimed }),
             Err(err) => err,
         },
@@ -279,7 +280,7 @@ async fn write(
     scheduler: &Scheduler,
     report: &mut Report,
     batches: &mut Vec<BatchId>,
-    ask: Option<Taken>,
+    ask: Option<(Taken, &Standing)>,
 ) -> StoreResult<()> {
     if !report.starts.is_empty() || !report.completions.is_empty() {
         let starts = report.starts.clone();
@@ -292,10 +293,10 @@ async fn write(
                     .task_report(starts, completions, now)
                     .await?
             }
-            Some(Taken { max, reply, seen }) => {
+            Some((taken, standing)) => {
                 let claim = ClaimParams {
                     node: scheduler.config.node.clone(),
-                    max,
+                    max: taken.max,
                     now: now_micros(),
                     lease: scheduler.config.lease,
                 };
@@ -303,8 +304,8 @@ async fn write(
                     .store
                     .task_report_claim(starts, completions, claim)
                     .await?;
-                if let Err(unwanted) = reply.send(Answer { max, claimed, seen }) {
-                    let tasks = unwanted.claimed.tasks.iter().map(|t| (t.id, t.lease_token));
+                if let Err(unwanted) = standing.answer(taken, claimed) {
+                    let tasks = unwanted.tasks.iter().map(|t| (t.id, t.lease_token));
                     report.handed_back.extend(tasks);
                 }
                 result
