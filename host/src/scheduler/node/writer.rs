@@ -180,8 +180,9 @@ async fn write_report(
 ) -> Result<Written, Report> {
     let mut batches = Vec::new();
     let claimed = ask.is_some();
+    let ask = ask.map(|ask| (ask, standing));
     let err = tokio::select! {
-        written = write(scheduler, &mut report, &mut batches, ask.map(|ask| (ask, standing))) => match written {
+        written = write(scheduler, &mut report, &mut batches, ask) => match written {
             Ok(()) => return Ok(Written { batches, claimed }),
             Err(err) => err,
         },
